@@ -1,0 +1,51 @@
+"""Shared fixtures: every test gets a tmp CAIRN_HOME and a tmp HOME (never the real ~/.claude)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from worker.app import create_app
+from worker.settings import Settings, load_settings
+
+BASE_URL = "http://127.0.0.1:37800"
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "cairn-home"
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    monkeypatch.setenv("CAIRN_HOME", str(home))
+    monkeypatch.setenv("HOME", str(user_home))
+    monkeypatch.setenv("CAIRN_EMBED_ENABLED", os.environ.get("CAIRN_TEST_EMBED", "0"))
+    for key in list(os.environ):
+        if key.startswith("CAIRN_") and key not in ("CAIRN_HOME", "CAIRN_EMBED_ENABLED"):
+            monkeypatch.delenv(key, raising=False)
+    return home
+
+
+@pytest.fixture
+def settings(isolated_home: Path) -> Settings:
+    return load_settings()
+
+
+@pytest.fixture
+def client(settings: Settings) -> Iterator[TestClient]:
+    """An authenticated TestClient over a fresh app (lifespan runs inside `with`)."""
+    app = create_app(settings)
+    with TestClient(app, base_url=BASE_URL, raise_server_exceptions=False) as test_client:
+        token = settings.token_path.read_text().strip()
+        test_client.headers["Authorization"] = f"Bearer {token}"
+        yield test_client
+
+
+@pytest.fixture
+def anon_client(settings: Settings) -> Iterator[TestClient]:
+    app = create_app(settings)
+    with TestClient(app, base_url=BASE_URL, raise_server_exceptions=False) as test_client:
+        yield test_client

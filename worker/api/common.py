@@ -1,0 +1,68 @@
+"""Schema pieces shared by the resource modules (built from Settings so limits stay in one place)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from worker.api.schema import Schema
+from worker.clock import parse_iso
+from worker.errors import BadRequest
+from worker.settings import Settings
+
+EVENT_ID: Schema = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 200,
+    "description": "Client-generated id; a repeat is accepted and ignored (idempotent retries).",
+}
+DATETIME: Schema = {"type": "string", "format": "date-time", "maxLength": 64}
+SESSION_ID: Schema = {"type": "string", "minLength": 1, "maxLength": 200}
+
+
+def project_field(s: Settings) -> Schema:
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 1024,
+        "description": "Project key: a repository root path or any name; unknown keys are created.",
+    }
+
+
+def meta_field(s: Settings) -> Schema:
+    return {
+        "type": ["object", "null"],
+        "x-maxBytes": s.max_meta_bytes,
+        "description": f"Free JSON object up to {s.max_meta_bytes} bytes, returned verbatim.",
+    }
+
+
+def text_field(s: Settings, max_chars: int | None = None, *, min_length: int = 0) -> Schema:
+    schema: Schema = {"type": "string", "maxLength": max_chars or s.max_text_chars}
+    if min_length:
+        schema["minLength"] = min_length
+    return schema
+
+
+def page_query(s: Settings) -> dict[str, Schema]:
+    return {
+        "limit": {"type": "integer", "minimum": 1, "maximum": s.max_page_size},
+        "cursor": {"type": "string", "maxLength": 200},
+    }
+
+
+def time_ms(body: dict[str, Any], key: str) -> int | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    try:
+        return parse_iso(value)
+    except (ValueError, OverflowError, OSError):
+        raise BadRequest(f"'{key}' must be an ISO 8601 date-time", field=key) from None
+
+
+def int_cursor(raw: str | None, name: str = "cursor") -> int | None:
+    if raw is None or raw == "":
+        return None
+    if not raw.isdigit():
+        raise BadRequest(f"'{name}' is not a cursor this API returned", field=name)
+    return int(raw)

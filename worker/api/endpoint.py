@@ -1,0 +1,134 @@
+"""Declarative JSON endpoints: one spec gives validation, rate limit and the OpenAPI entry."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from worker.api.schema import Schema, coerce_query, validate
+from worker.errors import BadRequest
+
+if TYPE_CHECKING:
+    from worker.context import Cairn
+
+RateGroup = Literal["read", "write", "login"]
+
+
+@dataclass
+class Call:
+    """What a handler receives: the request, validated query/body, path params and the app context."""
+
+    request: Request
+    cairn: Cairn
+    query: dict[str, Any]
+    body: Any
+    path: dict[str, Any]
+
+
+Handler = Callable[[Call], Awaitable[Any]]
+
+
+@dataclass
+class Endpoint:
+    method: str
+    path: str
+    handler: Handler
+    summary: str
+    tag: str
+    query: dict[str, Schema] = field(default_factory=dict)
+    required_query: tuple[str, ...] = ()
+    body: Schema | None = None
+    body_required: bool = True
+    response: Schema | None = None
+    status: int = 200
+    extra_statuses: tuple[int, ...] = ()
+    rate: RateGroup | None = None
+    raw_response: bool = False  # handler returns a Starlette Response itself (e.g. SSE)
+    description: str = ""
+
+    @property
+    def rate_group(self) -> RateGroup:
+        if self.rate is not None:
+            return self.rate
+        return "read" if self.method == "GET" else "write"
+
+
+def _path_params(ep: Endpoint, request: Request) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in request.path_params.items():
+        out[name] = value
+    return out
+
+
+async def read_json(request: Request) -> Any:
+    raw = await request.body()
+    if not raw.strip():
+        raise BadRequest("the request body is empty; send a JSON object", field="body")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadRequest(
+            f"the request body is not valid UTF-8 (byte {exc.start})", field="body"
+        ) from None
+
+    def _reject_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise BadRequest(
+            f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", field="body"
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        raise BadRequest(f"malformed JSON: {exc}", field="body") from None
+
+
+def make_route(ep: Endpoint, wrap: Callable[[Endpoint, Callable[..., Any]], Any]) -> Route:
+    """Build the Starlette route for `ep`; `wrap` applies the app's rate limiter."""
+
+    async def endpoint(request: Request) -> Response:
+        query: dict[str, Any] = {}
+        params = request.query_params
+        for name, schema in ep.query.items():
+            if name in params:
+                query[name] = coerce_query(schema, params[name], name)
+            elif name in ep.required_query:
+                raise BadRequest(f"query parameter '{name}' is required", field=name)
+        body: Any = None
+        if ep.body is not None:
+            raw_present = int(request.headers.get("content-length") or 0) > 0 or ep.body_required
+            if raw_present:
+                body = validate(ep.body, await read_json(request))
+        call = Call(
+            request=request,
+            cairn=request.state.cairn,
+            query=query,
+            body=body,
+            path=_path_params(ep, request),
+        )
+        result = await ep.handler(call)
+        if ep.raw_response:
+            assert isinstance(result, Response)
+            return result
+        if isinstance(result, Response):
+            return result
+        if ep.status == 204:
+            return Response(status_code=204)
+        return JSONResponse(result, status_code=ep.status)
+
+    endpoint.__name__ = f"{ep.tag}_{ep.handler.__name__}"
+    endpoint.__qualname__ = endpoint.__name__
+    route = Route(ep.path, wrap(ep, endpoint), methods=[ep.method])
+    route.cairn_endpoint = ep  # type: ignore[attr-defined]
+    return route
+
+
+def with_status(payload: Any, status: int) -> JSONResponse:
+    return JSONResponse(payload, status_code=status)

@@ -1,0 +1,189 @@
+"""Observations: create (one or a batch), list with filters and cursor, get one or many."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from worker.api.common import (
+    DATETIME,
+    EVENT_ID,
+    SESSION_ID,
+    int_cursor,
+    meta_field,
+    page_query,
+    project_field,
+    text_field,
+    time_ms,
+)
+from worker.api.endpoint import Call, Endpoint, with_status
+from worker.api.schema import Schema, validate
+from worker.errors import BadRequest, NotFound
+from worker.settings import Settings
+from worker.store import observations as q
+
+TAG = "observations"
+
+
+def item_schema(s: Settings) -> Schema:
+    return {
+        "type": "object",
+        "required": ["project", "type", "title"],
+        "properties": {
+            "project": project_field(s),
+            "session_id": SESSION_ID,
+            "type": {"type": "string", "enum": list(q.TYPES)},
+            "title": text_field(s, s.max_title_chars, min_length=1),
+            "body": text_field(s),
+            "files": {
+                "type": "array",
+                "maxItems": s.max_files,
+                "items": {"type": "string", "minLength": 1, "maxLength": 4096},
+            },
+            "tool_name": {"type": "string", "maxLength": 200},
+            "importance": {"type": "integer", "minimum": 1, "maximum": 5},
+            "created_at": DATETIME,
+            "event_id": EVENT_ID,
+            "meta": meta_field(s),
+        },
+    }
+
+
+def create_schema(s: Settings) -> Schema:
+    single = item_schema(s)
+    return {
+        "type": "object",
+        "description": "One observation, or {'observations': [...]} for a batch.",
+        "properties": {
+            **single["properties"],
+            "observations": {"type": "array", "minItems": 1, "maxItems": s.max_batch},
+        },
+    }
+
+
+def _prepare(item: dict[str, Any]) -> dict[str, Any]:
+    out = dict(item)
+    out["created_at_ms"] = time_ms(item, "created_at")
+    return out
+
+
+async def create_observations(call: Call) -> Any:
+    s = call.cairn.settings
+    body: dict[str, Any] = call.body
+    if "observations" in body:
+        items = []
+        for i, raw in enumerate(body["observations"]):
+            if not isinstance(raw, dict):
+                raise BadRequest(f"'observations[{i}]' must be object", field=f"observations[{i}]")
+            items.append(_prepare(validate(item_schema(s), raw, f"observations[{i}]")))
+    else:
+        items = [_prepare(validate(item_schema(s), body))]
+
+    def write(conn: Any) -> list[tuple[dict[str, Any], bool]]:
+        return [q.insert(conn, item) for item in items]
+
+    results = await call.cairn.store.write(write)
+    created = [row for row, is_new in results if is_new]
+    for row in created:
+        call.cairn.events.publish("observation.created", row)
+    call.cairn.after_observations([row["id"] for row in created])
+    if "observations" in body:
+        return with_status(
+            {
+                "items": [row for row, _ in results],
+                "created": len(created),
+                "duplicates": len(results) - len(created),
+            },
+            201 if created else 200,
+        )
+    row, is_new = results[0]
+    return with_status({**row, "duplicate": not is_new}, 201 if is_new else 200)
+
+
+def list_query(s: Settings) -> dict[str, Schema]:
+    return {
+        "project": project_field(s),
+        "session_id": SESSION_ID,
+        "type": {"type": "string", "enum": list(q.TYPES)},
+        "since": DATETIME,
+        "until": DATETIME,
+        "ids": {"type": "string", "maxLength": 10000, "description": "Comma-separated ids"},
+        "include_archived": {"type": "boolean"},
+        **page_query(s),
+    }
+
+
+async def list_observations(call: Call) -> Any:
+    s = call.cairn.settings
+    qp = call.query
+    if "ids" in qp:
+        ids = _parse_ids(qp["ids"], s.max_page_size)
+        items = await call.cairn.store.read(lambda c: q.get_many(c, ids))
+        return {"items": items, "next_cursor": None}
+    limit = qp.get("limit", s.page_size)
+    items, cursor = await call.cairn.store.read(
+        lambda c: q.list_page(
+            c,
+            project=qp.get("project"),
+            session_id=qp.get("session_id"),
+            type_=qp.get("type"),
+            since=time_ms(qp, "since"),
+            until=time_ms(qp, "until"),
+            before_id=int_cursor(qp.get("cursor")),
+            include_archived=qp.get("include_archived", False),
+            limit=limit,
+        )
+    )
+    return {"items": items, "next_cursor": str(cursor) if cursor is not None else None}
+
+
+def _parse_ids(raw: str, limit: int) -> list[int]:
+    parts = [p.strip() for p in raw.split(",") if p.strip()]
+    if not parts or not all(p.isdigit() and len(p) < 19 for p in parts):
+        raise BadRequest("'ids' must be a comma-separated list of integer ids", field="ids")
+    if len(parts) > limit:
+        raise BadRequest(f"'ids' allows at most {limit} ids", field="ids")
+    return [int(p) for p in parts]
+
+
+async def get_observation(call: Call) -> Any:
+    oid = call.path["id"]
+    row = await call.cairn.store.read(lambda c: q.get(c, oid))
+    if row is None:
+        raise NotFound(f"observation {oid} does not exist", field="id")
+    return row
+
+
+def endpoints(s: Settings) -> list[Endpoint]:
+    obs_ref: Schema = {"$ref": "#/components/schemas/Observation"}
+    return [
+        Endpoint(
+            "POST",
+            "/api/observations",
+            create_observations,
+            "Create one observation or a batch (idempotent by event_id)",
+            TAG,
+            body=create_schema(s),
+            status=201,
+            extra_statuses=(200,),
+        ),
+        Endpoint(
+            "GET",
+            "/api/observations",
+            list_observations,
+            "List observations (filters, newest first, cursor) or fetch many by ids",
+            TAG,
+            query=list_query(s),
+            response={
+                "type": "object",
+                "properties": {"items": {"type": "array", "items": obs_ref}},
+            },
+        ),
+        Endpoint(
+            "GET",
+            "/api/observations/{id:int}",
+            get_observation,
+            "Get one observation",
+            TAG,
+            response=obs_ref,
+        ),
+    ]

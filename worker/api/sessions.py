@@ -1,0 +1,270 @@
+"""Sessions (start, end, list, detail) and prompts (create, numbered within the session)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from worker.api.common import (
+    DATETIME,
+    EVENT_ID,
+    SESSION_ID,
+    meta_field,
+    project_field,
+    text_field,
+    time_ms,
+)
+from worker.api.endpoint import Call, Endpoint, with_status
+from worker.errors import BadRequest, NotFound
+from worker.settings import Settings
+from worker.store import observations, projects, received, sessions
+
+TAG = "sessions"
+
+
+def start_schema(s: Settings) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["session_id", "project"],
+        "properties": {
+            "session_id": SESSION_ID,
+            "project": project_field(s),
+            "cwd": {"type": "string", "maxLength": 4096},
+            "source": {"type": "string", "maxLength": 64},
+            "parent_id": SESSION_ID,
+            "started_at": DATETIME,
+            "event_id": EVENT_ID,
+            "meta": meta_field(s),
+        },
+    }
+
+
+async def start_session(call: Call) -> Any:
+    b = call.body
+    started = time_ms(b, "started_at")
+
+    def write(conn: Any) -> tuple[dict[str, Any], bool]:
+        pid = projects.ensure(conn, b["project"])
+        created = sessions.ensure(
+            conn,
+            b["session_id"],
+            pid,
+            cwd=b.get("cwd"),
+            source=b.get("source"),
+            parent_id=b.get("parent_id"),
+            started_at=started,
+            meta=b.get("meta"),
+        )
+        received.record(conn, b.get("event_id"), "session", b["session_id"])
+        row = sessions.get(conn, b["session_id"])
+        assert row is not None
+        return row, created
+
+    row, created = await call.cairn.store.write(write)
+    if created:
+        call.cairn.events.publish("session.started", row)
+    return with_status({**row, "created": created}, 201 if created else 200)
+
+
+def end_schema(s: Settings) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "reason": {"type": "string", "maxLength": 200},
+            "ended_at": DATETIME,
+            "event_id": EVENT_ID,
+        },
+    }
+
+
+async def end_session(call: Call) -> Any:
+    sid = call.path["session_id"]
+    b = call.body or {}
+    at = time_ms(b, "ended_at")
+
+    def write(conn: Any) -> dict[str, Any] | None:
+        if not sessions.end(conn, sid, b.get("reason"), at):
+            return None
+        return sessions.get(conn, sid)
+
+    row = await call.cairn.store.write(write)
+    if row is None:
+        raise NotFound(f"session {sid!r} does not exist", field="session_id")
+    call.cairn.events.publish("session.ended", row)
+    return row
+
+
+async def list_sessions(call: Call) -> Any:
+    s = call.cairn.settings
+    qp = call.query
+    items, cursor = await call.cairn.store.read(
+        lambda c: sessions.list_page(
+            c,
+            project=qp.get("project"),
+            status=qp.get("status"),
+            before=qp.get("cursor"),
+            limit=qp.get("limit", s.page_size),
+        )
+    )
+    return {"items": items, "next_cursor": cursor}
+
+
+async def get_session(call: Call) -> Any:
+    sid = call.path["session_id"]
+
+    def read(conn: Any) -> dict[str, Any] | None:
+        row = sessions.get(conn, sid)
+        if row is None:
+            return None
+        obs, _ = observations.list_page(conn, session_id=sid, include_archived=True, limit=500)
+        summary = conn.execute(
+            "SELECT request, completed, learned, files, next_steps, created_at, updated_at "
+            "FROM summaries WHERE session_id = ?",
+            (sid,),
+        ).fetchone()
+        checkpoint = conn.execute(
+            "SELECT trigger, task, progress, next_steps, open_questions, files, created_at "
+            "FROM checkpoints WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+            (sid,),
+        ).fetchone()
+        from worker.store.rows import iso, load_json
+
+        row["prompts"] = sessions.prompts_of(conn, sid)
+        row["observations"] = list(reversed(obs))
+        row["summary"] = (
+            None
+            if summary is None
+            else {
+                "request": summary["request"],
+                "completed": summary["completed"],
+                "learned": summary["learned"],
+                "files": load_json(summary["files"], []),
+                "next_steps": summary["next_steps"],
+                "created_at": iso(summary, "created_at"),
+                "updated_at": iso(summary, "updated_at"),
+            }
+        )
+        row["checkpoint"] = (
+            None
+            if checkpoint is None
+            else {
+                "trigger": checkpoint["trigger"],
+                "task": checkpoint["task"],
+                "progress": checkpoint["progress"],
+                "next_steps": checkpoint["next_steps"],
+                "open_questions": checkpoint["open_questions"],
+                "files": load_json(checkpoint["files"], []),
+                "created_at": iso(checkpoint, "created_at"),
+            }
+        )
+        return row
+
+    row = await call.cairn.store.read(read)
+    if row is None:
+        raise NotFound(f"session {sid!r} does not exist", field="session_id")
+    return row
+
+
+def prompt_schema(s: Settings) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["session_id", "text"],
+        "properties": {
+            "session_id": SESSION_ID,
+            "project": project_field(s),
+            "text": text_field(s, min_length=1),
+            "created_at": DATETIME,
+            "event_id": EVENT_ID,
+            "meta": meta_field(s),
+        },
+    }
+
+
+async def create_prompt(call: Call) -> Any:
+    b = call.body
+    created_at = time_ms(b, "created_at")
+
+    def write(conn: Any) -> tuple[dict[str, Any], bool]:
+        seen = received.seen(conn, b.get("event_id"))
+        if seen is not None:
+            existing = sessions.get_prompt(conn, int(seen))
+            if existing is not None:
+                return existing, False
+        session = sessions.get(conn, b["session_id"])
+        if session is None:
+            if not b.get("project"):
+                raise BadRequest(
+                    f"session {b['session_id']!r} is unknown: send 'project' to create it",
+                    field="project",
+                )
+            pid = projects.ensure(conn, b["project"])
+            sessions.ensure(conn, b["session_id"], pid)
+        else:
+            pid = projects.ensure(conn, session["project"])
+        prompt = sessions.add_prompt(
+            conn, b["session_id"], pid, b["text"], created_at, b.get("meta")
+        )
+        received.record(conn, b.get("event_id"), "prompt", prompt["id"])
+        return prompt, True
+
+    prompt, created = await call.cairn.store.write(write)
+    if created:
+        call.cairn.events.publish("prompt.created", prompt)
+        call.cairn.after_items("prompt", [prompt["id"]])
+    return with_status({**prompt, "duplicate": not created}, 201 if created else 200)
+
+
+def endpoints(s: Settings) -> list[Endpoint]:
+    from worker.api.common import page_query
+
+    return [
+        Endpoint(
+            "POST",
+            "/api/sessions",
+            start_session,
+            "Start (or resume) a session; idempotent by session_id",
+            TAG,
+            body=start_schema(s),
+            status=201,
+            extra_statuses=(200,),
+        ),
+        Endpoint(
+            "POST",
+            "/api/sessions/{session_id}/end",
+            end_session,
+            "Mark a session ended",
+            TAG,
+            body=end_schema(s),
+            body_required=False,
+            extra_statuses=(404,),
+        ),
+        Endpoint(
+            "GET",
+            "/api/sessions",
+            list_sessions,
+            "List sessions, newest first",
+            TAG,
+            query={
+                "project": project_field(s),
+                "status": {"type": "string", "enum": ["active", "ended"]},
+                **page_query(s),
+            },
+        ),
+        Endpoint(
+            "GET",
+            "/api/sessions/{session_id}",
+            get_session,
+            "Session detail with prompts, observations, summary and checkpoint",
+            TAG,
+            extra_statuses=(404,),
+        ),
+        Endpoint(
+            "POST",
+            "/api/prompts",
+            create_prompt,
+            "Store a prompt (numbered within its session)",
+            "prompts",
+            body=prompt_schema(s),
+            status=201,
+            extra_statuses=(200,),
+        ),
+    ]

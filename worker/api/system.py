@@ -1,0 +1,126 @@
+"""Health, status, stats, projects, the SSE event stream and the OpenAPI document."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sse_starlette.sse import EventSourceResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from worker import __version__
+from worker.api.common import project_field
+from worker.api.endpoint import Call, Endpoint
+from worker.clock import now_ms, to_iso
+from worker.settings import Settings
+from worker.store import projects, stats
+
+TAG = "system"
+
+
+async def health(call: Call) -> Any:
+    return {"ok": True, "version": __version__}
+
+
+async def status(call: Call) -> Any:
+    import os
+
+    cairn = call.cairn
+    counts = await cairn.store.read(stats.counts)
+    recovered = cairn.store.recovered_from
+    return {
+        "ok": True,
+        "version": __version__,
+        "pid": os.getpid(),
+        "port": cairn.port,
+        "started_at": to_iso(cairn.started_at_ms),
+        "uptime_seconds": round((now_ms() - cairn.started_at_ms) / 1000, 1),
+        "counts": counts,
+        "db_path": str(cairn.store.path),
+        "db_size_bytes": cairn.store.db_size_bytes(),
+        "recovered_from": str(recovered) if recovered else None,
+        "sse_clients": cairn.events.client_count,
+        "services": {
+            name: getattr(service, "status", lambda: {})()
+            for name, service in cairn.services.items()
+        },
+    }
+
+
+async def list_projects(call: Call) -> Any:
+    return {"items": await call.cairn.store.read(projects.list_all)}
+
+
+async def get_stats(call: Call) -> Any:
+    qp = call.query
+    days = qp.get("days", 30)
+    data = await call.cairn.store.read(lambda c: stats.breakdown(c, qp.get("project"), days))
+    data["counts"] = await call.cairn.store.read(stats.counts)
+    data["db_size_bytes"] = call.cairn.store.db_size_bytes()
+    return data
+
+
+async def events(call: Call) -> Any:
+    request = call.request
+    broadcaster = call.cairn.events
+    last_id = request.headers.get("last-event-id") or request.query_params.get("last_event_id")
+    queue = broadcaster.subscribe()
+    return EventSourceResponse(
+        broadcaster.stream(queue, last_id),
+        ping=call.cairn.settings.sse_ping_seconds,
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+async def openapi(request: Request) -> Response:
+    from worker.api.openapi import build_openapi
+
+    app = request.app
+    return JSONResponse(build_openapi(app.routes, app.state.settings))
+
+
+def endpoints(s: Settings) -> list[Endpoint]:
+    return [
+        Endpoint(
+            "GET",
+            "/health",
+            health,
+            "Liveness (no auth): {ok, version}",
+            TAG,
+            response={
+                "type": "object",
+                "required": ["ok", "version"],
+                "properties": {"ok": {"type": "boolean"}, "version": {"type": "string"}},
+            },
+        ),
+        Endpoint(
+            "GET", "/api/status", status, "Worker status: pid, port, uptime, counts, db size", TAG
+        ),
+        Endpoint("GET", "/api/projects", list_projects, "List projects with counts", "projects"),
+        Endpoint(
+            "GET",
+            "/api/stats",
+            get_stats,
+            "Counts by type, project and day; db size",
+            TAG,
+            query={
+                "project": project_field(s),
+                "days": {"type": "integer", "minimum": 1, "maximum": 3650},
+            },
+        ),
+        Endpoint(
+            "GET",
+            "/api/events",
+            events,
+            "Server-sent events: observation.created, session.started|ended, "
+            "summary.created, memory.created|updated|deleted (Last-Event-ID resume)",
+            "events",
+            raw_response=True,
+            query={"last_event_id": {"type": "string", "maxLength": 100}},
+        ),
+    ]
+
+
+def raw_routes() -> list[BaseRoute]:
+    return [Route("/openapi.json", openapi, methods=["GET"])]

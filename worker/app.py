@@ -1,0 +1,157 @@
+"""create_app(settings) -> Starlette: the one list of routes, the lifespan and the error handlers."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from slowapi import Limiter
+from slowapi.errors import RateLimitExceeded
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute
+
+from worker import __version__
+from worker.api import observations, sessions, system
+from worker.api.endpoint import Endpoint, make_route
+from worker.auth import SecurityMiddleware, TokenKeeper
+from worker.clock import now_ms
+from worker.context import Cairn
+from worker.errors import CairnError, error_body
+from worker.events import Broadcaster
+from worker.runtime import remove_runtime, write_runtime
+from worker.settings import Settings
+from worker.store import Store
+
+log = logging.getLogger(__name__)
+
+
+def all_endpoints(settings: Settings) -> list[Endpoint]:
+    """Every JSON endpoint, in one list (the OpenAPI document is generated from it)."""
+    return [
+        *system.endpoints(settings),
+        *sessions.endpoints(settings),
+        *observations.endpoints(settings),
+    ]
+
+
+def _client_key(request: Request) -> str:
+    return request.client.host if request.client else "local"
+
+
+def _rate_wrapper(settings: Settings, limiter: Limiter) -> Callable[[Endpoint, Any], Any]:
+    limits = {
+        "read": settings.rate_limit_read,
+        "write": settings.rate_limit_write,
+        "login": settings.rate_limit_login,
+    }
+
+    def wrap(ep: Endpoint, fn: Any) -> Any:
+        return limiter.limit(limits[ep.rate_group])(fn)
+
+    return wrap
+
+
+async def _cairn_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, CairnError)
+    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    codes = {404: "not_found", 405: "method_not_allowed"}
+    message = {
+        404: f"no route for {request.url.path}",
+        405: f"{request.method} is not allowed here",
+    }
+    return JSONResponse(
+        error_body(
+            exc.status_code,
+            codes.get(exc.status_code, "http_error"),
+            message.get(exc.status_code, str(exc.detail)),
+        ),
+        status_code=exc.status_code,
+        headers=getattr(exc, "headers", None),
+    )
+
+
+async def _rate_limited(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RateLimitExceeded)
+    retry = 60
+    limit = getattr(exc, "limit", None)
+    if limit is not None:
+        with contextlib.suppress(Exception):
+            retry = max(1, int(limit.limit.get_expiry()))
+    return JSONResponse(
+        error_body(429, "rate_limited", f"too many requests: limit {exc.detail}; retry later"),
+        status_code=429,
+        headers={"Retry-After": str(retry)},
+    )
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return JSONResponse(
+        error_body(500, "internal_error", "internal error; details are in the worker log"),
+        status_code=500,
+    )
+
+
+def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
+    """The worker application. `port` is the port it is served on (for worker.json)."""
+    limiter = Limiter(key_func=_client_key, key_style="endpoint")
+    wrap = _rate_wrapper(settings, limiter)
+    routes: list[BaseRoute] = [make_route(ep, wrap) for ep in all_endpoints(settings)]
+    routes.extend(system.raw_routes())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        settings.home.mkdir(parents=True, exist_ok=True)
+        tokens = TokenKeeper(settings.token_path)
+        tokens.ensure()
+        store = Store(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
+        store.open()
+        events = Broadcaster(buffer_size=settings.sse_buffer, max_clients=settings.sse_max_clients)
+        cairn = Cairn(
+            settings=settings,
+            store=store,
+            tokens=tokens,
+            events=events,
+            started_at_ms=now_ms(),
+            port=port or settings.port,
+        )
+        if port is not None:
+            write_runtime(settings, port)
+        try:
+            yield {"cairn": cairn}
+        finally:
+            events.close()
+            for service in reversed(list(cairn.services.values())):
+                stop = getattr(service, "stop", None)
+                if stop is not None:
+                    with contextlib.suppress(Exception):
+                        await stop()
+            store.close()
+            if port is not None:
+                remove_runtime(settings)
+
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[Middleware(SecurityMiddleware, max_body_bytes=settings.max_body_bytes)],
+        exception_handlers={
+            CairnError: _cairn_error,
+            HTTPException: _http_error,
+            RateLimitExceeded: _rate_limited,
+            Exception: _unexpected,
+        },
+    )
+    app.state.limiter = limiter
+    app.state.settings = settings
+    app.state.version = __version__
+    return app

@@ -1,0 +1,292 @@
+"""Token storage and the security middleware: Host check, token/cookie auth, Origin check, headers."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+from http.cookies import SimpleCookie
+from pathlib import Path
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from worker.errors import PayloadTooLarge, error_body
+
+COOKIE_NAME = "cairn_session"
+CSRF_HEADER = "x-cairn-csrf"
+PUBLIC_PATHS = ("/health", "/login", "/favicon.ico", "/static/")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+UNSAFE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; object-src 'none'; frame-ancestors 'none'; "
+    "base-uri 'none'; form-action 'self'"
+)
+SECURITY_HEADERS: list[tuple[bytes, bytes]] = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+
+
+class TokenKeeper:
+    """The token file ($CAIRN_HOME/token, mode 0600); re-read when it changes on disk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._token = ""
+        self._stamp: tuple[int, int] | None = None
+
+    def ensure(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists():
+            self._write(secrets.token_urlsafe(32))
+        else:
+            os.chmod(self.path, 0o600)
+        self._load()
+
+    def _write(self, token: str) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, (token + "\n").encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, self.path)
+
+    def _load(self) -> None:
+        st = self.path.stat()
+        self._token = self.path.read_text().strip()
+        self._stamp = (st.st_mtime_ns, st.st_ino)
+
+    def current(self) -> str:
+        try:
+            st = self.path.stat()
+            if (st.st_mtime_ns, st.st_ino) != self._stamp:
+                self._load()
+        except OSError:
+            pass  # keep the last good token if the file vanished mid-rotation
+        return self._token
+
+    def rotate(self) -> str:
+        self._write(secrets.token_urlsafe(32))
+        self._load()
+        return self._token
+
+    def matches(self, candidate: str) -> bool:
+        token = self.current()
+        return bool(token) and hmac.compare_digest(candidate.encode(), token.encode())
+
+    def derived(self, purpose: str) -> str:
+        """A value bound to the token (cookie, CSRF): rotating the token invalidates it."""
+        return hmac.new(self.current().encode(), purpose.encode(), hashlib.sha256).hexdigest()
+
+    def cookie_matches(self, candidate: str) -> bool:
+        return hmac.compare_digest(candidate.encode(), self.derived("cookie").encode())
+
+
+def host_is_loopback(host: str) -> bool:
+    host = host.strip().lower()
+    if host.startswith("["):
+        name = host[: host.find("]") + 1] if "]" in host else host
+        rest = host[len(name) :]
+    else:
+        name, _, port = host.partition(":")
+        rest = f":{port}" if port else ""
+    if rest and not (rest.startswith(":") and rest[1:].isdigit()):
+        return False
+    return name in LOOPBACK_HOSTS
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in scope.get("headers", []):
+        out[key.decode("latin-1").lower()] = value.decode("latin-1")
+    return out
+
+
+def is_public(path: str) -> bool:
+    return any(path == p or (p.endswith("/") and path.startswith(p)) for p in PUBLIC_PATHS)
+
+
+class SecurityMiddleware:
+    """Pure ASGI: refuse foreign Hosts (421), missing token (401), cross-origin writes (403),
+    oversized bodies (413); add security headers to every response."""
+
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                present = {k.lower() for k, _ in headers}
+                headers.extend(h for h in SECURITY_HEADERS if h[0] not in present)
+                message = {**message, "headers": headers}
+            await send(message)
+
+        headers = _headers(scope)
+        path: str = scope.get("path", "")
+        method: str = scope.get("method", "GET")
+
+        if not host_is_loopback(headers.get("host", "")):
+            await _reject(
+                send_with_headers,
+                421,
+                "misdirected_request",
+                "Host header must be a loopback name (127.0.0.1, localhost, [::1])",
+            )
+            return
+
+        cairn = scope.get("state", {}).get("cairn")
+        tokens: TokenKeeper | None = getattr(cairn, "tokens", None)
+        auth_via = _authenticate(headers, tokens)
+        scope.setdefault("state", {})["auth_via"] = auth_via
+        if auth_via is None and not is_public(path):
+            if _wants_html(headers, path):
+                await _redirect_login(send_with_headers, path, scope.get("query_string", b""))
+            else:
+                await _reject(
+                    send_with_headers,
+                    401,
+                    "unauthorized",
+                    "missing or wrong token: send 'Authorization: Bearer <token>' "
+                    "(the token is in $CAIRN_HOME/token)",
+                )
+            return
+
+        if method in UNSAFE_METHODS:
+            origin = headers.get("origin")
+            fetch_site = headers.get("sec-fetch-site")
+            if (origin is not None and not _same_origin(origin, headers.get("host", ""))) or (
+                fetch_site == "cross-site"
+            ):
+                await _reject(
+                    send_with_headers,
+                    403,
+                    "forbidden",
+                    "cross-origin request refused: state-changing requests must come "
+                    "from the worker's own origin",
+                )
+                return
+            if auth_via == "cookie" and not path.startswith("/login") and tokens is not None:
+                csrf = headers.get(CSRF_HEADER, "")
+                if not hmac.compare_digest(csrf.encode(), tokens.derived("csrf").encode()):
+                    await _reject(
+                        send_with_headers,
+                        403,
+                        "csrf",
+                        "missing or wrong CSRF token (reload the page)",
+                    )
+                    return
+
+        length = headers.get("content-length")
+        if length is not None:
+            if not length.isdigit():
+                await _reject(send_with_headers, 400, "bad_request", "invalid Content-Length")
+                return
+            if int(length) > self.max_body_bytes:
+                await _reject(
+                    send_with_headers,
+                    413,
+                    "payload_too_large",
+                    f"request body is {length} bytes; the limit is {self.max_body_bytes}",
+                )
+                return
+
+        received = 0
+
+        async def bounded_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_body_bytes:
+                    raise PayloadTooLarge(
+                        f"request body exceeds the limit of {self.max_body_bytes} bytes"
+                    )
+            return message
+
+        await self.app(scope, bounded_receive, send_with_headers)
+
+
+def _authenticate(headers: dict[str, str], tokens: TokenKeeper | None) -> str | None:
+    if tokens is None:
+        return None
+    auth = headers.get("authorization", "")
+    if auth[:7].lower() == "bearer " and tokens.matches(auth[7:].strip()):
+        return "bearer"
+    header_token = headers.get("x-cairn-token")
+    if header_token and tokens.matches(header_token.strip()):
+        return "header"
+    cookie_header = headers.get("cookie")
+    if cookie_header:
+        jar: SimpleCookie = SimpleCookie()
+        try:
+            jar.load(cookie_header)
+        except Exception:
+            return None
+        morsel = jar.get(COOKIE_NAME)
+        if morsel is not None and tokens.cookie_matches(morsel.value):
+            return "cookie"
+    return None
+
+
+def _same_origin(origin: str, host: str) -> bool:
+    return origin.lower() in (f"http://{host.lower()}",)
+
+
+def _wants_html(headers: dict[str, str], path: str) -> bool:
+    if path.startswith("/api/") or path == "/openapi.json":
+        return False
+    return "text/html" in headers.get("accept", "")
+
+
+async def _reject(send: Send, status: int, code: str, message: str) -> None:
+    body = json.dumps(error_body(status, code, message)).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"cache-control", b"no-store"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _redirect_login(send: Send, path: str, query: Any) -> None:
+    from urllib.parse import quote
+
+    target = path + (("?" + query.decode("latin-1")) if query else "")
+    location = "/login?next=" + quote(target, safe="")
+    body = b"Login required"
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"text/html; charset=utf-8"),
+                (b"refresh", f"0; url={location}".encode()),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,188 @@
+"""start | stop | status | token: running the worker process."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+from worker.auth import TokenKeeper
+from worker.cli.client import ApiError, WorkerDown, request
+from worker.runtime import AlreadyRunning, pid_alive, read_runtime
+from worker.settings import Settings, load_settings
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return load_settings(port=getattr(args, "port", None))
+
+
+def _wait_healthy(
+    settings: Settings, timeout: float, not_pid: int | None = None
+) -> dict[str, Any] | None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        info = read_runtime(settings)
+        if info is not None and info.get("pid") != not_pid:
+            try:
+                request(settings, "GET", "/health", timeout=1)
+                return info
+            except (WorkerDown, ApiError):
+                pass
+        time.sleep(0.05)
+    return None
+
+
+def spawn_detached(settings: Settings, port: int | None = None) -> subprocess.Popen[bytes]:
+    """Start `cairn start --foreground` detached from this terminal, logging to worker.log."""
+    settings.logs_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "worker", "start", "--foreground", "--log-file", "--quiet"]
+    if port is not None:
+        cmd += ["--port", str(port)]
+    env = dict(os.environ)
+    env["CAIRN_HOME"] = str(settings.home)
+    with open(settings.logs_dir / "worker.stderr.log", "ab") as err:
+        return subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+            env=env,
+            close_fds=True,
+        )
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    if args.foreground:
+        from worker.server import serve
+
+        try:
+            return serve(settings, log_to_file=args.log_file, announce=not args.quiet)
+        except AlreadyRunning as exc:
+            _report_running(exc.info)
+            return 0
+    info = read_runtime(settings)
+    if info is not None:
+        _report_running(info)
+        return 0
+    proc = spawn_detached(settings, args.port)
+    info = _wait_healthy(settings, timeout=args.wait)
+    if info is None:
+        code = proc.poll()
+        print(
+            f"cairn: the worker did not become healthy within {args.wait:.0f}s"
+            + (f" (exit code {code})" if code is not None else "")
+            + f"; see {settings.logs_dir / 'worker.log'}",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"Cairn worker started: pid {info['pid']}, http://127.0.0.1:{info['port']}")
+    print(f"  token file: {settings.token_path}   log: {settings.logs_dir / 'worker.log'}")
+    print("  open the dashboard with: cairn open")
+    return 0
+
+
+def _report_running(info: dict[str, Any] | None) -> None:
+    if info:
+        print(f"Cairn worker already running: pid {info['pid']}, http://127.0.0.1:{info['port']}")
+    else:
+        print("Cairn worker already running for this home (starting up)")
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    info = read_runtime(settings)
+    if info is None:
+        print("Cairn worker is not running")
+        return 0
+    pid = int(info["pid"])
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + args.wait
+    while time.monotonic() < deadline:
+        if not pid_alive(pid) or read_runtime(settings) is None:
+            print(f"Cairn worker stopped (pid {pid})")
+            return 0
+        time.sleep(0.05)
+    print(f"cairn: pid {pid} did not stop within {args.wait:.0f}s", file=sys.stderr)
+    return 1
+
+
+def _human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.1f} {unit}" if unit != "B" else f"{int(size)} B"
+        size /= 1024
+    return f"{n} B"
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    try:
+        data = request(settings, "GET", "/api/status", timeout=5)
+    except WorkerDown as exc:
+        if args.json:
+            print(json.dumps({"running": False, "message": str(exc)}))
+        else:
+            print(f"Cairn worker is not running ({settings.home})")
+        return 1
+    except ApiError as exc:
+        print(f"cairn: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps({"running": True, **data}, indent=2))
+        return 0
+    counts = data.get("counts", {})
+    print(
+        f"Cairn {data['version']}: running, pid {data['pid']}, port {data['port']}, "
+        f"up {data['uptime_seconds']:.0f}s"
+    )
+    print("  " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    print(f"  database {data['db_path']} ({_human_bytes(int(data['db_size_bytes']))})")
+    if data.get("recovered_from"):
+        print(f"  WARNING: a corrupt database was moved aside to {data['recovered_from']}")
+    for name, service in (data.get("services") or {}).items():
+        if service:
+            print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in service.items()))
+    return 0
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    keeper = TokenKeeper(settings.token_path)
+    keeper.ensure()
+    if args.rotate:
+        keeper.rotate()
+        print(
+            f"New token written to {settings.token_path} (old token and dashboard logins revoked)"
+        )
+    print(keeper.current())
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("start", help="start the worker (background by default)")
+    p.add_argument("--foreground", action="store_true", help="run in this terminal")
+    p.add_argument("--port", type=int, help="port (default 37800 or CAIRN_PORT)")
+    p.add_argument("--wait", type=float, default=20.0, help=argparse.SUPPRESS)
+    p.add_argument("--log-file", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_start)
+
+    p = sub.add_parser("stop", help="stop the worker")
+    p.add_argument("--wait", type=float, default=15.0, help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_stop)
+
+    p = sub.add_parser("status", help="pid, port, uptime, counts, database size")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("token", help="print the API token (--rotate for a new one)")
+    p.add_argument("--rotate", action="store_true", help="replace the token; old one stops working")
+    p.set_defaults(func=cmd_token)

@@ -1,0 +1,116 @@
+"""The SSE broadcaster: a bounded ring buffer of events, per-client queues, Last-Event-ID resume."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from worker.clock import now_ms
+from worker.errors import ServiceUnavailable
+
+EVENT_TYPES = (
+    "observation.created",
+    "prompt.created",
+    "session.started",
+    "session.ended",
+    "summary.created",
+    "checkpoint.created",
+    "memory.created",
+    "memory.updated",
+    "memory.deleted",
+)
+
+
+@dataclass(frozen=True)
+class Event:
+    id: str
+    event: str
+    data: dict[str, Any]
+
+
+def format_event(event: Event) -> dict[str, str]:
+    """The SSE fields for one event (pure: what sse-starlette sends)."""
+    return {
+        "id": event.id,
+        "event": event.event,
+        "data": json.dumps(event.data, ensure_ascii=False),
+    }
+
+
+class Broadcaster:
+    def __init__(self, *, buffer_size: int, max_clients: int, client_queue: int = 2000) -> None:
+        # Ids are "<boot>-<seq>" so a Last-Event-ID from an earlier worker run is recognised.
+        self.boot = str(now_ms())
+        self._seq = 0
+        self._buffer: deque[Event] = deque(maxlen=buffer_size)
+        self._clients: set[asyncio.Queue[Event | None]] = set()
+        self.max_clients = max_clients
+        self.client_queue = client_queue
+        self.dropped_clients = 0
+
+    @property
+    def client_count(self) -> int:
+        return len(self._clients)
+
+    def publish(self, event: str, data: dict[str, Any]) -> Event:
+        self._seq += 1
+        item = Event(id=f"{self.boot}-{self._seq}", event=event, data=data)
+        self._buffer.append(item)
+        for queue in list(self._clients):
+            try:
+                queue.put_nowait(item)
+            except asyncio.QueueFull:
+                # A client too slow to keep up is cut off; it reconnects and resumes by id.
+                self._clients.discard(queue)
+                self.dropped_clients += 1
+                while not queue.empty():
+                    queue.get_nowait()
+                queue.put_nowait(None)
+        return item
+
+    def backlog(self, last_event_id: str | None) -> list[Event]:
+        """Buffered events after `last_event_id` (all of them if it is from another run)."""
+        if not last_event_id:
+            return []
+        boot, _, seq_text = last_event_id.partition("-")
+        if boot != self.boot or not seq_text.isdigit():
+            return list(self._buffer)
+        seq = int(seq_text)
+        return [e for e in self._buffer if int(e.id.rsplit("-", 1)[1]) > seq]
+
+    def subscribe(self) -> asyncio.Queue[Event | None]:
+        if len(self._clients) >= self.max_clients:
+            raise ServiceUnavailable(
+                f"too many event-stream clients (limit {self.max_clients}); close one and retry"
+            )
+        queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=self.client_queue)
+        self._clients.add(queue)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[Event | None]) -> None:
+        self._clients.discard(queue)
+
+    def close(self) -> None:
+        for queue in list(self._clients):
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(None)
+        self._clients.clear()
+
+    async def stream(
+        self, queue: asyncio.Queue[Event | None], last_event_id: str | None
+    ) -> AsyncIterator[dict[str, str]]:
+        try:
+            for old in self.backlog(last_event_id):
+                yield format_event(old)
+            while True:
+                item = await queue.get()
+                if item is None:
+                    return
+                yield format_event(item)
+        finally:
+            self.unsubscribe(queue)

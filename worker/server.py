@@ -1,0 +1,111 @@
+"""Run the worker in this process: lock the home, bind loopback, serve with uvicorn."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import logging
+import logging.handlers
+import signal
+import socket
+import sys
+import urllib.request
+
+import uvicorn
+
+from worker.app import create_app
+from worker.runtime import acquire_lock
+from worker.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def configure_logging(settings: Settings, *, to_file: bool) -> None:
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if to_file:
+        settings.logs_dir.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.handlers.RotatingFileHandler(
+            settings.logs_dir / "worker.log",
+            maxBytes=settings.log_max_bytes,
+            backupCount=settings.log_backups,
+        )
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(fmt)
+    root.handlers[:] = [handler]
+
+
+def _is_cairn(host: str, port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}/health", timeout=1) as resp:
+            return bool(json.loads(resp.read()).get("ok")) and resp.status == 200
+    except Exception:
+        return False
+
+
+def bind_socket(settings: Settings, port: int) -> socket.socket:
+    """Bind the loopback port; if something else holds it, take a free one and say so."""
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    host = "127.0.0.1" if settings.host == "localhost" else settings.host
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE or port == 0:
+            raise
+        other = "another Cairn worker" if _is_cairn(host, port) else "another program"
+        sock.bind((host, 0))
+        log.warning(
+            "port %d is taken by %s; using free port %d", port, other, sock.getsockname()[1]
+        )
+        print(
+            f"cairn: port {port} is taken by {other}; using port {sock.getsockname()[1]}",
+            file=sys.stderr,
+        )
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _absorb(signum: int, frame: object) -> None:
+    log.info("signal %d received after shutdown", signum)
+
+
+def serve(settings: Settings, *, log_to_file: bool = False, announce: bool = True) -> int:
+    """Serve until SIGTERM/SIGINT. Returns a process exit code."""
+    configure_logging(settings, to_file=log_to_file)
+    lock = acquire_lock(settings)  # raises AlreadyRunning
+    try:
+        sock = bind_socket(settings, settings.port)
+        port = sock.getsockname()[1]
+        app = create_app(settings, port=port)
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=10,
+            server_header=False,
+            proxy_headers=False,
+        )
+        server = uvicorn.Server(config)
+        if announce:
+            url = f"http://127.0.0.1:{port}"
+            print(f"Cairn worker listening on {url}", flush=True)
+            print(f"  dashboard: {url}/  (log in with: cairn open)", flush=True)
+            print(f"  token file: {settings.token_path}", flush=True)
+            print(f"  database:   {settings.db_path}", flush=True)
+        log.info("worker starting on 127.0.0.1:%d (home %s)", port, settings.home)
+        # uvicorn re-raises the captured SIGTERM/SIGINT after its graceful shutdown; with these
+        # no-op handlers in place that re-raise is absorbed and the process exits 0.
+        signal.signal(signal.SIGTERM, _absorb)
+        signal.signal(signal.SIGINT, _absorb)
+        asyncio.run(server.serve(sockets=[sock]))
+        log.info("worker stopped")
+        return 0
+    finally:
+        lock.close()

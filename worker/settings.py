@@ -1,0 +1,149 @@
+"""One Settings dataclass; every limit and default lives here and nowhere else."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from worker.errors import ConfigError
+
+
+class Secret:
+    """A string that never prints: repr/str hide it, `reveal()` gives it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Effective configuration. Each field maps to env var CAIRN_<NAME upper-cased>."""
+
+    home: Path = field(default_factory=lambda: Path.home() / ".cairn")
+    host: str = "127.0.0.1"
+    port: int = 37800
+    # HTTP limits
+    max_body_bytes: int = 1024 * 1024
+    max_title_chars: int = 500
+    max_text_chars: int = 100_000
+    max_meta_bytes: int = 4096
+    max_files: int = 200
+    max_tags: int = 20
+    max_batch: int = 500
+    page_size: int = 50
+    max_page_size: int = 500
+    # Rate limits (slowapi / limits syntax), per client and route group
+    rate_limit_read: str = "6000/minute"
+    rate_limit_write: str = "30000/minute"
+    rate_limit_login: str = "20/minute"
+    # SSE
+    sse_max_clients: int = 32
+    sse_buffer: int = 1000
+    sse_ping_seconds: float = 15.0
+    # SQLite
+    busy_timeout_ms: int = 5000
+    # Embeddings
+    embed_model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    embed_model_path: str = ""
+    embed_batch: int = 64
+    embed_enabled: bool = True
+    # Context budgets (tokens)
+    context_tokens: int = 1500
+    prompt_context_tokens: int = 500
+    # Spool replay period (seconds)
+    spool_replay_seconds: float = 30.0
+    # Log file rotation
+    log_max_bytes: int = 5 * 1024 * 1024
+    log_backups: int = 3
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "cairn.db"
+
+    @property
+    def token_path(self) -> Path:
+        return self.home / "token"
+
+    @property
+    def runtime_path(self) -> Path:
+        return self.home / "worker.json"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.home / "worker.lock"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def spool_dir(self) -> Path:
+        return self.home / "spool"
+
+    def public_dict(self) -> dict[str, object]:
+        """Settings as shown to users (no secrets live here; paths as strings)."""
+        out: dict[str, object] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = str(value) if isinstance(value, Path) else value
+        return out
+
+
+def _convert(name: str, raw: str, default: object) -> object:
+    try:
+        if isinstance(default, bool):
+            lowered = raw.strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off", ""):
+                return False
+            raise ValueError(raw)
+        if isinstance(default, int):
+            return int(raw)
+        if isinstance(default, float):
+            return float(raw)
+        if isinstance(default, Path):
+            return Path(raw).expanduser()
+    except ValueError:
+        raise ConfigError(
+            f"CAIRN_{name.upper()}={raw!r} is not a valid {type(default).__name__}"
+        ) from None
+    return raw
+
+
+def load_settings(env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+    """Build Settings from CAIRN_* environment variables, then explicit overrides."""
+    env = os.environ if env is None else env
+    defaults = Settings()
+    values: dict[str, object] = {}
+    for f in fields(Settings):
+        key = f"CAIRN_{f.name.upper()}"
+        if key in env:
+            values[f.name] = _convert(f.name, env[key], getattr(defaults, f.name))
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    settings = Settings(**values)  # type: ignore[arg-type]
+    if not 0 <= settings.port <= 65535:
+        raise ConfigError(f"CAIRN_PORT={settings.port} is outside 0..65535")
+    if settings.host not in ("127.0.0.1", "::1", "localhost"):
+        raise ConfigError(
+            f"CAIRN_HOST={settings.host!r}: Cairn binds loopback only (127.0.0.1, ::1, localhost)"
+        )
+    return settings

@@ -1,0 +1,44 @@
+"""Numbered migrations recorded in schema_migrations; each step commits with its record."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from worker.clock import now_ms
+from worker.store import m001_core
+
+# (version, name, statements). Append only; never edit a released step.
+MIGRATIONS: list[tuple[int, str, list[str]]] = [
+    (1, "core", m001_core.STATEMENTS),
+]
+
+
+def applied_versions(conn: sqlite3.Connection) -> set[int]:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
+    )
+    return {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+
+
+def apply_migrations(conn: sqlite3.Connection) -> list[int]:
+    """Apply pending steps in order; returns the versions applied now."""
+    done = applied_versions(conn)
+    applied: list[int] = []
+    for version, name, statements in MIGRATIONS:
+        if version in done:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in statements:
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
+                (version, name, now_ms()),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        applied.append(version)
+    return applied

@@ -1,0 +1,148 @@
+"""Observations: what happened in a session (tool use turned into a typed, titled record)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from worker.clock import now_ms
+from worker.store import projects, received, sessions
+from worker.store.rows import content_hash, dump_json, iso, load_json, placeholders
+
+TYPES = ("file_write", "command", "research", "web", "delegation", "mcp", "note", "other")
+
+COLUMNS = """o.id, o.session_id, o.project_id, p.key AS project, o.type, o.title, o.body, o.files,
+    o.tool_name, o.content_hash, o.importance, o.created_at, o.retrieval_count, o.access_count,
+    o.last_retrieved_at, o.archived_at, o.meta"""
+FROM = "FROM observations o JOIN projects p ON p.id = o.project_id"
+
+
+def to_dict(row: sqlite3.Row) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "session_id": row["session_id"],
+        "project": row["project"],
+        "type": row["type"],
+        "title": row["title"],
+        "body": row["body"],
+        "files": load_json(row["files"], []),
+        "tool_name": row["tool_name"],
+        "content_hash": row["content_hash"],
+        "importance": row["importance"],
+        "created_at": iso(row, "created_at"),
+        "retrieval_count": row["retrieval_count"],
+        "access_count": row["access_count"],
+        "last_retrieved_at": iso(row, "last_retrieved_at"),
+        "archived": row["archived_at"] is not None,
+        "archived_at": iso(row, "archived_at"),
+        "meta": load_json(row["meta"]),
+    }
+
+
+def insert(conn: sqlite3.Connection, item: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """Insert one validated observation; returns (row, created). A repeated event_id is a no-op."""
+    existing = received.seen(conn, item.get("event_id"))
+    if existing is not None:
+        row = get(conn, int(existing))
+        if row is not None:
+            return row, False
+    project_id = projects.ensure(conn, item["project"])
+    session_id = item.get("session_id")
+    if session_id:
+        sessions.ensure(conn, session_id, project_id)
+    files = item.get("files") or []
+    body = item.get("body") or ""
+    cur = conn.execute(
+        "INSERT INTO observations(session_id, project_id, type, title, body, files, tool_name, "
+        "content_hash, importance, created_at, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            session_id,
+            project_id,
+            item["type"],
+            item["title"],
+            body,
+            dump_json(files),
+            item.get("tool_name"),
+            content_hash(item["type"], item["title"], body, "\n".join(files)),
+            item.get("importance") or 2,
+            item.get("created_at_ms") or now_ms(),
+            dump_json(item.get("meta")),
+        ),
+    )
+    new_id = int(cur.lastrowid or 0)
+    received.record(conn, item.get("event_id"), "observation", new_id)
+    row = get(conn, new_id)
+    assert row is not None
+    return row, True
+
+
+def get(conn: sqlite3.Connection, observation_id: int) -> dict[str, Any] | None:
+    row = conn.execute(f"SELECT {COLUMNS} {FROM} WHERE o.id = ?", (observation_id,)).fetchone()
+    return to_dict(row) if row is not None else None
+
+
+def get_many(conn: sqlite3.Connection, ids: list[int]) -> list[dict[str, Any]]:
+    if not ids:
+        return []
+    rows = conn.execute(
+        f"SELECT {COLUMNS} {FROM} WHERE o.id IN ({placeholders(len(ids))})", ids
+    ).fetchall()
+    by_id = {r["id"]: to_dict(r) for r in rows}
+    return [by_id[i] for i in ids if i in by_id]
+
+
+def list_page(
+    conn: sqlite3.Connection,
+    *,
+    project: str | None = None,
+    session_id: str | None = None,
+    type_: str | None = None,
+    since: int | None = None,
+    until: int | None = None,
+    before_id: int | None = None,
+    include_archived: bool = False,
+    limit: int = 50,
+) -> tuple[list[dict[str, Any]], int | None]:
+    """Newest first with id-cursor pagination; returns (items, next cursor)."""
+    where: list[str] = []
+    args: list[Any] = []
+    if project is not None:
+        pid = projects.find(conn, project)
+        if pid is None:
+            return [], None
+        where.append("o.project_id = ?")
+        args.append(pid)
+    if session_id is not None:
+        where.append("o.session_id = ?")
+        args.append(session_id)
+    if type_ is not None:
+        where.append("o.type = ?")
+        args.append(type_)
+    if since is not None:
+        where.append("o.created_at >= ?")
+        args.append(since)
+    if until is not None:
+        where.append("o.created_at < ?")
+        args.append(until)
+    if before_id is not None:
+        where.append("o.id < ?")
+        args.append(before_id)
+    if not include_archived:
+        where.append("o.archived_at IS NULL")
+    clause = ("WHERE " + " AND ".join(where)) if where else ""
+    rows = conn.execute(
+        f"SELECT {COLUMNS} {FROM} {clause} ORDER BY o.id DESC LIMIT ?", (*args, limit + 1)
+    ).fetchall()
+    items = [to_dict(r) for r in rows[:limit]]
+    cursor = int(rows[limit - 1]["id"]) if len(rows) > limit else None
+    return items, cursor
+
+
+def count_access(conn: sqlite3.Connection, ids: list[int]) -> None:
+    """A person or tool opened these items (not a retrieval; see retrieval counters)."""
+    if ids:
+        conn.execute(
+            f"UPDATE observations SET access_count = access_count + 1 "
+            f"WHERE id IN ({placeholders(len(ids))})",
+            ids,
+        )

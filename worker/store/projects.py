@@ -1,0 +1,56 @@
+"""Projects: a string key (a repository root path or any name) with a display name."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from worker.clock import now_ms, to_iso
+
+
+def display_name(key: str) -> str:
+    stripped = key.rstrip("/\\")
+    if "/" in stripped or "\\" in stripped:
+        return stripped.replace("\\", "/").rsplit("/", 1)[-1] or key
+    return key
+
+
+def ensure(conn: sqlite3.Connection, key: str) -> int:
+    """The project id for `key`, creating the project if it is new."""
+    row = conn.execute("SELECT id FROM projects WHERE key = ?", (key,)).fetchone()
+    if row is not None:
+        return int(row[0])
+    cur = conn.execute(
+        "INSERT INTO projects(key, name, created_at) VALUES (?, ?, ?)",
+        (key, display_name(key), now_ms()),
+    )
+    return int(cur.lastrowid or 0)
+
+
+def find(conn: sqlite3.Connection, key: str) -> int | None:
+    row = conn.execute("SELECT id FROM projects WHERE key = ?", (key,)).fetchone()
+    return int(row[0]) if row is not None else None
+
+
+def list_all(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        """SELECT p.id, p.key, p.name, p.created_at,
+                  (SELECT COUNT(*) FROM sessions s WHERE s.project_id = p.id) AS sessions,
+                  (SELECT COUNT(*) FROM observations o WHERE o.project_id = p.id) AS observations,
+                  (SELECT COUNT(*) FROM memories m WHERE m.project_id = p.id) AS memories,
+                  (SELECT MAX(o.created_at) FROM observations o WHERE o.project_id = p.id) AS last
+           FROM projects p ORDER BY p.name, p.id"""
+    ).fetchall()
+    return [
+        {
+            "id": r["id"],
+            "key": r["key"],
+            "name": r["name"],
+            "created_at": to_iso(r["created_at"]),
+            "sessions": r["sessions"],
+            "observations": r["observations"],
+            "memories": r["memories"],
+            "last_activity_at": to_iso(r["last"]) if r["last"] is not None else None,
+        }
+        for r in rows
+    ]

@@ -1,0 +1,27 @@
+"""Client-generated event ids: a repeat of an acknowledged event is accepted and ignored."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from worker.clock import now_ms
+
+
+def seen(conn: sqlite3.Connection, event_id: str | None) -> str | None:
+    """The item id recorded for `event_id`, or None if the event is new."""
+    if not event_id:
+        return None
+    row = conn.execute(
+        "SELECT item_id FROM received_events WHERE event_id = ?", (event_id,)
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def record(conn: sqlite3.Connection, event_id: str | None, kind: str, item_id: object) -> None:
+    if not event_id:
+        return
+    conn.execute(
+        "INSERT OR IGNORE INTO received_events(event_id, kind, item_id, created_at) "
+        "VALUES (?, ?, ?, ?)",
+        (event_id, kind, str(item_id), now_ms()),
+    )

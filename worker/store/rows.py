@@ -1,0 +1,44 @@
+"""Row <-> API dict conversion shared by the query modules."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from typing import Any
+
+from worker.clock import to_iso
+
+
+def dump_json(value: Any) -> str | None:
+    if value is None:
+        return None
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def load_json(text: str | None, default: Any = None) -> Any:
+    if text is None or text == "":
+        return default
+    return json.loads(text)
+
+
+def content_hash(*parts: str) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8"))
+        digest.update(b"\x1f")
+    return digest.hexdigest()[:32]
+
+
+def normalised_hash(text: str) -> str:
+    """Hash of text normalised for case and whitespace (write-time de-duplication)."""
+    return content_hash(" ".join(text.lower().split()))
+
+
+def iso(row: sqlite3.Row, key: str) -> str | None:
+    value = row[key]
+    return to_iso(int(value)) if value is not None else None
+
+
+def placeholders(n: int) -> str:
+    return ",".join("?" * n)

@@ -1,0 +1,189 @@
+"""Sessions (id = the agent's session id) and their prompts."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from worker.clock import now_ms
+from worker.store import projects
+from worker.store.rows import dump_json, iso, load_json
+
+SESSION_COLUMNS = """s.id, s.project_id, p.key AS project, p.name AS project_name, s.parent_id,
+    s.cwd, s.source, s.started_at, s.ended_at, s.end_reason, s.status, s.plan, s.meta,
+    (SELECT COUNT(*) FROM prompts pr WHERE pr.session_id = s.id) AS prompt_count,
+    (SELECT COUNT(*) FROM observations o WHERE o.session_id = s.id) AS observation_count"""
+
+
+def to_dict(row: sqlite3.Row) -> dict[str, Any]:
+    started, ended = row["started_at"], row["ended_at"]
+    return {
+        "id": row["id"],
+        "project": row["project"],
+        "project_name": row["project_name"],
+        "parent_id": row["parent_id"],
+        "cwd": row["cwd"],
+        "source": row["source"],
+        "status": row["status"],
+        "started_at": iso(row, "started_at"),
+        "ended_at": iso(row, "ended_at"),
+        "end_reason": row["end_reason"],
+        "duration_seconds": round((ended - started) / 1000, 3) if ended is not None else None,
+        "plan": load_json(row["plan"]),
+        "prompt_count": row["prompt_count"],
+        "observation_count": row["observation_count"],
+        "meta": load_json(row["meta"]),
+    }
+
+
+def get(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
+    row = conn.execute(
+        f"SELECT {SESSION_COLUMNS} FROM sessions s JOIN projects p ON p.id = s.project_id "
+        "WHERE s.id = ?",
+        (session_id,),
+    ).fetchone()
+    return to_dict(row) if row is not None else None
+
+
+def ensure(
+    conn: sqlite3.Connection,
+    session_id: str,
+    project_id: int,
+    *,
+    cwd: str | None = None,
+    source: str | None = None,
+    parent_id: str | None = None,
+    started_at: int | None = None,
+    meta: Any = None,
+) -> bool:
+    """Create the session if new (True) or refresh its source/cwd on resume (False)."""
+    row = conn.execute("SELECT project_id FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        conn.execute(
+            "INSERT INTO sessions(id, project_id, parent_id, cwd, source, started_at, status, meta) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'active', ?)",
+            (
+                session_id,
+                project_id,
+                parent_id,
+                cwd,
+                source,
+                started_at or now_ms(),
+                dump_json(meta),
+            ),
+        )
+        return True
+    if source is not None or cwd is not None:
+        conn.execute(
+            "UPDATE sessions SET source = COALESCE(?, source), cwd = COALESCE(?, cwd), "
+            "status = 'active', ended_at = NULL WHERE id = ?",
+            (source, cwd, session_id),
+        )
+    return False
+
+
+def end(conn: sqlite3.Connection, session_id: str, reason: str | None, at: int | None) -> bool:
+    cur = conn.execute(
+        "UPDATE sessions SET status = 'ended', ended_at = ?, end_reason = ? WHERE id = ?",
+        (at or now_ms(), reason, session_id),
+    )
+    return cur.rowcount > 0
+
+
+def set_plan(conn: sqlite3.Connection, session_id: str, plan: Any) -> None:
+    conn.execute("UPDATE sessions SET plan = ? WHERE id = ?", (dump_json(plan), session_id))
+
+
+def list_page(
+    conn: sqlite3.Connection,
+    *,
+    project: str | None,
+    status: str | None,
+    before: str | None,
+    limit: int,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Newest first; the cursor is '<started_at>:<id>' of the last row."""
+    where: list[str] = []
+    args: list[object] = []
+    if project is not None:
+        pid = projects.find(conn, project)
+        if pid is None:
+            return [], None
+        where.append("s.project_id = ?")
+        args.append(pid)
+    if status is not None:
+        where.append("s.status = ?")
+        args.append(status)
+    if before:
+        ts, _, sid = before.partition(":")
+        if ts.isdigit():
+            where.append("(s.started_at < ? OR (s.started_at = ? AND s.id < ?))")
+            args.extend([int(ts), int(ts), sid])
+    clause = ("WHERE " + " AND ".join(where)) if where else ""
+    rows = conn.execute(
+        f"SELECT {SESSION_COLUMNS} FROM sessions s JOIN projects p ON p.id = s.project_id "
+        f"{clause} ORDER BY s.started_at DESC, s.id DESC LIMIT ?",
+        (*args, limit + 1),
+    ).fetchall()
+    items = [to_dict(r) for r in rows[:limit]]
+    cursor = None
+    if len(rows) > limit:
+        last = rows[limit - 1]
+        cursor = f"{last['started_at']}:{last['id']}"
+    return items, cursor
+
+
+def add_prompt(
+    conn: sqlite3.Connection,
+    session_id: str,
+    project_id: int,
+    text: str,
+    created_at: int | None,
+    meta: Any = None,
+) -> dict[str, Any]:
+    number = conn.execute(
+        "SELECT COALESCE(MAX(number), 0) + 1 FROM prompts WHERE session_id = ?", (session_id,)
+    ).fetchone()[0]
+    cur = conn.execute(
+        "INSERT INTO prompts(session_id, project_id, number, text, created_at, meta) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (session_id, project_id, number, text, created_at or now_ms(), dump_json(meta)),
+    )
+    prompt = get_prompt(conn, int(cur.lastrowid or 0))
+    assert prompt is not None
+    return prompt
+
+
+PROMPT_COLUMNS = (
+    "pr.id, pr.session_id, p.key AS project, pr.number, pr.text, pr.created_at, pr.meta"
+)
+
+
+def prompt_to_dict(row: sqlite3.Row) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "session_id": row["session_id"],
+        "project": row["project"],
+        "number": row["number"],
+        "text": row["text"],
+        "created_at": iso(row, "created_at"),
+        "meta": load_json(row["meta"]),
+    }
+
+
+def get_prompt(conn: sqlite3.Connection, prompt_id: int) -> dict[str, Any] | None:
+    row = conn.execute(
+        f"SELECT {PROMPT_COLUMNS} FROM prompts pr JOIN projects p ON p.id = pr.project_id "
+        "WHERE pr.id = ?",
+        (prompt_id,),
+    ).fetchone()
+    return prompt_to_dict(row) if row is not None else None
+
+
+def prompts_of(conn: sqlite3.Connection, session_id: str, limit: int = 500) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        f"SELECT {PROMPT_COLUMNS} FROM prompts pr JOIN projects p ON p.id = pr.project_id "
+        "WHERE pr.session_id = ? ORDER BY pr.number LIMIT ?",
+        (session_id, limit),
+    ).fetchall()
+    return [prompt_to_dict(r) for r in rows]
