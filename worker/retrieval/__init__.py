@@ -1,0 +1,1 @@
+"""Retrieval: embeddings, keyword and vector search, fusion and ranking, context building."""
