@@ -5,13 +5,17 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
+import time
 from pathlib import Path
 from typing import IO, Any
 
 from worker import __version__
 from worker.clock import now_ms, to_iso
 from worker.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 class AlreadyRunning(Exception):
@@ -54,7 +58,15 @@ def read_runtime(settings: Settings) -> dict[str, Any] | None:
         info = json.loads(settings.runtime_path.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(info, dict) or not pid_alive(int(info.get("pid", 0))):
+    if not isinstance(info, dict):
+        return None
+    try:
+        pid = int(info.get("pid", 0))
+        int(info.get("port", 0))
+    except (TypeError, ValueError):
+        return None
+    # A dead pid is stale; so is a live pid that no longer holds the home lock (pid reuse).
+    if not pid_alive(pid) or not lock_is_held(settings.lock_path):
         return None
     return info
 
@@ -74,23 +86,41 @@ def acquire_lock(settings: Settings) -> IO[str]:
     """Hold an exclusive lock on $CAIRN_HOME/worker.lock for the worker's lifetime."""
     settings.home.mkdir(parents=True, exist_ok=True)
     handle = open(settings.lock_path, "a+")  # noqa: SIM115 - held open for the process lifetime
-    try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        raise AlreadyRunning(read_runtime(settings)) from None
-    # A runtime file left by a worker that died without cleaning up is stale: drop it.
-    if settings.runtime_path.exists() and read_runtime(settings) is None:
+    # Clients probing the lock (lock_is_held) hold it for microseconds: retry briefly.
+    deadline = time.monotonic() + 0.5
+    while True:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() < deadline:
+                time.sleep(0.02)
+                continue
+            handle.close()
+            raise AlreadyRunning(_runtime_info(settings)) from None
+    # We hold the lock, so any runtime file left behind is from a worker that died: drop it.
+    if settings.runtime_path.exists():
+        log.info("removing stale runtime file %s", settings.runtime_path)
         with contextlib.suppress(OSError):
             settings.runtime_path.unlink()
     return handle
 
 
+def _runtime_info(settings: Settings) -> dict[str, Any] | None:
+    """worker.json as written by the running worker (which holds the lock), if readable."""
+    try:
+        info = json.loads(settings.runtime_path.read_text())
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
 def lock_is_held(path: Path) -> bool:
+    """True while a worker holds the home lock (a shared probe: probers never block each other)."""
     try:
         with open(path, "a+") as handle:
             try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
             except BlockingIOError:
                 return True
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

@@ -50,7 +50,9 @@ def bind_socket(settings: Settings, port: int) -> socket.socket:
     """Bind the loopback port; if something else holds it, take a free one and say so."""
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
     host = "127.0.0.1" if settings.host == "localhost" else settings.host
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted sockets only when the
+    # proto says TCP; with proto 0 every response waits ~40 ms for a delayed ACK (Nagle).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

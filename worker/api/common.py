@@ -63,6 +63,6 @@ def time_ms(body: dict[str, Any], key: str) -> int | None:
 def int_cursor(raw: str | None, name: str = "cursor") -> int | None:
     if raw is None or raw == "":
         return None
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):
         raise BadRequest(f"'{name}' is not a cursor this API returned", field=name)
     return int(raw)

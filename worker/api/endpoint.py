@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -11,8 +12,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from worker.api.schema import Schema, coerce_query, validate
-from worker.errors import BadRequest
+from worker.api.schema import INT64_MAX, Schema, coerce_query, validate
+from worker.errors import BadRequest, NotFound
 
 if TYPE_CHECKING:
     from worker.context import Cairn
@@ -62,8 +63,25 @@ class Endpoint:
 def _path_params(ep: Endpoint, request: Request) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in request.path_params.items():
+        if isinstance(value, int) and value > INT64_MAX:
+            # No row can have such an id (SQLite ids are 64-bit): answer as for any unknown id.
+            raise NotFound(f"{name} {value} does not exist", field=name)
+        if isinstance(value, str):
+            validate({"type": "string"}, value, name)  # NUL / lone surrogates -> 400
         out[name] = value
     return out
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    # 1e400 parses to inf, which could be stored but never rendered back as JSON.
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
 
 
 async def read_json(request: Request) -> Any:
@@ -77,11 +95,8 @@ async def read_json(request: Request) -> Any:
             f"the request body is not valid UTF-8 (byte {exc.start})", field="body"
         ) from None
 
-    def _reject_constant(name: str) -> Any:
-        raise ValueError(f"{name} is not valid JSON")
-
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise BadRequest(
             f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", field="body"

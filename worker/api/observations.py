@@ -138,7 +138,7 @@ async def list_observations(call: Call) -> Any:
 
 def _parse_ids(raw: str, limit: int) -> list[int]:
     parts = [p.strip() for p in raw.split(",") if p.strip()]
-    if not parts or not all(p.isdigit() and len(p) < 19 for p in parts):
+    if not parts or not all(p.isascii() and p.isdigit() and len(p) < 19 for p in parts):
         raise BadRequest("'ids' must be a comma-separated list of integer ids", field="ids")
     if len(parts) > limit:
         raise BadRequest(f"'ids' allows at most {limit} ids", field="ids")

@@ -9,6 +9,7 @@ Unknown object fields are ignored (forward compatibility).
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -38,10 +39,14 @@ _JSON_NAMES = {
 }
 
 
+# SQLite integers are signed 64-bit: a larger value could never be stored or matched.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _type_ok(value: Any, name: str) -> bool:
     if isinstance(value, bool) and name in ("integer", "number"):
         return False
-    if name == "number" and isinstance(value, float) and value != value:  # NaN
+    if name == "number" and isinstance(value, float) and not math.isfinite(value):
         return False
     return isinstance(value, _PY_TYPES[name])
 
@@ -66,6 +71,8 @@ def validate(schema: Schema, value: Any, field: str = "") -> Any:
     if isinstance(value, str):
         _check_string(schema, value, where)
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+            raise BadRequest(f"'{where}' is out of range (64-bit integers only)", field=where)
         if "minimum" in schema and value < schema["minimum"]:
             raise BadRequest(f"'{where}' must be >= {schema['minimum']}", field=where)
         if "maximum" in schema and value > schema["maximum"]:
@@ -152,6 +159,9 @@ def coerce_query(schema: Schema, raw: str, name: str) -> Any:
     value: Any = raw
     try:
         if kind == "integer":
+            # int() alone would also take "1_000", " 7 " and non-ASCII digits.
+            if not re.fullmatch(r"-?[0-9]{1,19}", raw):
+                raise ValueError(raw)
             value = int(raw)
         elif kind == "number":
             value = float(raw)

@@ -1,0 +1,306 @@
+"""API throughput and keyword-search latency against a real worker over HTTP.
+
+Figures (issue 2): observations accepted per second (single posts from 4 concurrent clients;
+batches of 100), keyword search p50/p95 at 10k and 100k observations.
+Run: `.venv/bin/python bench/api.py` (add `--quick` for a smaller run). Writes bench/results/api.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.common import percentile, print_table, write_result  # noqa: E402
+from tests.e2e.worker_process import WorkerProcess  # noqa: E402
+
+WORDS = [
+    "parser",
+    "cache",
+    "sqlite",
+    "index",
+    "migration",
+    "token",
+    "session",
+    "hook",
+    "worker",
+    "retry",
+    "spool",
+    "queue",
+    "embed",
+    "vector",
+    "search",
+    "ranking",
+    "decay",
+    "memory",
+    "context",
+    "budget",
+    "prompt",
+    "summary",
+    "checkpoint",
+    "refactor",
+    "pytest",
+    "failure",
+    "config",
+    "schema",
+    "router",
+    "handler",
+    "timeout",
+    "deadlock",
+    "lockfile",
+    "docker",
+    "build",
+    "deploy",
+    "frontend",
+    "backend",
+    "fixture",
+    "coverage",
+    "lint",
+    "format",
+    "typing",
+    "async",
+    "thread",
+    "pool",
+    "socket",
+    "header",
+]
+# Quiet rate limits: the bench measures the API, not the limiter's 429s.
+BENCH_ENV = {
+    "CAIRN_RATE_LIMIT_WRITE": "10000000/minute",
+    "CAIRN_RATE_LIMIT_READ": "10000000/minute",
+    "CAIRN_EMBED_ENABLED": "0",
+}
+
+
+class Conn:
+    """One keep-alive HTTP connection with the token (like a hook or dashboard client)."""
+
+    def __init__(self, worker: WorkerProcess) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", worker.port, timeout=60)
+        self.headers = {
+            "Authorization": f"Bearer {worker.token}",
+            "Content-Type": "application/json",
+        }
+
+    def call(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+        data = None if body is None else json.dumps(body).encode()
+        self.conn.request(method, path, body=data, headers=self.headers)
+        resp = self.conn.getresponse()
+        return resp.status, resp.read()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def observation(rng: random.Random, i: int, project: str) -> dict[str, Any]:
+    title = " ".join(rng.choices(WORDS, k=6))
+    return {
+        "project": project,
+        "session_id": f"bench-{i % 16}",
+        "type": rng.choice(("command", "file_write", "research", "note")),
+        "title": title,
+        "body": " ".join(rng.choices(WORDS, k=40)),
+        "files": [f"src/{rng.choice(WORDS)}.py"],
+        "event_id": f"bench-{project}-{i}",
+    }
+
+
+def singles(worker: WorkerProcess, total: int, clients: int) -> dict[str, Any]:
+    per = total // clients
+    latencies: list[float] = []
+    errors: list[int] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(clients + 1)
+
+    def run(k: int) -> None:
+        rng = random.Random(k)
+        conn = Conn(worker)
+        mine: list[float] = []
+        barrier.wait()
+        for i in range(per):
+            t0 = time.perf_counter()
+            status, _ = conn.call(
+                "POST", "/api/observations", observation(rng, k * per + i, "single")
+            )
+            mine.append(time.perf_counter() - t0)
+            if status != 201:
+                errors.append(status)
+        conn.close()
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    return {
+        "requests": per * clients,
+        "clients": clients,
+        "seconds": round(elapsed, 3),
+        "per_second": round(per * clients / elapsed, 1),
+        "p50_ms": round(percentile(latencies, 50) * 1000, 2),
+        "p95_ms": round(percentile(latencies, 95) * 1000, 2),
+        "errors": len(errors),
+    }
+
+
+def batches(
+    worker: WorkerProcess, total: int, size: int, clients: int, project: str, seed: int
+) -> dict[str, Any]:
+    n_batches = total // size
+    per = max(1, n_batches // clients)
+    errors: list[int] = []
+    barrier = threading.Barrier(clients + 1)
+
+    def run(k: int) -> None:
+        rng = random.Random(seed * 100 + k)
+        conn = Conn(worker)
+        barrier.wait()
+        for b in range(per):
+            base = (k * per + b) * size
+            items = [observation(rng, base + j, project) for j in range(size)]
+            status, _ = conn.call("POST", "/api/observations", {"observations": items})
+            if status not in (200, 201):
+                errors.append(status)
+        conn.close()
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    count = per * clients * size
+    return {
+        "observations": count,
+        "batch_size": size,
+        "clients": clients,
+        "seconds": round(elapsed, 3),
+        "per_second": round(count / elapsed, 1),
+        "errors": len(errors),
+    }
+
+
+def search_latency(worker: WorkerProcess, queries: int, seed: int) -> dict[str, Any]:
+    rng = random.Random(seed)
+    conn = Conn(worker)
+    status, body = conn.call("GET", "/api/search?q=parser&mode=keyword&limit=10")
+    if status == 404 and b"no route" in body:
+        conn.close()
+        return {"available": False, "note": "GET /api/search is not in this build"}
+    samples: list[float] = []
+    hits: list[int] = []
+    for _ in range(queries):
+        q = " ".join(rng.sample(WORDS, k=rng.choice((1, 2, 3))))
+        path = "/api/search?" + urllib.parse.urlencode({"q": q, "mode": "keyword", "limit": 10})
+        t0 = time.perf_counter()
+        status, raw = conn.call("GET", path)
+        samples.append(time.perf_counter() - t0)
+        if status == 200:
+            hits.append(len(json.loads(raw).get("hits", [])))
+    conn.close()
+    return {
+        "available": True,
+        "queries": queries,
+        "p50_ms": round(percentile(samples, 50) * 1000, 2),
+        "p95_ms": round(percentile(samples, 95) * 1000, 2),
+        "mean_hits": round(statistics.mean(hits), 1) if hits else 0,
+        "errors": queries - len(hits),
+    }
+
+
+def fill(worker: WorkerProcess, target: int, have: int, seed: int) -> int:
+    if target > have:
+        batches(worker, target - have, 500, 2, f"fill-{target}", seed)
+    return target
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smaller counts (a smoke run)")
+    parser.add_argument("--no-write", action="store_true", help="do not write results JSON")
+    args = parser.parse_args(argv)
+    n_single = 1000 if args.quick else 4000
+    n_batch = 5000 if args.quick else 40000
+    sizes = (2000, 10000) if args.quick else (10_000, 100_000)
+    queries = 100 if args.quick else 300
+
+    with tempfile.TemporaryDirectory(prefix="cairn-bench-") as tmp:
+        worker = WorkerProcess(home=Path(tmp) / "home", env_extra=BENCH_ENV).start()
+        try:
+            single = singles(worker, n_single, 4)
+            batch = batches(worker, n_batch, 100, 4, "batch", 1)
+            have = n_single + n_batch
+            search: dict[str, Any] = {}
+            for size in sizes:
+                have = fill(worker, size, have, size)
+                search[str(size)] = {"observations": have, **search_latency(worker, queries, size)}
+        finally:
+            worker.stop()
+
+    rows = [
+        (
+            "single posts/s (4 clients)",
+            single["per_second"],
+            ">= 1000",
+            single["per_second"] >= 1000,
+        ),
+        ("single post p50 ms", single["p50_ms"], "", None),
+        (
+            "batch obs/s (100/post, 4 clients)",
+            batch["per_second"],
+            ">= 10000",
+            batch["per_second"] >= 10000,
+        ),
+    ]
+    for size, res in search.items():
+        if res.get("available"):
+            rows.append((f"keyword search p50 ms @{size}", res["p50_ms"], "", None))
+            aim_ok = res["p95_ms"] < 20 if size == "100000" else None
+            rows.append(
+                (
+                    f"keyword search p95 ms @{size}",
+                    res["p95_ms"],
+                    "< 20" if size == "100000" else "",
+                    aim_ok,
+                )
+            )
+        else:
+            rows.append((f"keyword search @{size}", "n/a", res["note"], None))
+    print_table("API (real worker over HTTP, embeddings off)", rows)
+    result = {
+        "name": "api",
+        "quick": args.quick,
+        "single_posts": single,
+        "batches": batch,
+        "keyword_search": search,
+        "figures": [
+            {"figure": name, "value": value, "aim": aim, "met": met}
+            for name, value, aim, met in rows
+        ],
+    }
+    if not args.no_write:
+        write_result("api", result)
+    return result
+
+
+if __name__ == "__main__":
+    main()
