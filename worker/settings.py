@@ -73,6 +73,19 @@ class Settings:
     # Log file rotation
     log_max_bytes: int = 5 * 1024 * 1024
     log_backups: int = 3
+    # Session summaries, checkpoints, plans (sessions engineer)
+    summary_max_completed: int = 10
+    summary_max_files: int = 20
+    summary_max_learned: int = 8
+    summary_max_next_steps: int = 8
+    summary_item_chars: int = 300
+    checkpoint_max_files: int = 15
+    plan_max_items: int = 200
+    # Project profile cache (seconds) and report window default (days)
+    profile_ttl_seconds: float = 600.0
+    report_default_days: int = 7
+    # Backups kept under $CAIRN_HOME/backups (older ones pruned; 0 keeps all)
+    backup_keep: int = 10
 
     @property
     def db_path(self) -> Path:
@@ -97,6 +110,10 @@ class Settings:
     @property
     def spool_dir(self) -> Path:
         return self.home / "spool"
+
+    @property
+    def backups_dir(self) -> Path:
+        return self.home / "backups"
 
     def public_dict(self) -> dict[str, object]:
         """Settings as shown to users (no secrets live here; paths as strings)."""

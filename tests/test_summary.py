@@ -1,0 +1,156 @@
+"""Pure summary/checkpoint builders: deterministic, capped, reading commands and messages right."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from worker.memory.activity import command_text, exit_code, is_looking_command, message_parts
+from worker.memory.checkpoint import build_checkpoint, render_checkpoint
+from worker.memory.summary import SummaryLimits, build_summary, render_summary
+
+ROOT = "/repo"
+
+
+def edit(path: str, tool: str = "Edit") -> dict[str, Any]:
+    return {"type": "file_write", "title": f"{tool} {path}", "tool_name": tool, "files": [path]}
+
+
+def cmd(command: str, code: int | None) -> dict[str, Any]:
+    meta = {"exit_code": code} if code is not None else None
+    return {"type": "command", "title": f"$ {command}", "body": "", "meta": meta}
+
+
+def test_exit_code_from_meta_body_or_title() -> None:
+    assert exit_code({"meta": {"exit_code": 3}}) == 3
+    assert exit_code({"meta": {"exitCode": "0"}}) == 0
+    assert exit_code({"body": "stdout...\nexit code: 127"}) == 127
+    assert exit_code({"title": "make build (exit 2)"}) == 2
+    assert exit_code({"title": "pytest", "body": "all good"}) is None
+
+
+def test_command_text_sources() -> None:
+    assert command_text({"meta": {"command": "  make   test "}}) == "make test"
+    assert command_text({"body": "$ cargo build --release\nok"}) == "cargo build --release"
+    assert command_text({"title": "Ran npm test (exit 1)"}) == "npm test"
+    assert command_text({"title": "Bash: uv run pytest"}) == "uv run pytest"
+
+
+def test_looking_commands_are_not_work() -> None:
+    for looking in ("ls -la", "git status", "cat x | head", "FOO=1 grep -r a ."):
+        assert is_looking_command(looking), looking
+    for work in ("git commit -m x", "pytest -q", "make", "sudo apt-get install x"):
+        assert not is_looking_command(work), work
+
+
+def test_message_parts_sections_and_cues() -> None:
+    message = """## Summary
+- Added retry logic to the fetcher
+
+The root cause was a missing timeout on the HTTP client. Everything else looks fine.
+
+**Next steps:**
+1. Add a test for the retry path
+2. Bump the version
+
+Do you want me to open a PR?
+```
+# Next steps: inside code is ignored
+```"""
+    parts = message_parts(message)
+    assert parts["done"] == ["Added retry logic to the fetcher"]
+    assert parts["learned"] == ["The root cause was a missing timeout on the HTTP client."]
+    assert parts["next"] == ["Add a test for the retry path", "Bump the version"]
+    assert parts["questions"] == ["Do you want me to open a PR?"]
+
+
+def test_summary_caps_and_keeps_tests_visible() -> None:
+    observations = [edit(f"{ROOT}/src/m{i}.py") for i in range(40)] + [cmd("pytest -q", 0)]
+    draft = build_summary(
+        [{"text": "refactor the modules"}],
+        observations,
+        root=ROOT,
+        limits=SummaryLimits(completed=10, files=20),
+    )
+    assert len(draft.completed) == 10
+    assert "Ran `pytest -q` (succeeded)" in draft.completed
+    assert draft.completed[-1] == "… and 31 more files edited"
+    assert len(draft.files) == 20 and draft.files[0] == "src/m0.py"
+
+
+def test_summary_learned_facts_exclude_exploration() -> None:
+    observations = [
+        {"type": "research", "title": "Read a", "files": [f"{ROOT}/a.py"]},
+        {"type": "web", "title": "WebSearch: sqlite wal", "body": "WAL allows readers"},
+    ]
+    draft = build_summary([{"text": "look into WAL"}], observations, root=ROOT)
+    assert draft.learned[-1] == "Explored a.py"
+    assert draft.facts == ["WebSearch: sqlite wal: WAL allows readers"]
+
+
+def test_trivial_prompts_do_not_make_the_request() -> None:
+    draft = build_summary([{"text": "ok"}, {"text": "Port the CLI to click"}], [])
+    assert draft.request == "Port the CLI to click"
+    only_trivial = build_summary([{"text": "continue"}], [])
+    assert only_trivial.request == "continue"
+
+
+def test_render_summary_and_checkpoint() -> None:
+    text = render_summary(
+        {
+            "request": "a\nb",
+            "completed": ["did x"],
+            "files": [f"f{i}" for i in range(12)],
+            "learned": [],
+            "next_steps": ["do y"],
+        }
+    )
+    assert text.splitlines()[0] == "**Asked:** a / b"
+    assert "(+2 more)" in text and "- do y" in text and "Learned" not in text
+    cp = render_checkpoint({"task": "t", "progress": ["p"], "files": ["a.py"]})
+    assert cp == "**Task:** t\n**Progress:**\n- p\n**Files in flight:** a.py"
+
+
+def test_checkpoint_short_follow_up_keeps_context() -> None:
+    draft = build_checkpoint(
+        [{"text": "Migrate the billing service to Postgres 16"}, {"text": "now the tests too"}],
+        [],
+    )
+    assert draft.task == "Migrate the billing service to Postgres 16 — then: now the tests too"
+
+
+obs_strategy = st.lists(
+    st.one_of(
+        st.builds(edit, st.sampled_from(["/repo/a.py", "/repo/b/c.ts", "x.md"])),
+        st.builds(
+            cmd,
+            st.sampled_from(["make", "pytest", "ls", "npm test"]),
+            st.one_of(st.none(), st.integers(0, 3)),
+        ),
+        st.fixed_dictionaries(
+            {"type": st.sampled_from(["note", "mcp", "delegation", "web", "research"])},
+            optional={"title": st.text(max_size=40), "body": st.text(max_size=40)},
+        ),
+    ),
+    max_size=60,
+)
+
+
+@given(obs_strategy, st.lists(st.text(max_size=80), max_size=6), st.text(max_size=300))
+def test_builders_are_deterministic_and_bounded(
+    observations: list[dict[str, Any]], prompts: list[str], message: str
+) -> None:
+    rows = [{"text": t} for t in prompts]
+    limits = SummaryLimits(completed=10, files=20, learned=8, next_steps=8, item_chars=300)
+    a = build_summary(rows, observations, last_assistant_message=message, root=ROOT, limits=limits)
+    b = build_summary(rows, observations, last_assistant_message=message, root=ROOT, limits=limits)
+    assert a == b
+    assert len(a.completed) <= 10 and len(a.files) <= 20
+    assert len(a.learned) <= 8 and len(a.next_steps) <= 8
+    assert all(len(item) <= 300 and "\n" not in item for item in a.completed + a.next_steps)
+    assert len(set(a.files)) == len(a.files)
+    cp = build_checkpoint(rows, observations, last_assistant_message=message, root=ROOT)
+    assert cp == build_checkpoint(rows, observations, last_assistant_message=message, root=ROOT)
+    assert len(cp.files) <= 15 and len(set(cp.files)) == len(cp.files)

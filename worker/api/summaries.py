@@ -1,0 +1,320 @@
+"""Session summaries (Stop), checkpoints (PreCompact, Stop) and the session plan (TodoWrite)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from worker.api.common import EVENT_ID, project_field, text_field
+from worker.api.endpoint import Call, Endpoint, with_status
+from worker.api.schema import Schema
+from worker.errors import NotFound
+from worker.memory.checkpoint import build_checkpoint
+from worker.memory.summary import SummaryLimits, build_summary
+from worker.settings import Settings
+from worker.store import checkpoints, projects, received, sessions, summaries
+
+TAG = "sessions"
+PLAN_STATUSES = ("pending", "in_progress", "completed")
+
+
+def _unknown(session_id: str) -> NotFound:
+    return NotFound(
+        f"session {session_id!r} does not exist (start it with POST /api/sessions first)",
+        field="session_id",
+    )
+
+
+def _limits(s: Settings) -> SummaryLimits:
+    return SummaryLimits(
+        completed=s.summary_max_completed,
+        files=s.summary_max_files,
+        learned=s.summary_max_learned,
+        next_steps=s.summary_max_next_steps,
+        item_chars=s.summary_item_chars,
+    )
+
+
+def _checkpoint_from(
+    conn: sqlite3.Connection,
+    s: Settings,
+    activity: dict[str, Any],
+    *,
+    trigger: str | None,
+    last_assistant_message: str | None = None,
+    custom_instructions: str | None = None,
+) -> tuple[dict[str, Any], bool]:
+    session = activity["session"]
+    draft = build_checkpoint(
+        activity["prompts"],
+        activity["observations"],
+        plan=session["plan"],
+        last_assistant_message=last_assistant_message,
+        custom_instructions=custom_instructions,
+        root=session["project"],
+        max_files=s.checkpoint_max_files,
+        max_items=s.summary_max_completed,
+        item_chars=s.summary_item_chars,
+    )
+    meta = {"custom_instructions": custom_instructions} if custom_instructions else None
+    return checkpoints.insert(
+        conn,
+        session["id"],
+        session["project_id"],
+        trigger=trigger,
+        task=draft.task,
+        progress=draft.progress,
+        next_steps=draft.next_steps,
+        open_questions=draft.open_questions,
+        files=draft.files,
+        meta=meta,
+    )
+
+
+def summarize_schema(s: Settings) -> Schema:
+    return {
+        "type": "object",
+        "properties": {
+            "last_assistant_message": text_field(s),
+            "event_id": EVENT_ID,
+        },
+    }
+
+
+async def summarize(call: Call) -> Any:
+    sid = call.path["session_id"]
+    body = call.body or {}
+    s = call.cairn.settings
+    message = body.get("last_assistant_message")
+
+    def write(conn: sqlite3.Connection) -> tuple[dict[str, Any], bool, dict[str, Any] | None]:
+        seen = received.seen(conn, body.get("event_id"))
+        if seen is not None:
+            existing = summaries.get(conn, sid)
+            if existing is not None:
+                return existing, False, None
+        activity = summaries.session_activity(conn, sid)
+        if activity is None:
+            raise _unknown(sid)
+        session = activity["session"]
+        draft = build_summary(
+            activity["prompts"],
+            activity["observations"],
+            plan=session["plan"],
+            last_assistant_message=message,
+            root=session["project"],
+            limits=_limits(s),
+        )
+        meta = {
+            "prompt_count": len(activity["prompts"]),
+            "observation_count": len(activity["observations"]),
+            "facts": draft.facts,
+            "has_assistant_message": bool(message),
+        }
+        summary, created = summaries.upsert(
+            conn,
+            sid,
+            session["project_id"],
+            request=draft.request,
+            completed=draft.completed,
+            files=draft.files,
+            learned=draft.learned,
+            next_steps=draft.next_steps,
+            meta=meta,
+        )
+        checkpoint, checkpoint_new = _checkpoint_from(
+            conn, s, activity, trigger="stop", last_assistant_message=message
+        )
+        received.record(conn, body.get("event_id"), "summary", sid)
+        return summary, created, checkpoint if checkpoint_new else None
+
+    summary, created, checkpoint = await call.cairn.store.write(write)
+    call.cairn.events.publish("summary.created", summary)
+    call.cairn.after_items("summary", [summary["id"]])
+    if checkpoint is not None:
+        call.cairn.events.publish("checkpoint.created", checkpoint)
+    return with_status({**summary, "created": created}, 201 if created else 200)
+
+
+def checkpoint_schema(s: Settings) -> Schema:
+    return {
+        "type": "object",
+        "properties": {
+            "trigger": {"type": "string", "maxLength": 64, "description": "manual | auto | stop"},
+            "custom_instructions": text_field(s, 10_000),
+            "last_assistant_message": text_field(s),
+            "event_id": EVENT_ID,
+        },
+    }
+
+
+async def create_checkpoint(call: Call) -> Any:
+    sid = call.path["session_id"]
+    body = call.body or {}
+    s = call.cairn.settings
+
+    def write(conn: sqlite3.Connection) -> tuple[dict[str, Any], bool]:
+        seen = received.seen(conn, body.get("event_id"))
+        if seen is not None and seen.isdigit():
+            existing = checkpoints.get(conn, int(seen))
+            if existing is not None:
+                return existing, False
+        activity = summaries.session_activity(conn, sid)
+        if activity is None:
+            raise _unknown(sid)
+        checkpoint, created = _checkpoint_from(
+            conn,
+            s,
+            activity,
+            trigger=body.get("trigger") or "manual",
+            last_assistant_message=body.get("last_assistant_message"),
+            custom_instructions=body.get("custom_instructions"),
+        )
+        received.record(conn, body.get("event_id"), "checkpoint", checkpoint["id"])
+        return checkpoint, created
+
+    checkpoint, created = await call.cairn.store.write(write)
+    if created:
+        call.cairn.events.publish("checkpoint.created", checkpoint)
+    return with_status({**checkpoint, "created": created}, 201 if created else 200)
+
+
+async def get_summary(call: Call) -> Any:
+    sid = call.path["session_id"]
+
+    def read(conn: sqlite3.Connection) -> dict[str, Any]:
+        if sessions.get(conn, sid) is None:
+            raise _unknown(sid)
+        summary = summaries.get(conn, sid)
+        if summary is None:
+            raise NotFound(
+                f"session {sid!r} has no summary yet (written at Stop, or POST "
+                f"/api/sessions/{sid}/summarize)",
+                field="session_id",
+            )
+        return summary
+
+    return await call.cairn.store.read(read)
+
+
+async def get_checkpoint(call: Call) -> Any:
+    sid = call.path["session_id"]
+
+    def read(conn: sqlite3.Connection) -> dict[str, Any]:
+        if sessions.get(conn, sid) is None:
+            raise _unknown(sid)
+        checkpoint = checkpoints.latest(conn, sid)
+        if checkpoint is None:
+            raise NotFound(
+                f"session {sid!r} has no checkpoint yet (written at PreCompact and Stop)",
+                field="session_id",
+            )
+        return checkpoint
+
+    return await call.cairn.store.read(read)
+
+
+def plan_schema(s: Settings) -> Schema:
+    return {
+        "type": "object",
+        "required": ["plan"],
+        "properties": {
+            "plan": {
+                "type": "array",
+                "maxItems": s.plan_max_items,
+                "items": {
+                    "type": "object",
+                    "required": ["content", "status"],
+                    "properties": {
+                        "content": text_field(s, 2000, min_length=1),
+                        "status": {"type": "string", "enum": list(PLAN_STATUSES)},
+                        "activeForm": {"type": "string", "maxLength": 2000},
+                        "id": {"type": ["string", "integer"]},
+                        "priority": {"type": "string", "maxLength": 32},
+                    },
+                },
+            },
+            "project": project_field(s),
+            "event_id": EVENT_ID,
+        },
+    }
+
+
+async def put_plan(call: Call) -> Any:
+    sid = call.path["session_id"]
+    body = call.body
+    keep = ("content", "status", "activeForm", "id", "priority")
+    plan = [{k: item[k] for k in keep if k in item} for item in body["plan"]]
+
+    def write(conn: sqlite3.Connection) -> dict[str, Any]:
+        if sessions.get(conn, sid) is None:
+            if not body.get("project"):
+                raise NotFound(
+                    f"session {sid!r} does not exist: start it first or send 'project' to create it",
+                    field="session_id",
+                )
+            sessions.ensure(conn, sid, projects.ensure(conn, body["project"]))
+        sessions.set_plan(conn, sid, plan)
+        received.record(conn, body.get("event_id"), "plan", sid)
+        row = sessions.get(conn, sid)
+        assert row is not None
+        return row
+
+    return await call.cairn.store.write(write)
+
+
+def endpoints(s: Settings) -> list[Endpoint]:
+    return [
+        Endpoint(
+            "POST",
+            "/api/sessions/{session_id}/summarize",
+            summarize,
+            "Write (or rewrite) the session summary from its prompts, observations and plan",
+            TAG,
+            body=summarize_schema(s),
+            body_required=False,
+            status=201,
+            extra_statuses=(200, 404),
+            description=(
+                "Idempotent: one summary per session, rewritten on repeat. Also saves a `stop` "
+                "checkpoint when the work moved since the latest one. Learned items become "
+                "`fact` memories of the project."
+            ),
+        ),
+        Endpoint(
+            "GET",
+            "/api/sessions/{session_id}/summary",
+            get_summary,
+            "The session summary",
+            TAG,
+            extra_statuses=(404,),
+        ),
+        Endpoint(
+            "POST",
+            "/api/sessions/{session_id}/checkpoint",
+            create_checkpoint,
+            "Save a checkpoint (task, progress, next steps, open questions, files in flight)",
+            TAG,
+            body=checkpoint_schema(s),
+            body_required=False,
+            status=201,
+            extra_statuses=(200, 404),
+        ),
+        Endpoint(
+            "GET",
+            "/api/sessions/{session_id}/checkpoint",
+            get_checkpoint,
+            "The session's latest checkpoint",
+            TAG,
+            extra_statuses=(404,),
+        ),
+        Endpoint(
+            "PUT",
+            "/api/sessions/{session_id}/plan",
+            put_plan,
+            "Replace the session's current plan (TodoWrite items)",
+            TAG,
+            body=plan_schema(s),
+            extra_statuses=(404,),
+        ),
+    ]

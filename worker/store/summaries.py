@@ -1,0 +1,132 @@
+"""Session summaries (one row per session, rewritten when Stop fires again) and session activity."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from worker.clock import now_ms
+from worker.store.observations import COLUMNS as OBSERVATION_COLUMNS
+from worker.store.observations import FROM as OBSERVATION_FROM
+from worker.store.observations import to_dict as observation_dict
+from worker.store.rows import dump_json, iso, load_json
+from worker.store.sessions import get as get_session
+from worker.store.sessions import prompts_of
+
+# A session longer than this is summarised from its most recent observations.
+MAX_SESSION_OBSERVATIONS = 5000
+
+COLUMNS = """su.id, su.session_id, su.project_id, p.key AS project, su.request, su.completed,
+    su.learned, su.files, su.next_steps, su.created_at, su.updated_at, su.meta"""
+FROM = "FROM summaries su JOIN projects p ON p.id = su.project_id"
+
+
+def join_lines(items: list[str]) -> str:
+    """List columns are stored one item per line (items never contain newlines)."""
+    return "\n".join(" ".join(item.split()) for item in items if item.strip())
+
+
+def split_lines(text: str | None) -> list[str]:
+    return [line for line in (text or "").split("\n") if line.strip()]
+
+
+def session_activity(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
+    """The session with its prompts and observations (archived included), oldest first."""
+    session = get_session(conn, session_id)
+    if session is None:
+        return None
+    rows = conn.execute(
+        f"SELECT * FROM (SELECT {OBSERVATION_COLUMNS} {OBSERVATION_FROM} WHERE o.session_id = ? "
+        "ORDER BY o.created_at DESC, o.id DESC LIMIT ?) ORDER BY created_at, id",
+        (session_id, MAX_SESSION_OBSERVATIONS),
+    ).fetchall()
+    session["project_id"] = conn.execute(
+        "SELECT project_id FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()[0]
+    return {
+        "session": session,
+        "prompts": prompts_of(conn, session_id, limit=MAX_SESSION_OBSERVATIONS),
+        "observations": [observation_dict(r) for r in rows],
+    }
+
+
+def to_dict(row: sqlite3.Row) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "session_id": row["session_id"],
+        "project": row["project"],
+        "request": row["request"],
+        "completed": split_lines(row["completed"]),
+        "files": load_json(row["files"], []),
+        "learned": split_lines(row["learned"]),
+        "next_steps": split_lines(row["next_steps"]),
+        "created_at": iso(row, "created_at"),
+        "updated_at": iso(row, "updated_at"),
+        "meta": load_json(row["meta"]),
+    }
+
+
+def get(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
+    row = conn.execute(f"SELECT {COLUMNS} {FROM} WHERE su.session_id = ?", (session_id,)).fetchone()
+    return to_dict(row) if row is not None else None
+
+
+def upsert(
+    conn: sqlite3.Connection,
+    session_id: str,
+    project_id: int,
+    *,
+    request: str,
+    completed: list[str],
+    files: list[str],
+    learned: list[str],
+    next_steps: list[str],
+    meta: Any = None,
+    at: int | None = None,
+) -> tuple[dict[str, Any], bool]:
+    """Write the session's summary; a repeat rewrites the one row. Returns (summary, created)."""
+    stamp = at or now_ms()
+    existed = (
+        conn.execute("SELECT 1 FROM summaries WHERE session_id = ?", (session_id,)).fetchone()
+        is not None
+    )
+    conn.execute(
+        "INSERT INTO summaries(session_id, project_id, request, completed, learned, files, "
+        "next_steps, created_at, updated_at, meta) VALUES (?,?,?,?,?,?,?,?,?,?) "
+        "ON CONFLICT(session_id) DO UPDATE SET project_id = excluded.project_id, "
+        "request = excluded.request, completed = excluded.completed, "
+        "learned = excluded.learned, files = excluded.files, next_steps = excluded.next_steps, "
+        "updated_at = excluded.updated_at, meta = excluded.meta",
+        (
+            session_id,
+            project_id,
+            request,
+            join_lines(completed),
+            join_lines(learned),
+            dump_json(files),
+            join_lines(next_steps),
+            stamp,
+            stamp,
+            dump_json(meta),
+        ),
+    )
+    summary = get(conn, session_id)
+    assert summary is not None
+    return summary, not existed
+
+
+def recent_for_project(
+    conn: sqlite3.Connection,
+    project_id: int,
+    *,
+    since: int | None = None,
+    until: int | None = None,
+    limit: int = 50,
+) -> list[dict[str, Any]]:
+    """Summaries of a project's sessions, newest first (optionally updated in a window)."""
+    rows = conn.execute(
+        f"SELECT {COLUMNS} {FROM} WHERE su.project_id = ? AND su.updated_at >= ? "
+        "AND su.updated_at < ? ORDER BY su.updated_at DESC, su.id DESC LIMIT ?",
+        (project_id, since or 0, until or 2**62, limit),
+    ).fetchall()
+    return [to_dict(r) for r in rows]
