@@ -1,0 +1,249 @@
+"""install | uninstall: register Cairn's hooks, MCP server and editor rules; remove only ours."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from worker.installer import plan as installer
+from worker.installer.editors import (
+    EDITORS,
+    claude_mcp_target,
+    cline_settings_candidates,
+    editor_targets,
+)
+from worker.installer.jsonfile import InstallError, real_path
+from worker.installer.mcp_config import server_entry
+from worker.installer.state import file_records, read_state, state_path, write_state
+from worker.paths import data_dir, hook_script
+from worker.settings import Settings, load_settings
+
+
+def interpreter() -> str:
+    """The interpreter running this CLI, as an absolute path (a venv's symlink is kept)."""
+    return os.path.abspath(sys.executable)
+
+
+def home_env(settings: Settings) -> dict[str, str]:
+    """CAIRN_HOME for hook and MCP processes when it is not the default (~/.cairn)."""
+    default = Path.home() / ".cairn"
+    return {} if settings.home == default else {"CAIRN_HOME": str(settings.home)}
+
+
+def claude_settings_path(project: Path | None) -> Path:
+    root = project if project is not None else Path.home()
+    return root / ".claude" / "settings.json"
+
+
+def rules_body() -> str:
+    return (data_dir("install") / "rules" / "cairn-rules.md").read_text(encoding="utf-8")
+
+
+def _short(path: Path) -> str:
+    home = str(Path.home())
+    text = str(path)
+    return "~" + text[len(home) :] if text.startswith(home + os.sep) else text
+
+
+def plan_install(args: argparse.Namespace, settings: Settings) -> list[installer.FileChange]:
+    project = Path.cwd() if args.project else None
+    python = interpreter()
+    env = home_env(settings)
+    changes: list[installer.FileChange] = []
+    if not args.no_hooks:
+        script = hook_script().resolve()
+        changes.append(installer.install_hooks(claude_settings_path(project), python, script, env))
+    entry = server_entry(python, env)
+    if args.mcp:
+        changes.append(installer.install_mcp(claude_mcp_target(Path.home(), project), entry))
+    body = rules_body()
+    for editor in dict.fromkeys(args.editor or []):
+        targets, rules = editor_targets(editor, Path.home(), project, Path.cwd())
+        changes.extend(installer.install_mcp(target, entry) for target in targets)
+        changes.append(installer.install_rules(rules, body))
+    return changes
+
+
+def plan_uninstall(args: argparse.Namespace, settings: Settings) -> list[installer.FileChange]:
+    project = Path.cwd() if args.project else None
+    home = Path.home()
+    candidates: dict[Path, installer.Kind] = {}
+    root = project if project is not None else home
+    candidates[root / ".claude" / "settings.json"] = "claude-hooks"
+    candidates[root / ".claude" / "settings.local.json"] = "claude-hooks"
+    candidates[claude_mcp_target(home, project).path] = "mcp"
+    if project is None:
+        candidates[home / ".cursor" / "mcp.json"] = "mcp"
+        candidates[home / ".codeium" / "windsurf" / "mcp_config.json"] = "mcp"
+        for path in cline_settings_candidates(home):
+            candidates[path] = "mcp"
+    else:
+        candidates[project / ".cursor" / "mcp.json"] = "mcp"
+    for editor in EDITORS:
+        _, rules = editor_targets(editor, home, project, Path.cwd())
+        candidates[rules.path] = "rules-file"
+    records = file_records(read_state(settings.home))
+    for key, record in records.items():
+        path = Path(key)
+        if project is not None and not path.is_relative_to(project):
+            continue
+        kind = record.get("kind")
+        if kind in ("claude-hooks", "mcp", "rules-file", "rules-block"):
+            candidates[path] = kind
+    changes: list[installer.FileChange] = []
+    seen: set[Path] = set()
+    for path, kind in candidates.items():
+        real = real_path(path)
+        if real in seen:
+            continue
+        seen.add(real)
+        if kind.startswith("rules") and not path.exists():
+            continue
+        change = installer.uninstall_file(path, kind, records.get(str(real)))
+        if change is not None:
+            changes.append(change)
+    return changes
+
+
+def _report(changes: list[installer.FileChange], dry_run: bool) -> None:
+    for change in changes:
+        if dry_run:
+            if change.changed:
+                print(f"would {change.verb()} {_short(change.path)} ({change.label})")
+                sys.stdout.write(change.diff())
+            else:
+                print(f"unchanged {_short(change.path)} ({change.label}): already up to date")
+
+
+def _print_applied(done: list[installer.Applied]) -> None:
+    for item in done:
+        change = item.change
+        line = f"{change.verb():9} {_short(change.path)} ({change.label})"
+        if item.backup is not None:
+            line += f"  backup: {_short(item.backup)}"
+        print(line)
+
+
+def _start_worker(settings: Settings) -> int:
+    from worker.cli.lifecycle import _wait_healthy, spawn_detached
+    from worker.runtime import read_runtime
+
+    info = read_runtime(settings)
+    if info is not None:
+        print(f"worker already running: pid {info['pid']}, http://127.0.0.1:{info['port']}")
+        return 0
+    proc = spawn_detached(settings)
+    info = _wait_healthy(settings, timeout=20)
+    if info is None:
+        code = proc.poll()
+        print(
+            "cairn: the worker did not become healthy"
+            + (f" (exit code {code})" if code is not None else "")
+            + f"; see {settings.logs_dir / 'worker.log'} and run `cairn doctor`",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"worker started: pid {info['pid']}, http://127.0.0.1:{info['port']}")
+    return 0
+
+
+def cmd_install(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    try:
+        changes = plan_install(args, settings)
+    except InstallError as exc:
+        print(f"cairn: {exc}", file=sys.stderr)
+        return 1
+    if args.dry_run:
+        _report(changes, dry_run=True)
+        print("dry run: nothing was written")
+        return 0
+    state = read_state(settings.home)
+    try:
+        done = installer.apply_install(changes, state)
+    except OSError as exc:
+        print(f"cairn: cannot write {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 1
+    state["python"] = interpreter()
+    state["hook"] = str(hook_script().resolve())
+    from worker import __version__
+
+    state["version"] = __version__
+    write_state(settings.home, state)
+    _print_applied(done)
+    print(f"recorded interpreter in {_short(state_path(settings.home))}")
+    if not args.no_hooks:
+        print("Claude Code picks up the hooks in new sessions (restart running ones).")
+    if args.editor:
+        print("Restart the editor (or reload its MCP servers) to connect to Cairn.")
+    if args.no_start:
+        return 0
+    return _start_worker(settings)
+
+
+def cmd_uninstall(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    try:
+        changes = plan_uninstall(args, settings)
+    except InstallError as exc:
+        print(f"cairn: {exc}", file=sys.stderr)
+        return 1
+    if args.dry_run:
+        _report([c for c in changes if c.changed], dry_run=True)
+        if not any(c.changed for c in changes):
+            print("nothing to remove: no Cairn entries found")
+        print("dry run: nothing was written")
+        return 0
+    state = read_state(settings.home)
+    try:
+        done = installer.apply_uninstall(changes, state)
+    except OSError as exc:
+        print(f"cairn: cannot write {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 1
+    if state_path(settings.home).exists():
+        write_state(settings.home, state)
+    changed = [d for d in done if d.change.changed]
+    _print_applied(changed)
+    if not changed:
+        print("nothing to remove: no Cairn entries found")
+    print(
+        f"Your memory data stays in {_short(settings.home)}; "
+        "stop the worker with `cairn stop`, delete that folder to erase it."
+    )
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "install",
+        help="register Cairn's hooks with Claude Code (and its MCP server with editors)",
+        description="Merge Cairn's hooks into ~/.claude/settings.json (or ./.claude/settings.json "
+        "with --project), keeping everything else; back up, write atomically, start the worker.",
+    )
+    p.add_argument("--project", action="store_true", help="this project's files, not the user's")
+    p.add_argument(
+        "--dry-run", action="store_true", help="show the changes as diffs, write nothing"
+    )
+    p.add_argument("--mcp", action="store_true", help="also register `cairn mcp` with Claude Code")
+    p.add_argument(
+        "--editor",
+        action="append",
+        choices=EDITORS,
+        help="write this editor's MCP config and a rules file (repeatable)",
+    )
+    p.add_argument("--no-hooks", action="store_true", help="skip the Claude Code hooks")
+    p.add_argument("--no-start", action="store_true", help="do not start the worker")
+    p.set_defaults(func=cmd_install)
+
+    p = sub.add_parser(
+        "uninstall",
+        help="remove Cairn's hooks, MCP entries and rules (your data is kept)",
+        description="Remove only Cairn's entries from Claude Code and editor config files.",
+    )
+    p.add_argument("--project", action="store_true", help="this project's files, not the user's")
+    p.add_argument(
+        "--dry-run", action="store_true", help="show the changes as diffs, write nothing"
+    )
+    p.set_defaults(func=cmd_uninstall)

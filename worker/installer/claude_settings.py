@@ -1,0 +1,197 @@
+"""Cairn's hooks in a Claude Code settings file: merge (idempotent) and unmerge (only ours).
+
+Cairn's handlers are recognised by the hook script's file name in their command, so an install
+from another checkout or an older version is replaced rather than duplicated. Everything else in
+the file (other keys, other tools' groups and handlers, their order) is left as it was.
+"""
+
+from __future__ import annotations
+
+import copy
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from worker.installer.jsonfile import InstallError
+
+HOOK_MARKER = "cairn_hook.py"
+
+
+@dataclass(frozen=True)
+class HookEvent:
+    name: str  # Claude Code's event name
+    arg: str  # the argument cairn_hook.py takes
+    matcher: str | None  # None: the group has no matcher key (events without one)
+    timeout: int  # seconds; the hook keeps to a much smaller budget of its own
+
+
+# Timeouts are a ceiling Claude Code enforces; the hook script answers within its own budget
+# (SessionStart may wait up to 3 s for a cold worker before fetching context).
+EVENTS: tuple[HookEvent, ...] = (
+    HookEvent("SessionStart", "session-start", "startup|resume|clear|compact", 15),
+    HookEvent("UserPromptSubmit", "user-prompt-submit", None, 10),
+    HookEvent("PostToolUse", "post-tool-use", "*", 5),
+    HookEvent("Stop", "stop", None, 10),
+    HookEvent("SessionEnd", "session-end", None, 5),
+    HookEvent("PreCompact", "pre-compact", None, 10),
+)
+
+ContainerPath = tuple[str, ...]
+
+
+def hook_command(
+    python: str, script: Path | str, arg: str, env: Mapping[str, str] | None = None
+) -> str:
+    """A shell command line with every path quoted (paths may contain spaces)."""
+    parts = [f"{key}={shlex.quote(value)}" for key, value in sorted((env or {}).items())]
+    parts += [shlex.quote(python), shlex.quote(str(script)), arg]
+    return " ".join(parts)
+
+
+def desired_groups(
+    python: str, script: Path | str, env: Mapping[str, str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Event name -> the one group Cairn adds for it."""
+    groups: dict[str, dict[str, Any]] = {}
+    for event in EVENTS:
+        group: dict[str, Any] = {}
+        if event.matcher is not None:
+            group["matcher"] = event.matcher
+        group["hooks"] = [
+            {
+                "type": "command",
+                "command": hook_command(python, script, event.arg, env),
+                "timeout": event.timeout,
+            }
+        ]
+        groups[event.name] = group
+    return groups
+
+
+def is_cairn_handler(handler: object) -> bool:
+    return (
+        isinstance(handler, dict)
+        and isinstance(handler.get("command"), str)
+        and HOOK_MARKER in handler["command"]
+    )
+
+
+def _hooks_object(data: Mapping[str, Any], where: object) -> dict[str, Any] | None:
+    hooks = data.get("hooks")
+    if hooks is None:
+        return None
+    if not isinstance(hooks, dict):
+        raise InstallError(f"{where}: 'hooks' is a {type(hooks).__name__}, expected an object")
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            raise InstallError(
+                f"{where}: hooks.{event} is a {type(groups).__name__}, expected a list of groups"
+            )
+    return hooks
+
+
+def _is_cairn_group(group: object) -> bool:
+    if not isinstance(group, dict):
+        return False
+    handlers = group.get("hooks")
+    return isinstance(handlers, list) and bool(handlers) and all(map(is_cairn_handler, handlers))
+
+
+def _strip_cairn(groups: list[Any]) -> list[Any]:
+    """Groups with Cairn's handlers removed; groups that held only Cairn handlers are dropped."""
+    out: list[Any] = []
+    for group in groups:
+        if _is_cairn_group(group):
+            continue
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            kept = [h for h in group["hooks"] if not is_cairn_handler(h)]
+            if len(kept) != len(group["hooks"]):
+                group = {**group, "hooks": kept}
+                if not kept:
+                    continue
+        out.append(group)
+    return out
+
+
+def empty_containers(data: Mapping[str, Any]) -> set[ContainerPath]:
+    """Containers that exist and are empty before a merge: unmerge keeps them."""
+    found: set[ContainerPath] = set()
+    hooks = data.get("hooks")
+    if isinstance(hooks, dict):
+        if not hooks:
+            found.add(("hooks",))
+        for event, groups in hooks.items():
+            if isinstance(groups, list) and not groups:
+                found.add(("hooks", event))
+    return found
+
+
+def merge_hooks(
+    data: Mapping[str, Any], groups: Mapping[str, dict[str, Any]], where: object = "settings"
+) -> dict[str, Any]:
+    """A copy of `data` with exactly Cairn's `groups` registered (in place if already present)."""
+    result = copy.deepcopy(dict(data))
+    hooks = _hooks_object(result, where)
+    if hooks is None:
+        hooks = result["hooks"] = {}
+    for event in list(hooks):
+        if event not in groups:
+            stripped = _strip_cairn(hooks[event])
+            if stripped != hooks[event]:
+                hooks[event] = stripped
+                if not stripped:
+                    del hooks[event]
+    for event, wanted in groups.items():
+        current = hooks.get(event)
+        if current is None:
+            hooks[event] = [copy.deepcopy(wanted)]
+            continue
+        position = next((i for i, g in enumerate(current) if _is_cairn_group(g)), None)
+        if position is None:
+            hooks[event] = [*_strip_cairn(current), copy.deepcopy(wanted)]
+            continue
+        before = _strip_cairn(current[:position])
+        after = _strip_cairn(current[position + 1 :])
+        hooks[event] = [*before, copy.deepcopy(wanted), *after]
+    return result
+
+
+def unmerge_hooks(
+    data: Mapping[str, Any], keep_empty: Iterable[ContainerPath] = (), where: object = "settings"
+) -> dict[str, Any]:
+    """A copy of `data` without Cairn's handlers; containers emptied by that go too."""
+    keep = set(keep_empty)
+    result = copy.deepcopy(dict(data))
+    hooks = _hooks_object(result, where)
+    if hooks is None:
+        return result
+    for event in list(hooks):
+        stripped = _strip_cairn(hooks[event])
+        if stripped == hooks[event]:
+            continue
+        if stripped or ("hooks", event) in keep:
+            hooks[event] = stripped
+        else:
+            del hooks[event]
+    if not hooks and ("hooks",) not in keep and data.get("hooks"):
+        del result["hooks"]
+    return result
+
+
+def registered_commands(data: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Event name -> Cairn hook command lines found (for doctor)."""
+    found: dict[str, list[str]] = {}
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return found
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            continue
+        for group in groups:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for handler in handlers if isinstance(handlers, list) else []:
+                if is_cairn_handler(handler):
+                    found.setdefault(event, []).append(handler["command"])
+    return found

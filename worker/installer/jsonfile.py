@@ -1,0 +1,149 @@
+"""Config files we share with other programs: strict parse, change preview, backup, atomic write.
+
+A file is only rewritten when its parsed content changes; the rewrite keeps the file's key order,
+indentation style and trailing newline, so a file last written by the program that owns it (2-space
+JSON for Claude Code, Cursor, Windsurf and Cline) comes back byte-identical after install+uninstall.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import os
+import re
+import stat
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class InstallError(Exception):
+    """A config file we must not touch (invalid JSON, wrong shape) or cannot write."""
+
+
+@dataclass(frozen=True)
+class TextFile:
+    """A file as found on disk: `text` is None when the file does not exist."""
+
+    path: Path
+    text: str | None
+
+    @property
+    def exists(self) -> bool:
+        return self.text is not None
+
+
+def real_path(path: Path) -> Path:
+    """Follow symlinks (dotfile managers) so the write replaces the target, not the link."""
+    try:
+        return path.resolve(strict=True) if path.is_symlink() else path
+    except OSError:
+        return path
+
+
+def read_text(path: Path) -> TextFile:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return TextFile(path, None)
+    except IsADirectoryError:
+        raise InstallError(f"{path} is a directory, expected a JSON file") from None
+    except OSError as exc:
+        raise InstallError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return TextFile(
+            path, raw.decode("utf-8-sig" if raw.startswith(b"\xef\xbb\xbf") else "utf-8")
+        )
+    except UnicodeDecodeError as exc:
+        raise InstallError(f"{path} is not UTF-8 text (byte {exc.start}); left untouched") from None
+
+
+def parse_object(file: TextFile) -> dict[str, Any]:
+    """The top-level JSON object; a missing or blank file is an empty object."""
+    if file.text is None or not file.text.strip():
+        return {}
+    try:
+        data = json.loads(file.text)
+    except json.JSONDecodeError as exc:
+        raise InstallError(
+            f"{file.path} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+            "it was left untouched: fix or move it, then run the command again"
+        ) from None
+    if not isinstance(data, dict):
+        raise InstallError(
+            f"{file.path} holds a JSON {type(data).__name__}, expected an object; left untouched"
+        )
+    return data
+
+
+_INDENT = re.compile(r"^[\[{][^\n]*\n([ \t]+)\S", re.S)
+
+
+def render_like(data: dict[str, Any], original: str | None) -> str:
+    """Serialise `data` in the original file's indentation, with its trailing-newline habit."""
+    indent: str | int = 2
+    if original:
+        match = _INDENT.match(original.lstrip("\ufeff"))
+        if match:
+            indent = match.group(1)
+            indent = len(indent) if set(indent) == {" "} else indent
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    if original is None or original.endswith("\n") or not original.strip():
+        text += "\n"
+    return text
+
+
+def unified_diff(path: Path, old: str | None, new: str | None) -> str:
+    before = (old or "").splitlines(keepends=True)
+    after = (new or "").splitlines(keepends=True)
+    label_old = str(path) if old is not None else "/dev/null"
+    label_new = str(path) if new is not None else "/dev/null"
+    lines = difflib.unified_diff(before, after, label_old, label_new, n=3)
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def backup(path: Path) -> Path:
+    """Copy `path` to `<name>.cairn-backup-<UTC stamp>` beside it (same mode); returns the copy."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = path.with_name(f"{path.name}.cairn-backup-{stamp}")
+    counter = 1
+    while target.exists():
+        counter += 1
+        target = path.with_name(f"{path.name}.cairn-backup-{stamp}-{counter}")
+    data = path.read_bytes()
+    mode = stat.S_IMODE(path.stat().st_mode)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    return target
+
+
+def atomic_write(path: Path, text: str, *, default_mode: int = 0o644) -> None:
+    """Write via a temp file in the same folder + fsync + rename; keeps an existing file's mode."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = default_mode
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

@@ -1,0 +1,202 @@
+"""Install and uninstall as a list of file changes: previewed as diffs, then applied safely."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from worker.installer import claude_settings, mcp_config, textblock
+from worker.installer.editors import McpTarget, RulesTarget
+from worker.installer.jsonfile import (
+    TextFile,
+    atomic_write,
+    backup,
+    parse_object,
+    read_text,
+    real_path,
+    render_like,
+    unified_diff,
+)
+from worker.installer.state import file_records
+
+Kind = Literal["claude-hooks", "mcp", "rules-file", "rules-block"]
+ContainerPath = tuple[str, ...]
+
+
+@dataclass
+class FileChange:
+    path: Path
+    kind: Kind
+    label: str
+    old: str | None
+    new: str | None  # None: delete the file
+    keep_empty: set[ContainerPath] = field(default_factory=set)
+
+    @property
+    def changed(self) -> bool:
+        return self.old != self.new
+
+    def diff(self) -> str:
+        return unified_diff(self.path, self.old, self.new)
+
+    def verb(self) -> str:
+        if not self.changed:
+            return "unchanged"
+        if self.old is None:
+            return "create"
+        return "delete" if self.new is None else "update"
+
+
+def _load(path: Path) -> tuple[Path, TextFile, dict[str, Any]]:
+    target = real_path(path)
+    file = read_text(target)
+    return target, file, parse_object(file)
+
+
+def _json_change(
+    path: Path,
+    kind: Kind,
+    label: str,
+    file: TextFile,
+    data: dict[str, Any],
+    new_data: dict[str, Any],
+    keep_empty: set[ContainerPath] | None = None,
+) -> FileChange:
+    new_text = file.text if new_data == data else render_like(new_data, file.text)
+    return FileChange(path, kind, label, file.text, new_text, set(keep_empty or ()))
+
+
+# ---------------------------------------------------------------------------------------- install
+def install_hooks(
+    settings_file: Path, python: str, script: Path, env: Mapping[str, str] | None = None
+) -> FileChange:
+    path, file, data = _load(settings_file)
+    groups = claude_settings.desired_groups(python, script, env or {})
+    new_data = claude_settings.merge_hooks(data, groups, where=path)
+    keep = claude_settings.empty_containers(data)
+    return _json_change(path, "claude-hooks", "Claude Code hooks", file, data, new_data, keep)
+
+
+def install_mcp(target: McpTarget, entry: Mapping[str, Any]) -> FileChange:
+    path, file, data = _load(target.path)
+    full_entry = {**entry, **target.extra}
+    new_data = mcp_config.merge_server(data, full_entry, where=path)
+    keep = mcp_config.empty_containers(data)
+    return _json_change(path, "mcp", f"{target.client} MCP server", file, data, new_data, keep)
+
+
+def install_rules(target: RulesTarget, body: str) -> FileChange:
+    path = real_path(target.path)
+    file = read_text(path)
+    if target.mode == "block":
+        new = textblock.set_block(file.text, body)
+        return FileChange(path, "rules-block", f"{target.client} rules", file.text, new)
+    new = f"{target.header}{textblock.MANAGED}\n\n{body.strip()}\n"
+    if file.exists and not textblock.is_managed(file.text):
+        # A file of the same name the user wrote: keep theirs, add our block to it.
+        new = textblock.set_block(file.text, body)
+        return FileChange(path, "rules-block", f"{target.client} rules", file.text, new)
+    return FileChange(path, "rules-file", f"{target.client} rules", file.text, new)
+
+
+# -------------------------------------------------------------------------------------- uninstall
+def uninstall_file(path: Path, kind: Kind, record: Mapping[str, Any] | None) -> FileChange | None:
+    """The change that removes Cairn from one file (None when the file is absent)."""
+    record = record or {}
+    target = real_path(path)
+    file = read_text(target)
+    if file.text is None:
+        return None
+    keep = {tuple(p) for p in record.get("keep_empty", []) if isinstance(p, list)}
+    if kind in ("claude-hooks", "mcp"):
+        data = parse_object(file)
+        if kind == "claude-hooks":
+            new_data = claude_settings.unmerge_hooks(data, keep, where=target)
+            label = "Claude Code hooks"
+        else:
+            new_data = mcp_config.unmerge_server(data, keep, where=target)
+            label = "MCP server"
+        change = _json_change(target, kind, label, file, data, new_data)
+        if change.changed and not new_data:
+            if record.get("created"):
+                change.new = None
+            elif isinstance(record.get("blank"), str):
+                change.new = record["blank"]
+        return change
+    if textblock.is_managed(file.text):
+        return FileChange(target, "rules-file", "rules", file.text, None)
+    return FileChange(target, "rules-block", "rules", file.text, textblock.remove_block(file.text))
+
+
+# ------------------------------------------------------------------------------------------ apply
+@dataclass
+class Applied:
+    change: FileChange
+    backup: Path | None
+
+
+def _missing_parents(path: Path) -> list[Path]:
+    missing: list[Path] = []
+    parent = path.parent
+    while not parent.exists():
+        missing.append(parent)
+        parent = parent.parent
+    return missing
+
+
+def apply_install(changes: Iterable[FileChange], state: dict[str, Any]) -> list[Applied]:
+    """Write each changed file (backup first) and record what was created in `state`."""
+    records = file_records(state)
+    done: list[Applied] = []
+    for change in changes:
+        key = str(change.path)
+        record = dict(records.get(key) or {})
+        record["kind"] = change.kind
+        if change.changed:
+            if change.old is None:
+                record["created"] = True
+                record["created_dirs"] = [str(p) for p in _missing_parents(change.path)]
+            elif not change.old.strip() and "created" not in record:
+                record["blank"] = change.old
+            if change.keep_empty and "keep_empty" not in record:
+                record["keep_empty"] = sorted(list(p) for p in change.keep_empty)
+        records[key] = record
+        if not change.changed:
+            done.append(Applied(change, None))
+            continue
+        saved = backup(change.path) if change.old is not None else None
+        assert change.new is not None
+        atomic_write(change.path, change.new)
+        done.append(Applied(change, saved))
+    return done
+
+
+def apply_uninstall(changes: Iterable[FileChange], state: dict[str, Any]) -> list[Applied]:
+    """Write or delete each changed file; folders install created go too when left empty."""
+    records = file_records(state)
+    done: list[Applied] = []
+    created_dirs: set[Path] = set()
+    for change in changes:
+        record = records.pop(str(change.path), None) or {}
+        blank = change.new is not None and not change.new.strip()
+        if change.changed and blank and record.get("created") and change.kind == "rules-block":
+            change.new = None  # a rules file that only ever held our block
+        if not change.changed:
+            done.append(Applied(change, None))
+            continue
+        if change.new is None:
+            # Only Cairn's content was left in it: nothing of the user's to back up.
+            change.path.unlink()
+            created_dirs.update(Path(p) for p in record.get("created_dirs", []))
+            done.append(Applied(change, None))
+            continue
+        saved = backup(change.path) if change.old is not None else None
+        atomic_write(change.path, change.new)
+        done.append(Applied(change, saved))
+    for folder in sorted(created_dirs, key=lambda p: len(p.parts), reverse=True):
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only when empty
+    return done
