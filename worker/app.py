@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute
 
 from worker import __version__
 from worker.api import observations, sessions, system
+from worker.api import profile as project_profile
 from worker.api import summaries as session_summaries
 from worker.api.endpoint import Endpoint, make_route
 from worker.auth import SecurityMiddleware, TokenKeeper
@@ -39,6 +40,7 @@ def all_endpoints(settings: Settings) -> list[Endpoint]:
         *sessions.endpoints(settings),
         *observations.endpoints(settings),
         *session_summaries.endpoints(settings),
+        *project_profile.endpoints(settings),
     ]
 
 

@@ -12,7 +12,7 @@ from worker.errors import NotFound
 from worker.memory.checkpoint import build_checkpoint
 from worker.memory.summary import SummaryLimits, build_summary
 from worker.settings import Settings
-from worker.store import checkpoints, projects, received, sessions, summaries
+from worker.store import checkpoints, profiles, projects, received, sessions, summaries
 
 TAG = "sessions"
 PLAN_STATUSES = ("pending", "in_progress", "completed")
@@ -255,6 +255,8 @@ async def put_plan(call: Call) -> Any:
                 )
             sessions.ensure(conn, sid, projects.ensure(conn, body["project"]))
         sessions.set_plan(conn, sid, plan)
+        row_pid = conn.execute("SELECT project_id FROM sessions WHERE id = ?", (sid,)).fetchone()
+        profiles.invalidate(conn, int(row_pid[0]))
         received.record(conn, body.get("event_id"), "plan", sid)
         row = sessions.get(conn, sid)
         assert row is not None
