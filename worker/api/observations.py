@@ -69,17 +69,18 @@ def _prepare(item: dict[str, Any]) -> dict[str, Any]:
 async def create_observations(call: Call) -> Any:
     s = call.cairn.settings
     body: dict[str, Any] = call.body
+    schema = item_schema(s)
     if "observations" in body:
         items = []
         for i, raw in enumerate(body["observations"]):
             if not isinstance(raw, dict):
                 raise BadRequest(f"'observations[{i}]' must be object", field=f"observations[{i}]")
-            items.append(_prepare(validate(item_schema(s), raw, f"observations[{i}]")))
+            items.append(_prepare(validate(schema, raw, f"observations[{i}]")))
     else:
-        items = [_prepare(validate(item_schema(s), body))]
+        items = [_prepare(validate(schema, body))]
 
     def write(conn: Any) -> list[tuple[dict[str, Any], bool]]:
-        return [q.insert(conn, item) for item in items]
+        return q.insert_many(conn, items)
 
     results = await call.cairn.store.write(write)
     created = [row for row, is_new in results if is_new]

@@ -1,7 +1,14 @@
-"""The Store: the one owner of the SQLite file. Reads run on a pool, writes are serialised."""
+"""The Store: the one owner of the SQLite file. Reads run on a pool, writes are serialised.
+
+Async writes go through one writer thread that commits them in groups: every write waiting when
+the writer frees up runs in the same transaction, each inside its own SAVEPOINT (so one failing
+write never undoes another), then a single COMMIT. A write is acknowledged (its future resolved)
+only after that COMMIT, so an acknowledged write survives a crash.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import queue
 import sqlite3
@@ -10,26 +17,32 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
 
-from worker.errors import InsufficientStorage, ServiceUnavailable
+from worker.errors import BadRequest, InsufficientStorage, ServiceUnavailable
 from worker.store.migrations import apply_migrations
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 READ_POOL_SIZE = 4
+# Most writes committed in one transaction by the group-commit writer.
+GROUP_COMMIT_MAX = 64
 
 
 class CorruptDatabase(Exception):
     """The database file failed its integrity check."""
 
 
-def _translate(exc: sqlite3.Error) -> Exception:
+def _translate(exc: BaseException) -> BaseException:
     """Map SQLite failures to HTTP-shaped errors a client can act on."""
+    if isinstance(exc, OverflowError):
+        return BadRequest("a number is out of range (SQLite stores 64-bit integers)")
+    if not isinstance(exc, sqlite3.Error):
+        return exc
     text = str(exc).lower()
     if "locked" in text or "busy" in text:
         return ServiceUnavailable(
@@ -41,7 +54,37 @@ def _translate(exc: sqlite3.Error) -> Exception:
         )
     if "readonly" in text or "read-only" in text:
         return InsufficientStorage("the database file is read-only; check its permissions")
+    if "malformed" in text or "not a database" in text:
+        return ServiceUnavailable(
+            "the database file is damaged; restart the worker (it moves the file aside)"
+        )
     return exc
+
+
+class _WriteJob:
+    __slots__ = ("fn", "future", "loop")
+
+    def __init__(
+        self,
+        fn: Callable[[sqlite3.Connection], Any],
+        future: asyncio.Future[Any],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self.fn = fn
+        self.future = future
+        self.loop = loop
+
+    def settle(self, ok: bool, value: Any) -> None:
+        def resolve() -> None:
+            if self.future.done():  # the caller went away (cancelled): the write still stands
+                return
+            if ok:
+                self.future.set_result(value)
+            else:
+                self.future.set_exception(value)
+
+        with suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            self.loop.call_soon_threadsafe(resolve)
 
 
 class Store:
@@ -53,7 +96,11 @@ class Store:
         self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._all_readers: list[sqlite3.Connection] = []
         self._reader_limiter: anyio.CapacityLimiter | None = None
-        self._writer_limiter: anyio.CapacityLimiter | None = None
+        self._jobs: queue.SimpleQueue[_WriteJob | None] = queue.SimpleQueue()
+        self._writer_thread: threading.Thread | None = None
+        self._closing = False
+        self.groups_committed = 0
+        self.writes_committed = 0
         self.recovered_from: Path | None = None
         self._write_listeners: list[Callable[[], None]] = []
 
@@ -109,6 +156,13 @@ class Store:
             raise CorruptDatabase(str(exc)) from exc
 
     def close(self) -> None:
+        """Finish the queued writes, then close every connection."""
+        self._closing = True
+        thread = self._writer_thread
+        if thread is not None:
+            self._jobs.put(None)
+            thread.join()
+            self._writer_thread = None
         with self._write_lock:
             if self._writer is not None:
                 with suppress(sqlite3.Error):
@@ -142,7 +196,7 @@ class Store:
         try:
             with self._reader() as conn:
                 return fn(conn)
-        except sqlite3.OperationalError as exc:
+        except (sqlite3.Error, OverflowError) as exc:
             raise _translate(exc) from exc
 
     def write_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -159,13 +213,103 @@ class Store:
                 conn.execute("COMMIT")
             except BaseException as exc:
                 if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.OperationalError):
-                    raise _translate(exc) from exc
+                    with suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                translated = _translate(exc)
+                if translated is not exc:
+                    raise translated from exc
                 raise
-        for listener in self._write_listeners:
-            listener()
+        self._after_commit()
         return result
+
+    def _after_commit(self) -> None:
+        for listener in self._write_listeners:
+            try:
+                listener()
+            except Exception:
+                log.exception("write listener failed")
+
+    # ------------------------------------------------------------------ group commit
+    def _writer_main(self) -> None:
+        stop = False
+        while not stop:
+            job = self._jobs.get()
+            if job is None:
+                break
+            group = [job]
+            while len(group) < GROUP_COMMIT_MAX:
+                try:
+                    more = self._jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    stop = True
+                    break
+                group.append(more)
+            try:
+                self._commit_group(group)
+            except BaseException as exc:  # never leave a caller waiting forever
+                log.exception("writer failed")
+                for item in group:
+                    item.settle(False, ServiceUnavailable(f"write failed: {exc}"))
+
+    def _commit_group(self, group: list[_WriteJob]) -> None:
+        outcomes: list[tuple[bool, Any]] = []
+        with self._write_lock:
+            conn = self._writer
+            if conn is None:
+                closed = ServiceUnavailable("the store is closed (the worker is shutting down)")
+                for job in group:
+                    job.settle(False, closed)
+                return
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                for job in group:
+                    job.settle(False, _translate(exc))
+                return
+            lost: BaseException | None = None
+            for job in group:
+                if lost is not None:
+                    outcomes.append((False, lost))
+                    continue
+                conn.execute("SAVEPOINT cairn_write")
+                try:
+                    value = job.fn(conn)
+                    conn.execute("RELEASE cairn_write")
+                    outcomes.append((True, value))
+                except BaseException as exc:
+                    translated = _translate(exc)
+                    if conn.in_transaction:
+                        try:
+                            conn.execute("ROLLBACK TO cairn_write")
+                            conn.execute("RELEASE cairn_write")
+                        except sqlite3.Error:
+                            lost = translated
+                    else:
+                        lost = translated  # SQLite rolled the whole transaction back
+                    outcomes.append((False, translated))
+            if lost is not None:
+                # The transaction is gone: writes that "succeeded" before it are gone too.
+                outcomes = [(False, lost if ok else value) for ok, value in outcomes]
+                if conn.in_transaction:
+                    with suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+            else:
+                try:
+                    conn.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    with suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                    failed = _translate(exc)
+                    outcomes = [(False, failed if ok else value) for ok, value in outcomes]
+        committed = sum(1 for ok, _ in outcomes if ok)
+        if committed:
+            self.groups_committed += 1
+            self.writes_committed += committed
+            self._after_commit()
+        for job, (ok, value) in zip(group, outcomes, strict=True):
+            job.settle(ok, value)
 
     # ------------------------------------------------------------------ async access
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -174,10 +318,18 @@ class Store:
         return await anyio.to_thread.run_sync(self.read_sync, fn, limiter=self._reader_limiter)
 
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        # One writer thread slot: writers queue on the event loop instead of blocking threads.
-        if self._writer_limiter is None:
-            self._writer_limiter = anyio.CapacityLimiter(1)
-        return await anyio.to_thread.run_sync(self.write_sync, fn, limiter=self._writer_limiter)
+        """Run `fn(conn)` in a write transaction (group-committed); its result once durable."""
+        if self._closing or self._writer is None:
+            raise ServiceUnavailable("the store is closed (the worker is shutting down)")
+        if self._writer_thread is None:
+            self._writer_thread = threading.Thread(
+                target=self._writer_main, name="cairn-store-writer", daemon=True
+            )
+            self._writer_thread.start()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._jobs.put(_WriteJob(fn, future, loop))
+        return await future
 
     def db_size_bytes(self) -> int:
         total = 0

@@ -41,15 +41,56 @@ def to_dict(row: sqlite3.Row) -> dict[str, Any]:
 
 def insert(conn: sqlite3.Connection, item: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """Insert one validated observation; returns (row, created). A repeated event_id is a no-op."""
-    existing = received.seen(conn, item.get("event_id"))
-    if existing is not None:
-        row = get(conn, int(existing))
-        if row is not None:
-            return row, False
-    project_id = projects.ensure(conn, item["project"])
-    session_id = item.get("session_id")
-    if session_id:
-        sessions.ensure(conn, session_id, project_id)
+    return insert_many(conn, [item])[0]
+
+
+def insert_many(
+    conn: sqlite3.Connection, items: list[dict[str, Any]]
+) -> list[tuple[dict[str, Any], bool]]:
+    """Insert validated observations in order; (row, created) for each. Repeated event_ids
+    (in earlier requests or earlier in this batch) are no-ops returning the stored row."""
+    project_ids: dict[str, int] = {}
+    known_sessions: set[str] = set()
+    by_event: dict[str, int] = {}
+    refs: list[tuple[int, bool]] = []
+    for item in items:
+        event_id = item.get("event_id")
+        if event_id:
+            earlier = by_event.get(event_id)
+            if earlier is None:
+                earlier = _stored_for_event(conn, event_id)
+            if earlier is not None:
+                refs.append((earlier, False))
+                continue
+        key = item["project"]
+        project_id = project_ids.get(key)
+        if project_id is None:
+            project_id = project_ids[key] = projects.ensure(conn, key)
+        session_id = item.get("session_id")
+        if session_id and session_id not in known_sessions:
+            sessions.ensure(conn, session_id, project_id)
+            known_sessions.add(session_id)
+        new_id = _insert_row(conn, item, project_id, session_id)
+        received.record(conn, event_id, "observation", new_id)
+        if event_id:
+            by_event[event_id] = new_id
+        refs.append((new_id, True))
+    rows = {row["id"]: row for row in get_many(conn, sorted({i for i, _ in refs}))}
+    return [(rows[row_id], created) for row_id, created in refs]
+
+
+def _stored_for_event(conn: sqlite3.Connection, event_id: str) -> int | None:
+    """The observation an earlier delivery of `event_id` created, if it still exists."""
+    seen = received.seen(conn, event_id)
+    if seen is None or not seen.isdigit():
+        return None
+    row = conn.execute("SELECT id FROM observations WHERE id = ?", (int(seen),)).fetchone()
+    return int(row[0]) if row is not None else None
+
+
+def _insert_row(
+    conn: sqlite3.Connection, item: dict[str, Any], project_id: int, session_id: str | None
+) -> int:
     files = item.get("files") or []
     body = item.get("body") or ""
     cur = conn.execute(
@@ -69,11 +110,7 @@ def insert(conn: sqlite3.Connection, item: dict[str, Any]) -> tuple[dict[str, An
             dump_json(item.get("meta")),
         ),
     )
-    new_id = int(cur.lastrowid or 0)
-    received.record(conn, item.get("event_id"), "observation", new_id)
-    row = get(conn, new_id)
-    assert row is not None
-    return row, True
+    return int(cur.lastrowid or 0)
 
 
 def get(conn: sqlite3.Connection, observation_id: int) -> dict[str, Any] | None:

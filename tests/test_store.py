@@ -1,0 +1,285 @@
+"""The Store: WAL + migrations at open, corrupt files moved aside, group commit, error mapping."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from worker.errors import BadRequest, InsufficientStorage, NotFound, ServiceUnavailable
+from worker.store import Store
+from worker.store import observations as obs
+from worker.store.migrations import MIGRATIONS
+
+
+def open_store(path: Path, **kwargs: Any) -> Store:
+    store = Store(path, **kwargs)
+    store.open()
+    return store
+
+
+def add(conn: sqlite3.Connection, title: str, event_id: str | None = None) -> int:
+    item = {"project": "/repo", "type": "note", "title": title, "event_id": event_id}
+    row, _ = obs.insert(conn, item)
+    return int(row["id"])
+
+
+def test_open_applies_every_migration_in_wal_mode(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "c.db")
+    try:
+        versions = store.read_sync(
+            lambda c: [r[0] for r in c.execute("SELECT version FROM schema_migrations")]
+        )
+        assert versions == [v for v, _, _ in MIGRATIONS]
+        mode = store.read_sync(lambda c: c.execute("PRAGMA journal_mode").fetchone()[0])
+        assert mode == "wal"
+        assert store.read_sync(lambda c: c.execute("PRAGMA foreign_keys").fetchone()[0]) == 1
+    finally:
+        store.close()
+    # Re-opening applies nothing twice and keeps the data.
+    again = open_store(tmp_path / "c.db")
+    again.close()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_corrupt_database_is_moved_aside_and_a_fresh_one_starts(
+    tmp_path: Path, damage: str
+) -> None:
+    path = tmp_path / "c.db"
+    store = open_store(path)
+    store.write_sync(lambda c: [add(c, f"row {i} " + "x" * 500) for i in range(300)])
+    store.close()
+    for side in ("-wal", "-shm"):
+        path.with_name(path.name + side).unlink(missing_ok=True)
+    raw = bytearray(path.read_bytes())
+    if damage == "garbage":
+        for offset in range(4096, len(raw), 4096):  # every page after the header page
+            raw[offset : offset + 200] = os.urandom(200)
+    else:
+        raw = raw[: len(raw) // 3]
+    path.write_bytes(bytes(raw))
+
+    recovered = open_store(path)
+    try:
+        assert recovered.recovered_from is not None
+        assert recovered.recovered_from.exists()
+        assert recovered.recovered_from.name.startswith("c.db.corrupt-")
+        assert (
+            recovered.read_sync(
+                lambda c: c.execute("SELECT COUNT(*) FROM observations").fetchone()[0]
+            )
+            == 0
+        )
+        recovered.write_sync(lambda c: add(c, "after recovery"))
+    finally:
+        recovered.close()
+
+
+def test_not_a_database_at_all_is_moved_aside(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    path.write_bytes(b"this is not sqlite" * 1000)
+    store = open_store(path)
+    try:
+        assert store.recovered_from is not None
+        assert store.recovered_from.read_bytes().startswith(b"this is not sqlite")
+    finally:
+        store.close()
+
+
+def test_write_sync_rolls_back_on_error(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "c.db")
+    try:
+
+        def failing(conn: sqlite3.Connection) -> None:
+            add(conn, "kept out")
+            raise NotFound("nope")
+
+        with pytest.raises(NotFound):
+            store.write_sync(failing)
+        assert (
+            store.read_sync(lambda c: c.execute("SELECT COUNT(*) FROM observations").fetchone()[0])
+            == 0
+        )
+    finally:
+        store.close()
+
+
+def test_concurrent_async_writes_are_group_committed_and_all_acknowledged(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "c.db")
+
+    async def main() -> list[int]:
+        return await asyncio.gather(
+            *[store.write(lambda c, i=i: add(c, f"obs {i}", f"ev-{i}")) for i in range(200)]
+        )
+
+    try:
+        ids = asyncio.run(main())
+        assert len(set(ids)) == 200
+        count = store.read_sync(
+            lambda c: c.execute("SELECT COUNT(*) FROM observations").fetchone()[0]
+        )
+        assert count == 200
+        # 200 writes queued at once share transactions.
+        assert store.writes_committed == 200
+        assert store.groups_committed < 200
+    finally:
+        store.close()
+
+
+def test_a_failing_write_does_not_undo_the_others_in_its_group(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "c.db")
+
+    def bad(conn: sqlite3.Connection) -> int:
+        add(conn, "half written")
+        raise BadRequest("rejected", field="x")
+
+    async def main() -> list[Any]:
+        jobs = []
+        for i in range(30):
+            fn = bad if i % 3 == 0 else (lambda c, i=i: add(c, f"good {i}"))
+            jobs.append(store.write(fn))
+        return await asyncio.gather(*jobs, return_exceptions=True)
+
+    try:
+        results = asyncio.run(main())
+        failures = [r for r in results if isinstance(r, BaseException)]
+        assert len(failures) == 10 and all(isinstance(f, BadRequest) for f in failures)
+        titles = store.read_sync(
+            lambda c: [r[0] for r in c.execute("SELECT title FROM observations")]
+        )
+        assert sorted(titles) == sorted(f"good {i}" for i in range(30) if i % 3)
+    finally:
+        store.close()
+
+
+def test_close_finishes_queued_writes_then_refuses_new_ones(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "c.db")
+    gate = threading.Event()
+
+    def slow(conn: sqlite3.Connection) -> int:
+        gate.wait(5)
+        return add(conn, "slow")
+
+    async def main() -> None:
+        first = asyncio.ensure_future(store.write(slow))
+        rest = [
+            asyncio.ensure_future(store.write(lambda c, i=i: add(c, f"q{i}"))) for i in range(5)
+        ]
+        await asyncio.sleep(0.05)
+        closer = asyncio.get_running_loop().run_in_executor(None, store.close)
+        await asyncio.sleep(0.05)
+        gate.set()
+        await closer
+        await asyncio.gather(first, *rest)
+        with pytest.raises(ServiceUnavailable):
+            await store.write(lambda c: add(c, "too late"))
+
+    asyncio.run(main())
+    reopened = open_store(tmp_path / "c.db")
+    try:
+        count = reopened.read_sync(
+            lambda c: c.execute("SELECT COUNT(*) FROM observations").fetchone()[0]
+        )
+        assert count == 6
+    finally:
+        reopened.close()
+
+
+def test_another_process_holding_the_write_lock_gives_503_after_busy_timeout(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "c.db"
+    store = open_store(path, busy_timeout_ms=200)
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(ServiceUnavailable, match="busy"):
+            store.write_sync(lambda c: add(c, "blocked"))
+
+        async def main() -> None:
+            with pytest.raises(ServiceUnavailable, match="busy"):
+                await store.write(lambda c: add(c, "blocked async"))
+
+        asyncio.run(main())
+        other.execute("ROLLBACK")
+        store.write_sync(lambda c: add(c, "after the lock"))  # no lasting damage
+    finally:
+        other.close()
+        store.close()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions")
+def test_read_only_database_gives_507(tmp_path: Path) -> None:  # pragma: no cover - non-root CI
+    path = tmp_path / "c.db"
+    open_store(path).close()
+    path.chmod(0o444)
+    store = open_store(path)
+    try:
+        with pytest.raises(InsufficientStorage):
+            store.write_sync(lambda c: add(c, "x"))
+    finally:
+        store.close()
+        path.chmod(0o644)
+
+
+def test_injected_disk_full_error_gives_507_and_rolls_back(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "c.db")
+
+    def full(conn: sqlite3.Connection) -> None:
+        add(conn, "never stored")
+        raise sqlite3.OperationalError("database or disk is full")
+
+    async def main() -> None:
+        with pytest.raises(InsufficientStorage, match="disk is full"):
+            await store.write(full)
+
+    try:
+        with pytest.raises(InsufficientStorage):
+            store.write_sync(full)
+        asyncio.run(main())
+        assert (
+            store.read_sync(lambda c: c.execute("SELECT COUNT(*) FROM observations").fetchone()[0])
+            == 0
+        )
+    finally:
+        store.close()
+
+
+def test_out_of_range_integers_are_a_bad_request_not_a_crash(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "c.db")
+    try:
+        with pytest.raises(BadRequest, match="out of range"):
+            store.read_sync(lambda c: obs.get(c, 2**70))
+    finally:
+        store.close()
+
+
+def test_write_listeners_run_after_commit(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "c.db")
+    seen: list[int] = []
+    store.add_write_listener(
+        lambda: seen.append(
+            store.read_sync(lambda c: c.execute("SELECT COUNT(*) FROM observations").fetchone()[0])
+        )
+    )
+    try:
+        store.write_sync(lambda c: add(c, "one"))
+        assert seen == [1]  # the listener already sees the committed row
+    finally:
+        store.close()
+
+
+def test_read_only_connection_gives_507_with_a_message(tmp_path: Path) -> None:
+    """Root ignores file modes, so make SQLite itself refuse writes (same error path)."""
+    store = open_store(tmp_path / "c.db")
+    try:
+        store.write_sync(lambda c: c.execute("PRAGMA query_only = ON"))
+        with pytest.raises(InsufficientStorage, match="read-only"):
+            store.write_sync(lambda c: add(c, "x"))
+    finally:
+        store.close()
