@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from worker.cli import install, lifecycle
+from worker.cli import install, lifecycle, mcp
 from worker.errors import ConfigError
 
 
@@ -15,7 +15,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="cairn", description="Cairn: local-first long-term memory for AI coding agents."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (lifecycle, install):
+    for module in (lifecycle, install, mcp):
         module.register(sub)
     return parser
 

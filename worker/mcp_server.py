@@ -1,0 +1,523 @@
+"""`cairn mcp`: a stdio MCP server whose tools call the local worker's REST API.
+
+Every tool answers plain text meant for the model: index lines `#id time TYPE title` that
+`get_observations` expands, and errors that say what went wrong and what to do (the worker is
+down, a route this worker lacks, a 4xx with the API's own message).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import urllib.parse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import anyio.to_thread
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from worker import __version__
+from worker.cli.client import ApiError, WorkerDown, request
+from worker.paths import data_dir
+from worker.settings import Settings, load_settings
+
+log = logging.getLogger(__name__)
+
+MemoryKind = Literal["lesson", "decision", "fact", "preference", "note"]
+ObservationType = Literal[
+    "file_write", "command", "research", "web", "delegation", "mcp", "note", "other"
+]
+SearchKind = Literal["observation", "memory", "prompt", "summary"]
+
+
+# ------------------------------------------------------------------------------ project identity
+def project_root(cwd: Path) -> Path:
+    """The repository that contains `cwd` (a worktree maps to its main repository), else cwd."""
+    for folder in (cwd, *cwd.parents):
+        dot_git = folder / ".git"
+        if dot_git.is_dir():
+            return folder
+        if dot_git.is_file():
+            return _worktree_main(folder, dot_git)
+    return cwd
+
+
+def _worktree_main(folder: Path, dot_git: Path) -> Path:
+    try:
+        line = dot_git.read_text(encoding="utf-8").strip()
+    except OSError:
+        return folder
+    if not line.startswith("gitdir:"):
+        return folder
+    gitdir = (folder / line[len("gitdir:") :].strip()).resolve()
+    try:
+        common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except OSError:
+        return folder  # a submodule: its own project
+    return common.parent if common.name == ".git" else folder
+
+
+def default_project(env: Mapping[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    if env.get("CAIRN_PROJECT"):
+        return env["CAIRN_PROJECT"]
+    base = env.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    return str(project_root(Path(base).resolve()))
+
+
+# ------------------------------------------------------------------------------------ the worker
+class WorkerGateway:
+    """Calls the worker; starts it once when it is down; turns failures into ToolErrors."""
+
+    def __init__(self, settings: Settings, *, autostart: bool = True) -> None:
+        self.settings = settings
+        self.autostart = autostart
+        self._start_lock = threading.Lock()
+        self._last_start = 0.0
+
+    def _ensure_started(self) -> bool:
+        from worker.cli.lifecycle import _wait_healthy, spawn_detached
+        from worker.runtime import read_runtime
+
+        with self._start_lock:
+            if read_runtime(self.settings) is not None:
+                return True
+            if time.monotonic() - self._last_start < 30:
+                return False  # tried moments ago: do not pile up spawns
+            self._last_start = time.monotonic()
+            spawn_detached(self.settings)
+            return _wait_healthy(self.settings, timeout=15) is not None
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: Mapping[str, Any] | None = None,
+    ) -> Any:
+        if query:
+            pairs = {k: _query_value(v) for k, v in query.items() if v is not None}
+            if pairs:
+                path += "?" + urllib.parse.urlencode(pairs)
+        try:
+            try:
+                return request(self.settings, method, path, body, timeout=30)
+            except WorkerDown:
+                if not self.autostart or not self._ensure_started():
+                    raise
+                return request(self.settings, method, path, body, timeout=30)
+        except WorkerDown as exc:
+            raise ToolError(
+                f"The Cairn worker is not running and could not be started ({exc}). "
+                "Ask the user to run `cairn start` or `cairn doctor`; continue without memory."
+            ) from None
+        except ApiError as exc:
+            raise ToolError(_api_error_text(method, path, exc)) from None
+
+    async def acall(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: Mapping[str, Any] | None = None,
+    ) -> Any:
+        return await anyio.to_thread.run_sync(lambda: self.call(method, path, body, query))
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _api_error_text(method: str, path: str, exc: ApiError) -> str:
+    route = path.split("?", 1)[0]
+    error = exc.body.get("error") if isinstance(exc.body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else str(exc.body)[:300]
+    field = error.get("field") if isinstance(error, dict) else None
+    if exc.status == 404 and isinstance(message, str) and message.startswith("no route"):
+        return (
+            f"This Cairn worker has no {method} {route} endpoint (version mismatch or a feature "
+            "not installed). Update Cairn and restart the worker with `cairn stop && cairn start`."
+        )
+    if exc.status in (401, 403):
+        return (
+            f"The Cairn worker refused the request ({exc.status}: {message}). The token file may "
+            "have been rotated; restart the MCP server (reload it in the client)."
+        )
+    where = f" (field '{field}')" if field else ""
+    return f"Cairn {method} {route} failed with HTTP {exc.status}{where}: {message}"
+
+
+# ------------------------------------------------------------------------------------ formatting
+def _short_time(iso: str | None) -> str:
+    return (iso or "")[:16].replace("T", " ")
+
+
+def _one_line(text: str | None, limit: int = 160) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def index_line(item: Mapping[str, Any]) -> str:
+    kind = item.get("kind", "observation")
+    label = str(item.get("type") or kind).upper()
+    prefix = "#" if kind == "observation" else f"{kind}:"
+    return f"{prefix}{item.get('id')} {_short_time(item.get('created_at'))} {label} {_one_line(item.get('title'), 120)}"
+
+
+def format_hits(data: Mapping[str, Any]) -> str:
+    hits = data.get("hits") or []
+    if not hits:
+        return "No relevant memory found" + (
+            " (nothing passed the relevance bar)." if data.get("refused") else "."
+        )
+    lines = []
+    for hit in hits:
+        line = index_line(hit)
+        snippet = _one_line(hit.get("snippet"), 200)
+        if snippet:
+            line += f"\n    {snippet}"
+        lines.append(line)
+    lines.append("Details: get_observations(ids=[...]) for #ids; memory:ID lines are memories.")
+    return "\n".join(lines)
+
+
+def format_observation(obs: Mapping[str, Any]) -> str:
+    head = f"#{obs['id']} {obs.get('type', '').upper()} {obs.get('title', '')}"
+    lines = [
+        head,
+        f"  when: {obs.get('created_at')}  project: {obs.get('project')}  "
+        f"session: {obs.get('session_id') or '-'}",
+    ]
+    if obs.get("tool_name"):
+        lines.append(f"  tool: {obs['tool_name']}")
+    if obs.get("files"):
+        lines.append("  files: " + ", ".join(str(f) for f in obs["files"]))
+    if obs.get("archived"):
+        lines.append("  (archived)")
+    if obs.get("body"):
+        lines.append("")
+        lines.append(str(obs["body"]))
+    return "\n".join(lines)
+
+
+def format_memory(memory: Mapping[str, Any]) -> str:
+    scope = memory.get("project") or "global"
+    flags = [f"importance {memory.get('importance')}"] if memory.get("importance") else []
+    if memory.get("pinned"):
+        flags.append("pinned")
+    if memory.get("tags"):
+        flags.append("tags " + ", ".join(str(t) for t in memory["tags"]))
+    return (
+        f"memory:{memory.get('id')} [{memory.get('kind')}] ({scope}; {'; '.join(flags) or '-'})\n"
+        f"{memory.get('content', '')}"
+    )
+
+
+def format_session(session: Mapping[str, Any]) -> str:
+    lines = [
+        f"Session {session['id']} ({session.get('status')}), project {session.get('project')}, "
+        f"started {_short_time(session.get('started_at'))}"
+        + (f", ended {_short_time(session.get('ended_at'))}" if session.get("ended_at") else "")
+    ]
+    checkpoint = session.get("checkpoint")
+    if checkpoint:
+        lines.append(f"\nCheckpoint ({checkpoint.get('trigger') or 'saved'}):")
+        for key in ("task", "progress", "next_steps", "open_questions"):
+            if checkpoint.get(key):
+                lines.append(f"- {key.replace('_', ' ')}: {checkpoint[key]}")
+        if checkpoint.get("files"):
+            lines.append("- files in flight: " + ", ".join(map(str, checkpoint["files"])))
+    summary = session.get("summary")
+    if summary:
+        lines.append("\nSummary:")
+        for key in ("request", "completed", "learned", "next_steps"):
+            if summary.get(key):
+                lines.append(f"- {key.replace('_', ' ')}: {summary[key]}")
+        if summary.get("files"):
+            lines.append("- files changed: " + ", ".join(map(str, summary["files"])))
+    if session.get("plan"):
+        lines.append(f"\nPlan: {_one_line(str(session['plan']), 600)}")
+    prompts = session.get("prompts") or []
+    if prompts:
+        lines.append("\nLast prompts:")
+        for prompt in prompts[-3:]:
+            lines.append(f"- {_one_line(prompt.get('text'), 200)}")
+    observations = session.get("observations") or []
+    if observations:
+        lines.append("\nLast actions:")
+        lines.extend(index_line(o) for o in observations[-8:])
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------- the server
+def rules_text() -> str:
+    try:
+        return (data_dir("install") / "rules" / "cairn-rules.md").read_text(encoding="utf-8")
+    except OSError:
+        return "Cairn: long-term memory. Use search, then get_observations for details."
+
+
+def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServer[Any]:
+    server: MCPServer[Any] = MCPServer(
+        "cairn", instructions=rules_text(), version=__version__, log_level="WARNING"
+    )
+    here = project or default_project()
+
+    def project_scope(project_arg: str | None, all_projects: bool = False) -> str | None:
+        return None if all_projects else (project_arg or here)
+
+    @server.tool(
+        description="Search Cairn's memory of earlier sessions (observations, memories, prompts, "
+        "summaries) with hybrid keyword + semantic ranking. Returns index lines; expand #ids "
+        "with get_observations."
+    )
+    async def search(
+        query: Annotated[str, Field(min_length=1, max_length=2000, description="What to look for")],
+        limit: Annotated[int, Field(ge=1, le=50, description="Most results")] = 10,
+        kind: Annotated[SearchKind | None, Field(description="Only this item kind")] = None,
+        type: Annotated[
+            ObservationType | None, Field(description="Only this observation type")
+        ] = None,
+        mode: Literal["hybrid", "keyword", "semantic"] = "hybrid",
+        project: Annotated[str | None, Field(description="Project key (default: this one)")] = None,
+        all_projects: Annotated[bool, Field(description="Search every project")] = False,
+    ) -> str:
+        data = await gateway.acall(
+            "GET",
+            "/api/search",
+            query={
+                "q": query,
+                "limit": limit,
+                "kind": kind,
+                "type": type,
+                "mode": mode,
+                "project": project_scope(project, all_projects),
+            },
+        )
+        return format_hits(data)
+
+    @server.tool(
+        description="Full details (body, files, tool, session) of observations by id: the #ids in "
+        "search results, timelines and the context Cairn injected."
+    )
+    async def get_observations(
+        ids: Annotated[
+            list[int], Field(min_length=1, max_length=50, description="Observation ids")
+        ],
+    ) -> str:
+        data = await gateway.acall("GET", "/api/observations", query={"ids": ids})
+        items = data.get("items") or []
+        found = {int(o["id"]) for o in items}
+        parts = [format_observation(o) for o in items]
+        missing = [i for i in ids if i not in found]
+        if missing:
+            parts.append("Not found: " + ", ".join(f"#{i}" for i in missing))
+        return "\n\n".join(parts)
+
+    @server.tool(
+        description="What happened around one observation (the items just before and after it in "
+        "the same project), or the latest activity of a project or session."
+    )
+    async def timeline(
+        anchor_id: Annotated[int | None, Field(description="Observation id to centre on")] = None,
+        before: Annotated[int, Field(ge=0, le=50)] = 5,
+        after: Annotated[int, Field(ge=0, le=50)] = 5,
+        session_id: Annotated[str | None, Field(description="Only this session")] = None,
+        project: Annotated[str | None, Field(description="Project key (default: this one)")] = None,
+    ) -> str:
+        if anchor_id is None:
+            data = await gateway.acall(
+                "GET",
+                "/api/observations",
+                query={
+                    "project": None if session_id else project_scope(project),
+                    "session_id": session_id,
+                    "limit": max(before + after, 1),
+                },
+            )
+            items = list(reversed(data.get("items") or []))
+            if not items:
+                return "No activity recorded yet for this project."
+            return "\n".join(index_line(o) for o in items)
+        anchor = await gateway.acall("GET", f"/api/observations/{int(anchor_id)}")
+        base = {"project": anchor.get("project"), "session_id": session_id}
+        older = await gateway.acall(
+            "GET",
+            "/api/observations",
+            query={**base, "until": anchor["created_at"], "limit": before + 1},
+        )
+        newer = await gateway.acall(
+            "GET", "/api/observations", query={**base, "since": anchor["created_at"], "limit": 500}
+        )
+        earlier = [o for o in older.get("items") or [] if o["id"] != anchor["id"]][:before]
+        later = [o for o in reversed(newer.get("items") or []) if o["id"] != anchor["id"]][:after]
+        lines = [index_line(o) for o in reversed(earlier)]
+        lines.append("> " + index_line(anchor))
+        lines.extend(index_line(o) for o in later)
+        return "\n".join(lines)
+
+    @server.tool(
+        description="Save a durable memory: a decision and its reason, a lesson from a bug, a user "
+        "preference or a project fact. One self-contained statement; never secrets."
+    )
+    async def save_memory(
+        content: Annotated[str, Field(min_length=1, max_length=10000, description="The memory")],
+        kind: MemoryKind = "note",
+        importance: Annotated[
+            int | None, Field(ge=1, le=5, description="1 low .. 5 critical")
+        ] = None,
+        tags: Annotated[list[str] | None, Field(max_length=20)] = None,
+        pinned: Annotated[bool, Field(description="Always include at session start")] = False,
+        scope: Annotated[
+            Literal["project", "global"], Field(description="This project only, or every project")
+        ] = "project",
+        project: Annotated[str | None, Field(description="Project key (default: this one)")] = None,
+    ) -> str:
+        body: dict[str, Any] = {
+            "kind": kind,
+            "content": content,
+            "project": None if scope == "global" else project_scope(project),
+            "pinned": pinned,
+        }
+        if importance is not None:
+            body["importance"] = importance
+        if tags:
+            body["tags"] = tags
+        memory = await gateway.acall("POST", "/api/memories", body)
+        return "Saved " + format_memory(memory)
+
+    @server.tool(description="Correct or refine an existing memory (only the fields given change).")
+    async def update_memory(
+        id: Annotated[int, Field(ge=1, description="Memory id (memory:ID)")],
+        content: Annotated[str | None, Field(min_length=1, max_length=10000)] = None,
+        kind: MemoryKind | None = None,
+        importance: Annotated[int | None, Field(ge=1, le=5)] = None,
+        tags: Annotated[list[str] | None, Field(max_length=20)] = None,
+        pinned: bool | None = None,
+    ) -> str:
+        changes = {
+            k: v
+            for k, v in {
+                "content": content,
+                "kind": kind,
+                "importance": importance,
+                "tags": tags,
+                "pinned": pinned,
+            }.items()
+            if v is not None
+        }
+        if not changes:
+            raise ToolError(
+                "Nothing to update: give at least one of content, kind, importance, tags, pinned."
+            )
+        memory = await gateway.acall("PATCH", f"/api/memories/{int(id)}", changes)
+        return "Updated " + format_memory(memory)
+
+    @server.tool(
+        description="Forget a memory or an observation: archived (hidden from search and context, "
+        "restorable) by default, deleted for good with permanent=true."
+    )
+    async def forget(
+        id: Annotated[int, Field(ge=1)],
+        what: Literal["memory", "observation"] = "memory",
+        permanent: bool = False,
+    ) -> str:
+        base = f"/api/{'memories' if what == 'memory' else 'observations'}/{int(id)}"
+        if permanent:
+            await gateway.acall("DELETE", base)
+            return f"Deleted {what} {id} permanently."
+        await gateway.acall("POST", f"{base}/archive", {})
+        return (
+            f"Archived {what} {id}: hidden from search and context (restorable in the dashboard)."
+        )
+
+    @server.tool(
+        description="The context Cairn would inject now: with a query, the memories relevant to it "
+        "within a token budget (empty when nothing is relevant); without, the session-start brief."
+    )
+    async def get_context(
+        query: Annotated[str | None, Field(max_length=2000)] = None,
+        budget: Annotated[int | None, Field(ge=50, le=20000, description="Token budget")] = None,
+        project: Annotated[str | None, Field(description="Project key (default: this one)")] = None,
+    ) -> str:
+        data = await gateway.acall(
+            "GET",
+            "/api/context",
+            query={
+                "project": project_scope(project),
+                "query": query,
+                "budget": budget,
+                "source": "mcp",
+            },
+        )
+        text = str(data.get("text") or "").strip()
+        if not text:
+            return "Nothing relevant in memory for this" + (" query." if query else " project yet.")
+        return text
+
+    @server.tool(
+        description="Where the last session stopped: its checkpoint, summary, plan, last prompts and "
+        "actions. Call at the start of a task or when the user says continue."
+    )
+    async def resume_session(
+        session_id: Annotated[str | None, Field(description="A specific session")] = None,
+        project: Annotated[str | None, Field(description="Project key (default: this one)")] = None,
+    ) -> str:
+        if session_id:
+            return format_session(
+                await gateway.acall(
+                    "GET", f"/api/sessions/{urllib.parse.quote(session_id, safe='')}"
+                )
+            )
+        listing = await gateway.acall(
+            "GET", "/api/sessions", query={"project": project_scope(project), "limit": 10}
+        )
+        sessions = listing.get("items") or []
+        if not sessions:
+            return "No earlier session recorded for this project."
+        fallback: dict[str, Any] | None = None
+        for item in sessions:
+            sid = urllib.parse.quote(str(item["id"]), safe="")
+            detail = await gateway.acall("GET", f"/api/sessions/{sid}")
+            if detail.get("checkpoint") or detail.get("summary"):
+                return format_session(detail)
+            if fallback is None and (detail.get("prompts") or detail.get("observations")):
+                fallback = detail
+        return format_session(fallback or sessions[0])
+
+    @server.tool(
+        description="A progress report over recent sessions of this project (what was done, "
+        "decisions, open threads)."
+    )
+    async def report(
+        days: Annotated[int, Field(ge=1, le=365)] = 7,
+        project: Annotated[str | None, Field(description="Project key (default: this one)")] = None,
+    ) -> str:
+        data = await gateway.acall(
+            "GET",
+            "/api/report",
+            query={"project": project_scope(project), "days": days, "format": "markdown"},
+        )
+        if isinstance(data, Mapping):
+            return str(data.get("text") or data.get("markdown") or data)
+        return str(data)
+
+    return server
+
+
+def run(settings: Settings | None = None) -> int:
+    """Serve MCP over stdin/stdout until the client closes the pipe."""
+    settings = settings or load_settings()
+    logging.basicConfig(level=logging.WARNING, format="cairn-mcp %(levelname)s %(message)s")
+    server = build_server(WorkerGateway(settings))
+    server.run("stdio")
+    return 0
