@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute
 
 from worker import __version__
-from worker.api import observations, sessions, system
+from worker.api import memories, observations, sessions, system
 from worker.api import profile as project_profile
 from worker.api import summaries as session_summaries
 from worker.api.endpoint import Endpoint, make_route
@@ -39,6 +39,7 @@ def all_endpoints(settings: Settings) -> list[Endpoint]:
         *system.endpoints(settings),
         *sessions.endpoints(settings),
         *observations.endpoints(settings),
+        *memories.endpoints(settings),
         *session_summaries.endpoints(settings),
         *project_profile.endpoints(settings),
     ]

@@ -87,6 +87,30 @@ class Settings:
     # Backups kept under $CAIRN_HOME/backups (older ones pruned; 0 keeps all)
     backup_keep: int = 10
 
+    # Memory lifecycle: decay, caps, consolidation, supersession (lifecycle engineer)
+    decay_memory_half_lives_days: str = "7,14,30,90,365"
+    decay_reinforcement: float = 0.15
+    decay_threshold: float = 0.05
+    decay_interval_seconds: float = 3600.0
+    decay_first_run_seconds: float = 120.0
+    obs_half_life_days_command: float = 1.0
+    obs_half_life_days_research: float = 3.0
+    obs_half_life_days_web: float = 5.0
+    obs_half_life_days_mcp: float = 3.0
+    obs_half_life_days_other: float = 3.0
+    obs_half_life_days_delegation: float = 10.0
+    obs_half_life_days_file_write: float = 21.0
+    obs_half_life_days_note: float = 30.0
+    obs_cap_per_project: int = 5000
+    obs_chatter_share: float = 0.30
+    obs_chatter_types: str = "command,mcp,research,other"
+    obs_cap_check_seconds: float = 10.0
+    memory_auto_tags: int = 5
+    compress_threshold: float = 0.88
+    compress_lexical_threshold: float = 0.75
+    supersede_enabled: bool = True
+    supersede_min_similarity: float = 0.5
+
     @property
     def db_path(self) -> Path:
         return self.home / "cairn.db"

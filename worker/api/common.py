@@ -66,3 +66,13 @@ def int_cursor(raw: str | None, name: str = "cursor") -> int | None:
     if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):
         raise BadRequest(f"'{name}' is not a cursor this API returned", field=name)
     return int(raw)
+
+
+def parse_ids(raw: str, limit: int, name: str = "ids") -> list[int]:
+    """A comma-separated list of integer ids (e.g. `?ids=1,2,3`), at most `limit` of them."""
+    parts = [p.strip() for p in raw.split(",") if p.strip()]
+    if not parts or not all(p.isascii() and p.isdigit() and len(p) < 19 for p in parts):
+        raise BadRequest(f"'{name}' must be a comma-separated list of integer ids", field=name)
+    if len(parts) > limit:
+        raise BadRequest(f"'{name}' allows at most {limit} ids", field=name)
+    return [int(p) for p in parts]

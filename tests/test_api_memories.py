@@ -1,0 +1,270 @@
+"""The memories API: create (scored, merged, superseding), list, edit, archive, forget, relations."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from starlette.testclient import TestClient
+
+from worker.settings import Settings
+
+P = "/repo/app"
+
+
+def save(client: TestClient, content: str, kind: str = "decision", **extra: Any) -> dict[str, Any]:
+    r = client.post("/api/memories", json={"kind": kind, "content": content, "project": P, **extra})
+    assert r.status_code in (200, 201), r.text
+    body: dict[str, Any] = r.json()
+    return body
+
+
+def db(settings: Settings) -> sqlite3.Connection:
+    return sqlite3.connect(settings.db_path)
+
+
+def test_create_scores_importance_and_tags_when_absent(client: TestClient) -> None:
+    m = save(client, "Never run migrations on Friday: the deploy pipeline freezes at 16:00 UTC")
+    assert m["created"] is True and m["importance_scored"] is True
+    assert 3 <= m["importance"] <= 5
+    assert 1 <= len(m["tags"]) <= 5 and "never" not in m["tags"] and "the" not in m["tags"]
+    assert m["retention"] == 1.0 and m["is_latest"] is True and m["scope"] == "project"
+
+
+def test_given_importance_and_tags_win(client: TestClient) -> None:
+    m = save(client, "CRITICAL: never push to main, always open a PR", importance=1, tags=["Git"])
+    assert m["importance"] == 1 and m["importance_scored"] is False
+    assert m["tags"] == ["git"]
+
+
+def test_meta_and_created_at_are_kept_verbatim(client: TestClient) -> None:
+    meta = {"dia_id": "D1:3", "nested": {"a": [1, 2, None]}, "ünï": "çødé"}
+    m = save(client, "Imported fact", kind="fact", meta=meta, created_at="2023-05-08T13:56:00Z")
+    assert m["meta"] == meta
+    assert m["created_at"] == "2023-05-08T13:56:00.000Z"
+    assert client.get(f"/api/memories/{m['id']}").json()["meta"] == meta
+
+
+def test_same_content_merges_into_one_memory(client: TestClient, settings: Settings) -> None:
+    first = save(client, "The API listens on port 8080", kind="note", tags=["api"])
+    second = save(
+        client, "  the api LISTENS on port   8080 ", kind="decision", importance=5, tags=["port"]
+    )
+    assert second["id"] == first["id"]
+    assert second["merged"] is True and second["created"] is False
+    assert second["hit_count"] == 1
+    assert second["kind"] == "decision" and second["importance"] == 5
+    assert set(second["tags"]) == {"api", "port"}
+    assert second["updated_at"] >= first["updated_at"]
+    # The higher kind and importance are kept even if a weaker repeat arrives later.
+    third = save(client, "The API listens on port 8080", kind="note", importance=1)
+    assert third["kind"] == "decision" and third["importance"] == 5 and third["hit_count"] == 2
+    with db(settings) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] == 1
+
+
+def test_same_content_in_another_project_is_separate(client: TestClient) -> None:
+    a = save(client, "Use tabs")
+    b = client.post(
+        "/api/memories", json={"kind": "decision", "content": "Use tabs", "project": "/other"}
+    ).json()
+    assert a["id"] != b["id"]
+
+
+def test_global_scope(client: TestClient) -> None:
+    r = client.post(
+        "/api/memories",
+        json={"kind": "preference", "content": "Answer concisely", "scope": "global"},
+    )
+    assert r.status_code == 201
+    m = r.json()
+    assert m["scope"] == "global" and m["project"] is None
+    listed = client.get("/api/memories", params={"scope": "global"}).json()["items"]
+    assert [x["id"] for x in listed] == [m["id"]]
+    with_global = client.get("/api/memories", params={"project": P, "include_global": "true"})
+    assert m["id"] in [x["id"] for x in with_global.json()["items"]]
+    only_project = client.get("/api/memories", params={"project": P}).json()["items"]
+    assert m["id"] not in [x["id"] for x in only_project]
+
+
+def test_bad_input_gets_precise_errors(client: TestClient) -> None:
+    cases = [
+        ({"kind": "note", "content": "x"}, "project"),
+        ({"kind": "opinion", "content": "x", "project": P}, "kind"),
+        ({"kind": "note", "content": "", "project": P}, "content"),
+        ({"kind": "note", "content": "x", "project": P, "importance": 6}, "importance"),
+        ({"kind": "note", "content": "x", "project": P, "expires_at": "soon"}, "expires_at"),
+        ({"kind": "note", "content": "x", "project": P, "meta": {"k": "v" * 5000}}, "meta"),
+        ({"kind": "note", "content": "x", "project": P, "tags": [""]}, "tags[0]"),
+    ]
+    for body, field in cases:
+        r = client.post("/api/memories", json=body)
+        assert r.status_code == 400, (body, r.text)
+        assert r.json()["error"]["field"] == field
+    assert client.get("/api/memories/999").status_code == 404
+    assert client.get("/api/memories", params={"importance_min": "x"}).status_code == 400
+
+
+def test_list_filters_and_cursor(client: TestClient) -> None:
+    ids = [save(client, f"Fact number {i} about module m{i}", kind="fact")["id"] for i in range(5)]
+    pinned = save(client, "Pinned decision about deployment windows", pinned=True)
+    r = client.get("/api/memories", params={"project": P, "limit": 2}).json()
+    assert [m["id"] for m in r["items"]] == [pinned["id"], ids[4]]
+    nxt = client.get("/api/memories", params={"project": P, "limit": 2, "cursor": r["next_cursor"]})
+    assert [m["id"] for m in nxt.json()["items"]] == [ids[3], ids[2]]
+    assert [
+        m["id"] for m in client.get("/api/memories", params={"pinned": "true"}).json()["items"]
+    ] == [pinned["id"]]
+    facts = client.get("/api/memories", params={"kind": "fact", "q": "NUMBER 3"}).json()["items"]
+    assert [m["id"] for m in facts] == [ids[3]]
+    by_ids = client.get("/api/memories", params={"ids": f"{ids[1]},{ids[0]}"}).json()["items"]
+    assert [m["id"] for m in by_ids] == [ids[1], ids[0]]
+
+
+def test_patch_rescoring_and_conflict(client: TestClient, settings: Settings) -> None:
+    m = save(client, "note about logging", kind="note")
+    other = save(client, "Something else entirely", kind="note")
+    r = client.patch(
+        f"/api/memories/{m['id']}",
+        json={"content": "Always use structured logging with request ids, never print()"},
+    )
+    assert r.status_code == 200
+    edited = r.json()
+    assert edited["importance"] > m["importance"]  # scored again: the importance was not given
+    assert "logging" in edited["tags"]
+    clash = client.patch(f"/api/memories/{m['id']}", json={"content": other["content"]})
+    assert clash.status_code == 409 and clash.json()["error"]["field"] == "content"
+    pinned = client.patch(f"/api/memories/{m['id']}", json={"pinned": True, "importance": 2})
+    assert pinned.json()["pinned"] is True and pinned.json()["importance"] == 2
+    assert client.patch("/api/memories/999", json={"pinned": True}).status_code == 404
+
+
+def test_archive_and_restore(client: TestClient) -> None:
+    m = save(client, "Use ruff for linting")
+    r = client.post(f"/api/memories/{m['id']}/archive")
+    assert r.status_code == 200 and r.json()["archived"] is True
+    assert r.json()["archive_reason"] == "manual"
+    live = client.get("/api/memories", params={"project": P}).json()["items"]
+    assert m["id"] not in [x["id"] for x in live]
+    everything = client.get("/api/memories", params={"project": P, "include_archived": "true"})
+    assert m["id"] in [x["id"] for x in everything.json()["items"]]
+    only = client.get("/api/memories", params={"archived": "true"}).json()["items"]
+    assert [x["id"] for x in only] == [m["id"]]
+    back = client.post(f"/api/memories/{m['id']}/restore").json()
+    assert back["archived"] is False and back["archived_at"] is None
+    assert m["id"] in [x["id"] for x in client.get("/api/memories").json()["items"]]
+
+
+def test_forget_leaves_nothing(client: TestClient, settings: Settings) -> None:
+    m = save(client, "The staging password rotates every 30 days")
+    older = save(client, "Use PostgreSQL 15 for the database")
+    newer = save(client, "Move to PostgreSQL 16 for the database")
+    assert newer["supersedes"] == [older["id"]]
+    with db(settings) as conn:
+        conn.execute(
+            "INSERT INTO embeddings(item_kind, item_id, project_id, model, dim, vector, created_at) "
+            "VALUES ('memory', ?, NULL, 'm', 1, x'00000000', 0)",
+            (m["id"],),
+        )
+    r = client.delete(f"/api/memories/{m['id']}")
+    assert r.status_code == 200 and r.json() == {"id": m["id"], "deleted": True}
+    assert client.get(f"/api/memories/{m['id']}").status_code == 404
+    assert client.delete(f"/api/memories/{m['id']}").status_code == 404
+    client.delete(f"/api/memories/{newer['id']}")
+    with db(settings) as conn:
+        assert (
+            conn.execute("SELECT COUNT(*) FROM memories WHERE id = ?", (m["id"],)).fetchone()[0]
+            == 0
+        )
+        fts = conn.execute(
+            "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'staging'"
+        ).fetchone()[0]
+        assert fts == 0
+        assert (
+            conn.execute("SELECT COUNT(*) FROM embeddings WHERE item_kind = 'memory'").fetchone()[0]
+            == 0
+        )
+        assert conn.execute("SELECT COUNT(*) FROM memory_relations").fetchone()[0] == 0
+    # Forgetting the newer memory makes the older one the latest again.
+    assert client.get(f"/api/memories/{older['id']}").json()["is_latest"] is True
+
+
+def test_supersession_on_save_and_chain(client: TestClient) -> None:
+    old = save(client, "Use PostgreSQL 15 for the database")
+    new = save(client, "Move to PostgreSQL 16 for the database")
+    assert new["supersedes"] == [old["id"]]
+    rel = client.get(f"/api/memories/{old['id']}/relations").json()
+    assert rel["is_latest"] is False and rel["superseded_by"] == new["id"]
+    assert rel["latest_id"] == new["id"]
+    assert [m["id"] for m in rel["chain"]] == [old["id"], new["id"]]
+    assert (
+        rel["relations"][0]["kind"] == "updates" and rel["relations"][0]["reason"] == "supersession"
+    )
+    latest = client.get("/api/memories", params={"project": P, "latest_only": "true"}).json()[
+        "items"
+    ]
+    assert [m["id"] for m in latest] == [new["id"]]
+    # Unrelated memories are left alone.
+    other = save(client, "Alice owns the billing service")
+    assert save(client, "Bob owns the auth service")["supersedes"] == []
+    assert client.get(f"/api/memories/{other['id']}").json()["is_latest"] is True
+
+
+def test_imports_do_not_supersede_by_default(client: TestClient) -> None:
+    save(client, "Use PostgreSQL 15 for the database")
+    imported = save(client, "Use PostgreSQL 14 for the database", created_at="2020-01-01T00:00:00Z")
+    assert imported["supersedes"] == []
+    opted = save(
+        client,
+        "Use PostgreSQL 13 for the database",
+        created_at="2019-01-01T00:00:00Z",
+        supersede=True,
+    )
+    # An import older than the stored memory is itself the superseded one.
+    assert opted["is_latest"] is False
+
+
+def test_manual_relations(client: TestClient) -> None:
+    a = save(client, "Cache HTTP responses for 5 minutes", kind="fact")
+    b = save(client, "The cache lives in Redis", kind="fact")
+    r = client.post(
+        f"/api/memories/{b['id']}/relations", json={"to_id": a["id"], "kind": "extends"}
+    )
+    assert r.status_code == 201
+    rel_id = r.json()["id"]
+    again = client.post(
+        f"/api/memories/{b['id']}/relations", json={"to_id": a["id"], "kind": "extends"}
+    )
+    assert again.status_code == 200 and again.json()["id"] == rel_id
+    assert client.get(f"/api/memories/{a['id']}").json()["is_latest"] is True
+    up = client.post(
+        f"/api/memories/{b['id']}/relations", json={"to_id": a["id"], "kind": "updates"}
+    )
+    assert client.get(f"/api/memories/{a['id']}").json()["superseded_by"] == b["id"]
+    removed = client.delete(f"/api/memories/{b['id']}/relations/{up.json()['id']}")
+    assert removed.status_code == 200 and removed.json()["deleted"] is True
+    assert client.get(f"/api/memories/{a['id']}").json()["is_latest"] is True
+    bad = [
+        ({"to_id": b["id"], "kind": "extends"}, 400, "to_id"),
+        ({"to_id": 999, "kind": "extends"}, 404, "to_id"),
+        ({"to_id": a["id"], "kind": "likes"}, 400, "kind"),
+    ]
+    for body, status, field in bad:
+        r = client.post(f"/api/memories/{b['id']}/relations", json=body)
+        assert r.status_code == status and r.json()["error"]["field"] == field
+    assert client.delete(f"/api/memories/{a['id']}/relations/{rel_id + 100}").status_code == 404
+
+
+def test_events_are_published(client: TestClient) -> None:
+    cairn = client.app_state["cairn"]
+    seen: list[tuple[str, list[int]]] = []
+    cairn.item_listeners.append(lambda kind, ids: seen.append((kind, ids)))
+    start = cairn.events._seq
+    m = save(client, "Event check memory")
+    save(client, "Event check memory")
+    client.patch(f"/api/memories/{m['id']}", json={"content": "Event check memory, edited"})
+    client.delete(f"/api/memories/{m['id']}")
+    names = [e.event for e in cairn.events.backlog(f"{cairn.events.boot}-{start}")]
+    assert names == ["memory.created", "memory.updated", "memory.updated", "memory.deleted"]
+    # New and edited content is handed to the embedder; a merge changes no text.
+    assert seen == [("memory", [m["id"]]), ("memory", [m["id"]])]

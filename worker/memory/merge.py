@@ -1,0 +1,163 @@
+"""Saving a memory: score it, tag it, merge a repeat into the existing one, detect supersession.
+
+`save(conn, item, settings)` is the one entry point every writer uses (the memories API, session
+summaries turning learned items into facts, imports), inside the caller's write transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from worker.clock import now_ms
+from worker.memory import importance as importance_mod
+from worker.memory.relations import features, supersedes
+from worker.memory.tags import normalise_tags, pick_tags
+from worker.settings import Settings
+from worker.store import memories, received
+from worker.store import relations as relations_store
+from worker.store.memories import KIND_RANK
+from worker.store.rows import dump_json, load_json, normalised_hash
+
+# Kinds whose saves are checked for supersession (a note is free-form, never a value to replace).
+SUPERSEDING_KINDS = ("decision", "fact", "preference", "lesson")
+MAX_SUPERSEDED_PER_SAVE = 3
+
+
+@dataclass
+class Saved:
+    row: dict[str, Any]
+    created: bool  # a new memory was stored
+    merged: bool = False  # the same content existed: it counted a hit instead
+    superseded: list[int] = field(default_factory=list)  # older memories this one replaced
+    superseded_by: int | None = None  # an import older than a memory already stored
+
+
+def merge_fields(
+    existing: Mapping[str, Any] | sqlite3.Row,
+    incoming: Mapping[str, Any],
+    *,
+    now: int,
+    max_tags: int,
+) -> dict[str, Any]:
+    """Column changes when `incoming` repeats `existing` (pure; both are memories rows/items)."""
+    kind = existing["kind"]
+    if KIND_RANK.get(incoming["kind"], 0) > KIND_RANK.get(kind, 0):
+        kind = incoming["kind"]
+    old_importance = int(existing["importance"])
+    new_importance = int(incoming["importance"])
+    importance = max(old_importance, new_importance)
+    importance_auto = (
+        existing["importance_auto"]
+        if importance == old_importance
+        else incoming.get("importance_auto")
+    )
+    old_tags = load_json(existing["tags"], []) if isinstance(existing["tags"], str) else []
+    tags = normalise_tags([*old_tags, *incoming.get("tags", [])], max_tags)
+    old_expiry, new_expiry = existing["expires_at"], incoming.get("expires_at_ms")
+    expires = None if old_expiry is None or new_expiry is None else max(old_expiry, new_expiry)
+    seen_at = max(int(existing["updated_at"]), int(incoming.get("created_at_ms") or now))
+    changes: dict[str, Any] = {
+        "kind": kind,
+        "importance": importance,
+        "importance_auto": 1 if importance_auto else 0,
+        "tags": dump_json(tags),
+        "pinned": 1 if existing["pinned"] or incoming.get("pinned") else 0,
+        "expires_at": expires,
+        "hit_count": int(existing["hit_count"]) + 1,
+        "updated_at": seen_at,
+        "archived_at": None,
+        "archive_reason": None,
+    }
+    if existing["meta"] is None and incoming.get("meta") is not None:
+        changes["meta"] = dump_json(incoming["meta"])
+    return changes
+
+
+def prepare(item: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
+    """Fill importance and tags when not given (scored from the text)."""
+    out = dict(item)
+    if out.get("importance") is None:
+        out["importance"] = importance_mod.score(out["content"], out["kind"])
+        out["importance_auto"] = True
+    given = out.get("tags")
+    if given:
+        out["tags"] = normalise_tags(given, settings.max_tags)
+    else:
+        out["tags"] = pick_tags(out["content"], settings.memory_auto_tags)
+        out["tags_auto"] = True
+    return out
+
+
+def save(conn: sqlite3.Connection, item: Mapping[str, Any], settings: Settings) -> Saved:
+    """Store a memory item (validated fields; times as `*_ms`). Runs inside a write transaction.
+
+    Item keys: kind, content, project (key) or scope="global", and optionally importance, tags,
+    pinned, expires_at_ms, created_at_ms, meta, session_id, event_id, supersede (default: on,
+    off for imports that carry created_at_ms).
+    """
+    seen = received.seen(conn, item.get("event_id"))
+    if seen is not None:
+        row = memories.get(conn, int(seen))
+        if row is not None:
+            return Saved(row, created=False)
+    full = prepare(item, settings)
+    project_id = memories.resolve_scope(conn, full)
+    same = memories.find_same(conn, project_id, normalised_hash(full["content"]))
+    now = now_ms()
+    if same is not None:
+        changes = merge_fields(same, full, now=now, max_tags=settings.max_tags)
+        was_superseded = same["superseded_by"] is not None
+        memories.update(conn, int(same["id"]), changes)
+        memory_id = int(same["id"])
+        result = Saved({}, created=False, merged=True)
+        if was_superseded:
+            # Re-stating an old value makes it current again.
+            memories.update(conn, memory_id, {"superseded_by": None})
+            _detect_supersession(conn, memory_id, project_id, full, settings, result)
+    else:
+        memory_id = memories.insert_row(conn, project_id, full)
+        result = Saved({}, created=True)
+        _detect_supersession(conn, memory_id, project_id, full, settings, result)
+    received.record(conn, item.get("event_id"), "memory", memory_id)
+    row = memories.get(conn, memory_id)
+    assert row is not None
+    result.row = row
+    return result
+
+
+def _detect_supersession(
+    conn: sqlite3.Connection,
+    memory_id: int,
+    project_id: int | None,
+    item: Mapping[str, Any],
+    settings: Settings,
+    result: Saved,
+) -> None:
+    wanted = item.get("supersede")
+    if wanted is None:
+        wanted = item.get("created_at_ms") is None
+    if not (settings.supersede_enabled and wanted and item["kind"] in SUPERSEDING_KINDS):
+        return
+    mine = features(item["content"])
+    if not mine.values and not mine.negated:
+        return
+    created = int(item.get("created_at_ms") or now_ms())
+    scored: list[tuple[float, sqlite3.Row]] = []
+    for row in memories.text_candidates(conn, project_id, sorted(mine.terms), exclude_id=memory_id):
+        if row["kind"] not in SUPERSEDING_KINDS:
+            continue
+        score = supersedes(mine, features(row["content"]), settings.supersede_min_similarity)
+        if score is not None:
+            scored.append((score, row))
+    scored.sort(key=lambda pair: -pair[0])
+    for _score, row in scored[:MAX_SUPERSEDED_PER_SAVE]:
+        if int(row["created_at"]) > created:
+            # An import older than what is stored: the stored memory stays the latest.
+            relations_store.add(conn, int(row["id"]), memory_id, "updates", "supersession")
+            result.superseded_by = int(row["id"])
+            return
+        relations_store.add(conn, memory_id, int(row["id"]), "updates", "supersession")
+        result.superseded.append(int(row["id"]))

@@ -1,0 +1,324 @@
+"""Memories: curated knowledge (lessons, decisions, facts, preferences, notes), project or global."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from worker.clock import now_ms
+from worker.store import projects, received
+from worker.store.rows import dump_json, iso, load_json, normalised_hash, placeholders
+
+KINDS = ("lesson", "decision", "fact", "preference", "note")
+# Which kind wins when two memories merge: decisions and preferences weigh most.
+KIND_RANK = {"note": 0, "fact": 1, "lesson": 2, "preference": 3, "decision": 4}
+
+COLUMNS = """m.id, m.project_id, p.key AS project, m.session_id, m.kind, m.content, m.content_hash,
+    m.tags, m.importance, m.importance_auto, m.tags_auto, m.pinned, m.expires_at, m.created_at,
+    m.updated_at, m.hit_count, m.retrieval_count, m.access_count, m.last_retrieved_at,
+    m.archived_at, m.archive_reason, m.superseded_by, m.meta"""
+FROM = "FROM memories m LEFT JOIN projects p ON p.id = m.project_id"
+
+# Columns a caller may change through `update`.
+UPDATABLE = (
+    "kind",
+    "content",
+    "content_hash",
+    "tags",
+    "importance",
+    "importance_auto",
+    "tags_auto",
+    "pinned",
+    "expires_at",
+    "updated_at",
+    "hit_count",
+    "retrieval_count",
+    "archived_at",
+    "archive_reason",
+    "superseded_by",
+    "meta",
+    "created_at",
+)
+
+
+def to_dict(row: sqlite3.Row) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "project": row["project"],
+        "scope": "project" if row["project_id"] is not None else "global",
+        "session_id": row["session_id"],
+        "kind": row["kind"],
+        "content": row["content"],
+        "content_hash": row["content_hash"],
+        "tags": load_json(row["tags"], []),
+        "importance": row["importance"],
+        "importance_scored": bool(row["importance_auto"]),
+        "pinned": bool(row["pinned"]),
+        "expires_at": iso(row, "expires_at"),
+        "created_at": iso(row, "created_at"),
+        "updated_at": iso(row, "updated_at"),
+        "hit_count": row["hit_count"],
+        "retrieval_count": row["retrieval_count"],
+        "access_count": row["access_count"],
+        "last_retrieved_at": iso(row, "last_retrieved_at"),
+        "archived": row["archived_at"] is not None,
+        "archived_at": iso(row, "archived_at"),
+        "archive_reason": row["archive_reason"],
+        "superseded_by": row["superseded_by"],
+        "is_latest": row["superseded_by"] is None,
+        "meta": load_json(row["meta"]),
+    }
+
+
+def get_row(conn: sqlite3.Connection, memory_id: int) -> sqlite3.Row | None:
+    row: sqlite3.Row | None = conn.execute(
+        f"SELECT {COLUMNS} {FROM} WHERE m.id = ?", (memory_id,)
+    ).fetchone()
+    return row
+
+
+def get(conn: sqlite3.Connection, memory_id: int) -> dict[str, Any] | None:
+    row = get_row(conn, memory_id)
+    return to_dict(row) if row is not None else None
+
+
+def get_many(conn: sqlite3.Connection, ids: list[int]) -> list[dict[str, Any]]:
+    if not ids:
+        return []
+    rows = conn.execute(
+        f"SELECT {COLUMNS} {FROM} WHERE m.id IN ({placeholders(len(ids))})", ids
+    ).fetchall()
+    by_id = {r["id"]: to_dict(r) for r in rows}
+    return [by_id[i] for i in ids if i in by_id]
+
+
+def resolve_scope(conn: sqlite3.Connection, item: dict[str, Any]) -> int | None:
+    """The project id for an item (created if new), or None for a global memory."""
+    if item.get("scope") == "global" or not item.get("project"):
+        return None
+    return projects.ensure(conn, item["project"])
+
+
+def find_same(
+    conn: sqlite3.Connection, project_id: int | None, text_hash: str
+) -> sqlite3.Row | None:
+    """An existing memory with the same normalised content in the same scope."""
+    row: sqlite3.Row | None = conn.execute(
+        f"SELECT {COLUMNS} {FROM} WHERE m.project_id IS ? AND m.content_hash = ? "
+        "ORDER BY m.archived_at IS NOT NULL, m.id LIMIT 1",
+        (project_id, text_hash),
+    ).fetchone()
+    return row
+
+
+def insert_row(conn: sqlite3.Connection, project_id: int | None, item: dict[str, Any]) -> int:
+    """Insert one memory whose fields are all decided (see worker.memory.merge.save)."""
+    created = item.get("created_at_ms") or now_ms()
+    cur = conn.execute(
+        "INSERT INTO memories(project_id, session_id, kind, content, content_hash, tags, "
+        "importance, importance_auto, tags_auto, pinned, expires_at, created_at, updated_at, meta) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            project_id,
+            item.get("session_id"),
+            item["kind"],
+            item["content"],
+            normalised_hash(item["content"]),
+            dump_json(item.get("tags") or []),
+            int(item.get("importance") or 3),
+            1 if item.get("importance_auto") else 0,
+            1 if item.get("tags_auto") else 0,
+            1 if item.get("pinned") else 0,
+            item.get("expires_at_ms"),
+            created,
+            max(created, item.get("updated_at_ms") or created),
+            dump_json(item.get("meta")),
+        ),
+    )
+    return int(cur.lastrowid or 0)
+
+
+def insert(conn: sqlite3.Connection, item: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """Store one memory as given; returns (row, created). Same content in the same scope merges.
+
+    This is the plain storage step: prefer `worker.memory.merge.save`, which also scores
+    importance, picks tags and detects supersession.
+    """
+    seen = received.seen(conn, item.get("event_id"))
+    if seen is not None:
+        row = get(conn, int(seen))
+        if row is not None:
+            return row, False
+    project_id = resolve_scope(conn, item)
+    same = find_same(conn, project_id, normalised_hash(item["content"]))
+    if same is not None:
+        conn.execute(
+            "UPDATE memories SET hit_count = hit_count + 1, updated_at = ?, archived_at = NULL, "
+            "archive_reason = NULL WHERE id = ?",
+            (now_ms(), same["id"]),
+        )
+        memory_id = int(same["id"])
+        created = False
+    else:
+        memory_id = insert_row(conn, project_id, item)
+        created = True
+    received.record(conn, item.get("event_id"), "memory", memory_id)
+    row = get(conn, memory_id)
+    assert row is not None
+    return row, created
+
+
+def update(conn: sqlite3.Connection, memory_id: int, changes: dict[str, Any]) -> None:
+    cols = [c for c in changes if c in UPDATABLE]
+    if not cols:
+        return
+    assignments = ", ".join(f"{c} = ?" for c in cols)
+    conn.execute(
+        f"UPDATE memories SET {assignments} WHERE id = ?",
+        (*(changes[c] for c in cols), memory_id),
+    )
+
+
+def drop_embedding(conn: sqlite3.Connection, kind: str, ids: list[int]) -> int:
+    """Remove stored vectors (stale after an edit, or gone after a forget)."""
+    if not ids:
+        return 0
+    cur = conn.execute(
+        f"DELETE FROM embeddings WHERE item_kind = ? AND item_id IN ({placeholders(len(ids))})",
+        (kind, *ids),
+    )
+    return cur.rowcount
+
+
+def delete(conn: sqlite3.Connection, memory_id: int) -> dict[str, Any] | None:
+    """Forget a memory for good: the row, its FTS entry (trigger), relations and vector."""
+    row = get(conn, memory_id)
+    if row is None:
+        return None
+    # Memories this one superseded become the latest again; the FK would null it anyway.
+    conn.execute("UPDATE memories SET superseded_by = NULL WHERE superseded_by = ?", (memory_id,))
+    conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+    drop_embedding(conn, "memory", [memory_id])
+    return row
+
+
+def list_page(
+    conn: sqlite3.Connection,
+    *,
+    project: str | None = None,
+    scope: str = "all",
+    include_global: bool = False,
+    kind: str | None = None,
+    pinned: bool | None = None,
+    importance_min: int | None = None,
+    include_archived: bool = False,
+    archived: bool | None = None,
+    latest_only: bool = False,
+    text: str | None = None,
+    tag: str | None = None,
+    session_id: str | None = None,
+    before_id: int | None = None,
+    limit: int = 50,
+) -> tuple[list[dict[str, Any]], int | None]:
+    """Newest first with id-cursor pagination; returns (items, next cursor)."""
+    where: list[str] = []
+    args: list[Any] = []
+    if scope == "global":
+        where.append("m.project_id IS NULL")
+    elif project is not None:
+        pid = projects.find(conn, project)
+        if include_global:
+            # A project's list may also show the global memories that apply to it.
+            where.append("(m.project_id IS ? OR m.project_id IS NULL)")
+        elif pid is None:
+            return [], None
+        else:
+            where.append("m.project_id IS ?")
+        args.append(pid)
+    elif scope == "project":
+        where.append("m.project_id IS NOT NULL")
+    if kind is not None:
+        where.append("m.kind = ?")
+        args.append(kind)
+    if pinned is not None:
+        where.append("m.pinned = ?")
+        args.append(1 if pinned else 0)
+    if importance_min is not None:
+        where.append("m.importance >= ?")
+        args.append(importance_min)
+    if archived is True:
+        where.append("m.archived_at IS NOT NULL")
+    elif archived is False or not include_archived:
+        where.append("m.archived_at IS NULL")
+    if latest_only:
+        where.append("m.superseded_by IS NULL")
+    if text:
+        where.append("instr(lower(m.content), ?) > 0")
+        args.append(text.lower())
+    if tag:
+        where.append("EXISTS (SELECT 1 FROM json_each(m.tags) t WHERE lower(t.value) = ?)")
+        args.append(tag.lower())
+    if session_id is not None:
+        where.append("m.session_id = ?")
+        args.append(session_id)
+    if before_id is not None:
+        where.append("m.id < ?")
+        args.append(before_id)
+    clause = ("WHERE " + " AND ".join(where)) if where else ""
+    rows = conn.execute(
+        f"SELECT {COLUMNS} {FROM} {clause} ORDER BY m.id DESC LIMIT ?", (*args, limit + 1)
+    ).fetchall()
+    items = [to_dict(r) for r in rows[:limit]]
+    cursor = int(rows[limit - 1]["id"]) if len(rows) > limit else None
+    return items, cursor
+
+
+def live_in_scope(conn: sqlite3.Connection, project_id: int | None) -> list[sqlite3.Row]:
+    """Live (not archived, not superseded) memories of one scope, oldest first."""
+    return conn.execute(
+        f"SELECT {COLUMNS} {FROM} WHERE m.project_id IS ? AND m.archived_at IS NULL "
+        "AND m.superseded_by IS NULL ORDER BY m.id",
+        (project_id,),
+    ).fetchall()
+
+
+def text_candidates(
+    conn: sqlite3.Connection,
+    project_id: int | None,
+    words: list[str],
+    *,
+    exclude_id: int,
+    limit: int = 20,
+) -> list[sqlite3.Row]:
+    """Live memories of the same scope sharing any of `words` (FTS5, best BM25 first)."""
+    terms = [w for w in words if w.replace("_", "").isalnum()]
+    if not terms:
+        return []
+    match = " OR ".join('"' + w.replace('"', "") + '"' for w in terms[:32])
+    return conn.execute(
+        f"SELECT {COLUMNS} {FROM} JOIN memories_fts f ON f.rowid = m.id "
+        "WHERE memories_fts MATCH ? AND m.project_id IS ? AND m.archived_at IS NULL "
+        "AND m.superseded_by IS NULL AND m.id != ? ORDER BY bm25(memories_fts) LIMIT ?",
+        (match, project_id, exclude_id, limit),
+    ).fetchall()
+
+
+def global_preferences(conn: sqlite3.Connection, limit: int = 20) -> list[dict[str, Any]]:
+    """Live global-scope preferences (injected in every project), most important first."""
+    rows = conn.execute(
+        f"SELECT {COLUMNS} {FROM} WHERE m.project_id IS NULL AND m.kind = 'preference' "
+        "AND m.archived_at IS NULL AND m.superseded_by IS NULL "
+        "ORDER BY m.pinned DESC, m.importance DESC, m.updated_at DESC LIMIT ?",
+        (limit,),
+    ).fetchall()
+    return [to_dict(r) for r in rows]
+
+
+def count_access(conn: sqlite3.Connection, ids: list[int]) -> None:
+    """A person or tool opened these memories (not a retrieval)."""
+    if ids:
+        conn.execute(
+            f"UPDATE memories SET access_count = access_count + 1 "
+            f"WHERE id IN ({placeholders(len(ids))})",
+            ids,
+        )
