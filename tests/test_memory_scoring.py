@@ -1,0 +1,235 @@
+"""Pure lifecycle functions: importance, tags, retention, supersession, merge rules."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.memory_samples import SAMPLES
+from worker.errors import ConfigError
+from worker.memory import decay
+from worker.memory.decay import DAY_MS, DecayPolicy, retention
+from worker.memory.importance import score, signals
+from worker.memory.merge import merge_fields
+from worker.memory.relations import chain, features, supersedes
+from worker.memory.tags import normalise_tags, pick_tags
+from worker.settings import load_settings
+from worker.store.memories import KINDS
+
+POLICY = DecayPolicy()
+kinds = st.sampled_from(KINDS)
+
+
+# ------------------------------------------------------------------ importance
+def test_sample_scores_spread_over_the_scale() -> None:
+    assert len(SAMPLES) >= 40
+    counts = Counter(score(text, kind) for kind, text in SAMPLES)
+    assert set(counts) == {1, 2, 3, 4, 5}, counts
+    assert max(counts.values()) <= 0.4 * len(SAMPLES), counts
+
+
+def test_constraints_values_and_kind_raise_importance() -> None:
+    plain = score("run the tests before committing", "note")
+    assert score("always run the tests before committing", "note") > plain
+    assert score("run the tests before committing", "decision") > plain
+    assert score("Trivial", "note") == 1
+    detailed = "Critical: never deploy v2.3 before the 2025-06-30 deadline; the Stripe API breaks"
+    assert score(detailed, "decision") == 5
+    assert signals(detailed, "decision")["deadline"] == 1.0
+
+
+@given(st.text(max_size=400), kinds)
+@settings(max_examples=200, deadline=None)
+def test_importance_is_deterministic_and_bounded(text: str, kind: str) -> None:
+    first = score(text, kind)
+    assert first == score(text, kind)
+    assert 1 <= first <= 5
+
+
+# ------------------------------------------------------------------ tags
+def test_tags_pick_keywords_without_stop_words() -> None:
+    tags = pick_tags("Use PostgreSQL 15 for the database; the database runs in Docker on the VPS")
+    assert set(tags[:2]) == {"database", "postgresql"}
+    assert "postgresql" in tags and "docker" in tags
+    assert not {"the", "for", "use", "15"} & set(tags)
+    assert len(pick_tags(" ".join(f"word{i}x" for i in range(40)))) == 5
+    assert pick_tags("the a of and") == []
+
+
+@given(st.text(max_size=300), st.integers(min_value=0, max_value=8))
+@settings(max_examples=150, deadline=None)
+def test_tags_are_bounded_unique_and_lowercase(text: str, limit: int) -> None:
+    tags = pick_tags(text, limit)
+    assert len(tags) <= limit and len(set(tags)) == len(tags)
+    assert all(t == t.lower() and t for t in tags)
+
+
+def test_normalise_tags() -> None:
+    assert normalise_tags([" DB ", "db", "Ops  Team", ""], 5) == ["db", "ops team"]
+    assert normalise_tags([f"t{i}" for i in range(9)], 3) == ["t0", "t1", "t2"]
+
+
+# ------------------------------------------------------------------ retention
+ages = st.floats(min_value=0, max_value=5000 * DAY_MS, allow_nan=False)
+importances = st.integers(min_value=1, max_value=5)
+uses = st.integers(min_value=0, max_value=80)
+
+
+@given(ages, ages, importances, uses)
+def test_retention_falls_monotonically_with_time(a: float, b: float, imp: int, n: int) -> None:
+    half = POLICY.memory_half_life_days(imp, n)
+    early, late = sorted((a, b))
+    assert retention(late, half) <= retention(early, half)
+    assert 0.0 <= retention(late, half) <= 1.0
+
+
+@given(importances, uses)
+def test_retention_halves_at_the_half_life(imp: int, n: int) -> None:
+    half = POLICY.memory_half_life_days(imp, n)
+    assert retention(0, half) == 1.0
+    assert retention(half * DAY_MS, half) == pytest.approx(0.5)
+    assert retention(2 * half * DAY_MS, half) == pytest.approx(0.25)
+
+
+def test_half_lives_by_importance() -> None:
+    assert [POLICY.memory_half_life_days(i) for i in range(1, 6)] == [7, 14, 30, 90, 365]
+    assert POLICY.memory_half_life_days(3, 1) == pytest.approx(30 * 1.15)
+
+
+@given(st.floats(min_value=1, max_value=3000 * DAY_MS), importances, uses)
+def test_reinforcement_lengthens_retention(age: float, imp: int, n: int) -> None:
+    assert POLICY.memory_half_life_days(imp, n + 1) > POLICY.memory_half_life_days(imp, n) or (
+        n + 1 > decay.MAX_REINFORCEMENTS
+    )
+    more = retention(age, POLICY.memory_half_life_days(imp, n + 1))
+    assert more >= retention(age, POLICY.memory_half_life_days(imp, n))
+
+
+@given(ages, importances, uses)
+def test_pinned_never_decays(age: float, imp: int, n: int) -> None:
+    assert retention(age, POLICY.memory_half_life_days(imp, n), pinned=True) == 1.0
+
+
+def test_observations_fade_faster_by_type() -> None:
+    command = POLICY.observation_half_life_days("command", 2, 0)
+    file_write = POLICY.observation_half_life_days("file_write", 2, 0)
+    assert command < file_write < POLICY.memory_half_life_days(3)
+    assert POLICY.observation_half_life_days("command", 4, 0) == 4 * command
+
+
+@given(st.lists(st.tuples(ages, importances, uses), min_size=1, max_size=30))
+def test_vectorised_retention_matches_the_scalar_one(rows: list[tuple[float, int, int]]) -> None:
+    age = np.array([r[0] for r in rows])
+    imp = np.array([r[1] for r in rows])
+    n = np.array([r[2] for r in rows])
+    halves = decay.memory_half_lives_array(POLICY, imp, n)
+    got = decay.retention_array(age, halves)
+    want = [retention(a, POLICY.memory_half_life_days(i, k)) for a, i, k in rows]
+    assert got == pytest.approx(want, rel=1e-9, abs=1e-300)
+
+
+def test_archive_point_is_where_retention_crosses_the_threshold() -> None:
+    half = POLICY.memory_half_life_days(1)
+    t = half * POLICY.archive_after_half_lives * DAY_MS
+    assert retention(t, half) == pytest.approx(POLICY.threshold)
+    assert math.isclose(POLICY.archive_after_half_lives, math.log2(20))
+
+
+def test_policy_from_settings_rejects_bad_values() -> None:
+    assert DecayPolicy.from_settings(load_settings({})).memory_half_lives_days == (
+        7,
+        14,
+        30,
+        90,
+        365,
+    )
+    for env in (
+        {"CAIRN_DECAY_MEMORY_HALF_LIVES_DAYS": "1,2,3"},
+        {"CAIRN_DECAY_MEMORY_HALF_LIVES_DAYS": "1,2,x,4,5"},
+        {"CAIRN_DECAY_THRESHOLD": "1.5"},
+        {"CAIRN_OBS_CHATTER_TYPES": "command,gossip"},
+        {"CAIRN_OBS_HALF_LIFE_DAYS_COMMAND": "0"},
+    ):
+        with pytest.raises(ConfigError):
+            DecayPolicy.from_settings(load_settings(env))
+
+
+# ------------------------------------------------------------------ supersession
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Use PostgreSQL 15 for the database", "Move to PostgreSQL 16 for the database"),
+        ("The API timeout is 30 seconds", "Set the API timeout to 60 seconds"),
+        ("Use MySQL for the database", "Use PostgreSQL for the database"),
+        ("We deploy on Fridays after the standup", "We do not deploy on Fridays after the standup"),
+        ("Pin numpy to 1.26 in requirements.txt", "Pin numpy to 2.1 in requirements.txt"),
+    ],
+)
+def test_supersession_detects_changed_values(old: str, new: str) -> None:
+    assert supersedes(features(new), features(old)) is not None
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Alice owns the billing service", "Bob owns the auth service"),
+        ("Use PostgreSQL 15 for the database", "Use PostgreSQL 15 for the database in tests too"),
+        ("Use PostgreSQL 15 for the database", "The frontend uses React 18"),
+        ("Run ruff before committing", "Run mypy before committing"),
+        ("Tests live in tests/", "Docs live in docs/"),
+    ],
+)
+def test_supersession_leaves_different_subjects_alone(old: str, new: str) -> None:
+    assert supersedes(features(new), features(old)) is None
+
+
+@given(st.text(max_size=200), st.text(max_size=200))
+@settings(max_examples=150, deadline=None)
+def test_supersession_never_fails_and_identical_text_never_supersedes(a: str, b: str) -> None:
+    result = supersedes(features(a), features(b))
+    assert result is None or 0.0 <= result <= 1.0
+    assert supersedes(features(a), features(a)) is None
+
+
+def test_chain_is_ordered_and_cycle_safe() -> None:
+    newer = {1: 2, 2: 3}
+    older = {2: 1, 3: 2}
+    assert chain(2, newer, older) == [1, 2, 3]
+    assert chain(1, newer, older) == [1, 2, 3]
+    assert chain(5, {}, {}) == [5]
+    assert sorted(chain(1, {1: 2, 2: 1}, {2: 1, 1: 2})) == [1, 2]
+
+
+# ------------------------------------------------------------------ merge rules
+def test_merge_keeps_the_higher_kind_and_importance_and_unions_tags() -> None:
+    existing = {
+        "kind": "note",
+        "importance": 2,
+        "importance_auto": 1,
+        "tags": '["db"]',
+        "expires_at": 5,
+        "updated_at": 100,
+        "pinned": 0,
+        "hit_count": 3,
+        "meta": None,
+    }
+    incoming = {"kind": "decision", "importance": 4, "tags": ["ops", "db"], "meta": {"a": 1}}
+    changes = merge_fields(existing, incoming, now=200, max_tags=5)
+    assert changes["kind"] == "decision" and changes["importance"] == 4
+    assert changes["importance_auto"] == 0
+    assert changes["tags"] == '["db","ops"]'
+    assert changes["hit_count"] == 4 and changes["updated_at"] == 200
+    assert changes["expires_at"] is None and changes["archived_at"] is None
+    assert changes["meta"] == '{"a":1}'
+    weaker = merge_fields(
+        {**existing, "kind": "decision", "importance": 5},
+        {"kind": "note", "importance": 1, "tags": []},
+        now=300,
+        max_tags=5,
+    )
+    assert weaker["kind"] == "decision" and weaker["importance"] == 5
