@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute
 
 from worker import __version__
 from worker.api import memories, observations, sessions, system
+from worker.api import spool as spool_api
 from worker.api import profile as project_profile
 from worker.api import summaries as session_summaries
 from worker.api.endpoint import Endpoint, make_route
@@ -39,6 +40,7 @@ def all_endpoints(settings: Settings) -> list[Endpoint]:
         *system.endpoints(settings),
         *sessions.endpoints(settings),
         *observations.endpoints(settings),
+        *spool_api.endpoints(settings),
         *memories.endpoints(settings),
         *session_summaries.endpoints(settings),
         *project_profile.endpoints(settings),
@@ -130,6 +132,10 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
             started_at_ms=now_ms(),
             port=port or settings.port,
         )
+        # The hooks' spool: replayed through this app at start and periodically.
+        from worker.spool import start_spool_replayer
+
+        start_spool_replayer(app, cairn)
         if port is not None:
             write_runtime(settings, port)
         try:

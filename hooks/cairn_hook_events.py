@@ -1,0 +1,398 @@
+"""From a Claude Code hook payload to Cairn API requests, without an LLM.
+
+Pure functions over the parsed payload (no I/O except the project-root walk and the transcript
+size used in event ids), so they can be fuzzed alone.
+"""
+
+from __future__ import annotations
+
+import os
+
+from cairn_hook_privacy import clean
+
+FIELD_CHARS = 500  # default cap for each recorded field (CAIRN_HOOK_FIELD_CHARS)
+TITLE_CHARS = 160
+PROMPT_CHARS = 10_000
+MAX_FILES = 50
+REDACT_MARGIN = 200  # redact a little past the cap so a secret cut in half is still caught
+
+FILE_WRITE = ("Write", "Edit", "MultiEdit", "NotebookEdit")
+RESEARCH = ("Read", "Grep", "Glob", "LS")
+WEB = ("WebFetch", "WebSearch")
+DELEGATION = ("Task", "Agent")
+OWN_MCP_PREFIX = "mcp__cairn__"
+# Tools whose calls say nothing worth remembering on their own.
+NOISE = ("TodoRead", "BashOutput", "KillShell", "KillBash", "ListMcpResourcesTool")
+
+
+# --------------------------------------------------------------------------- text helpers
+def as_text(value: object) -> str:
+    """Any JSON value as text: strings as-is, content blocks joined, the rest as compact JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | int | float):
+        return str(value)
+    if isinstance(value, list):
+        parts = []
+        for item in value:
+            if isinstance(item, dict) and isinstance(item.get("text"), str):
+                parts.append(item["text"])
+            else:
+                parts.append(as_text(item))
+        return "\n".join(p for p in parts if p)
+    if isinstance(value, dict):
+        for key in ("text", "content", "result", "output"):
+            inner = value.get(key)
+            if isinstance(inner, str | list) and inner:
+                return as_text(inner)
+        from cairn_hook_io import dumps
+
+        return dumps(value)
+    return str(value)
+
+
+def head(text: str, limit: int) -> str:
+    """Cleaned first `limit` characters (with an ellipsis when cut)."""
+    if not text:
+        return ""
+    cut = len(text) > limit
+    text = clean(text[: limit + REDACT_MARGIN])
+    if len(text) > limit:
+        cut = True
+        text = text[:limit]
+    return text.rstrip() + (" …" if cut else "")
+
+
+def tail(text: str, limit: int) -> str:
+    if not text:
+        return ""
+    cut = len(text) > limit
+    text = clean(text[-(limit + REDACT_MARGIN) :])
+    if len(text) > limit:
+        cut = True
+        text = text[-limit:]
+    return ("… " if cut else "") + text.strip()
+
+
+def one_line(text: str, limit: int = TITLE_CHARS) -> str:
+    """The first non-empty line, whitespace folded, cleaned and capped."""
+    text = clean(text[: limit * 4])
+    for line in text.splitlines():
+        line = " ".join(line.split())
+        if line:
+            return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    return ""
+
+
+def head_tail(text: str, limit: int) -> str:
+    """Head and tail of a long output (command results are read at both ends)."""
+    if len(text) <= limit:
+        return head(text, limit)
+    half = limit // 2
+    return head(text, half) + "\n…\n" + tail(text, half)
+
+
+# --------------------------------------------------------------------------- project identity
+def project_root(cwd: str) -> str:
+    """The top of the git repository containing cwd (a worktree maps to its main repository)."""
+    if not cwd:
+        return cwd
+    path = os.path.abspath(cwd)
+    probe = path
+    while True:
+        dot_git = os.path.join(probe, ".git")
+        if os.path.isdir(dot_git):
+            return probe
+        if os.path.isfile(dot_git):
+            main = _main_repository(probe, dot_git)
+            return main or probe
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return path
+        probe = parent
+
+
+def _main_repository(work_tree: str, dot_git: str) -> str | None:
+    """Resolve a `.git` file (`gitdir: ...`): linked worktrees point back to the main repo."""
+    try:
+        with open(dot_git, encoding="utf-8", errors="replace") as handle:
+            line = handle.read(4096).strip()
+    except OSError:
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    gitdir = line[len("gitdir:") :].strip()
+    if not os.path.isabs(gitdir):
+        gitdir = os.path.normpath(os.path.join(work_tree, gitdir))
+    try:
+        with open(os.path.join(gitdir, "commondir"), encoding="utf-8", errors="replace") as handle:
+            common = handle.read(4096).strip()
+    except OSError:
+        return None  # a submodule (no commondir): it is its own project
+    if not os.path.isabs(common):
+        common = os.path.normpath(os.path.join(gitdir, common))
+    if os.path.basename(common) == ".git":
+        return os.path.dirname(common)
+    return None  # a bare main repository: keep the worktree itself
+
+
+def relative_file(path: str, root: str, cwd: str) -> str:
+    if not path:
+        return path
+    full = path if os.path.isabs(path) else os.path.normpath(os.path.join(cwd or root, path))
+    if root and (full == root or full.startswith(root.rstrip("/") + "/")):
+        return os.path.relpath(full, root)
+    return full
+
+
+# --------------------------------------------------------------------------- event ids
+def _digest(*parts: object) -> str:
+    try:
+        from _sha1 import sha1  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover
+        from hashlib import sha1
+    h = sha1()
+    for part in parts:
+        h.update(str(part).encode("utf-8", "surrogatepass"))
+        h.update(b"\x1f")
+    return str(h.hexdigest())[:20]
+
+
+def transcript_size(payload: dict[str, object]) -> int:
+    path = payload.get("transcript_path")
+    if isinstance(path, str) and path:
+        try:
+            return os.stat(path).st_size
+        except OSError:
+            return -1
+    return -1
+
+
+def event_id(kind: str, payload: dict[str, object], *parts: object) -> str:
+    """Deterministic per hook invocation: a spooled retry carries the same id (exactly once)."""
+    session = str(payload.get("session_id") or "")[:80]
+    tool_use = payload.get("tool_use_id")
+    if kind == "tool" and isinstance(tool_use, str) and tool_use:
+        return f"cc:{session}:{tool_use[:80]}"
+    return f"cc:{session}:{kind}:{_digest(session, kind, transcript_size(payload), *parts)}"
+
+
+# --------------------------------------------------------------------------- observations
+def _get(d: object, key: str) -> object:
+    return d.get(key) if isinstance(d, dict) else None
+
+
+def _str(d: object, key: str) -> str:
+    value = _get(d, key)
+    return value if isinstance(value, str) else ("" if value is None else as_text(value))
+
+
+def _lines(text: str) -> int:
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def classify(tool_name: str) -> str | None:
+    """The observation type for a tool, or None when the tool is never observed."""
+    if tool_name.startswith(OWN_MCP_PREFIX) or tool_name in NOISE or tool_name == "TodoWrite":
+        return None
+    if tool_name in FILE_WRITE:
+        return "file_write"
+    if tool_name == "Bash":
+        return "command"
+    if tool_name in RESEARCH:
+        return "research"
+    if tool_name in WEB:
+        return "web"
+    if tool_name in DELEGATION:
+        return "delegation"
+    if tool_name.startswith("mcp__"):
+        return "mcp"
+    return "other"
+
+
+def exit_code(response: object, error: str) -> int | None:
+    for key in ("exit_code", "exitCode", "returncode", "code"):
+        value = _get(response, key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    text = error or (response if isinstance(response, str) else "")
+    marker = "Exit code "
+    at = text.find(marker)
+    if at >= 0:
+        digits = ""
+        for ch in text[at + len(marker) : at + len(marker) + 6]:
+            if not ch.isdigit():
+                break
+            digits += ch
+        if digits:
+            return int(digits)
+    if error:
+        return 1
+    return None
+
+
+def observation(
+    payload: dict[str, object], project: str, cwd: str, field_chars: int = FIELD_CHARS
+) -> dict[str, object] | None:
+    """A PostToolUse / PostToolUseFailure payload as an observation body, or None to skip."""
+    tool = payload.get("tool_name")
+    if not isinstance(tool, str) or not tool:
+        return None
+    kind = classify(tool)
+    if kind is None:
+        return None
+    tin = payload.get("tool_input")
+    tin = tin if isinstance(tin, dict) else {}
+    resp = payload.get("tool_response")
+    error = _str(payload, "error")
+    files: list[str] = []
+    body: list[str] = []
+    n = field_chars
+
+    def add(label: str, text: str) -> None:
+        if text:
+            body.append(f"{label}: {text}")
+
+    if kind == "file_write":
+        path = _str(tin, "file_path") or _str(tin, "notebook_path") or _str(tin, "path")
+        rel = relative_file(path, project, cwd)
+        if rel:
+            files.append(rel)
+        if tool == "Write":
+            content = _str(tin, "content")
+            title = f"Write {rel} ({_lines(content)} lines)"
+            add("content", head(content, n))
+        elif tool == "Edit":
+            title = f"Edit {rel}" + (" (all occurrences)" if _get(tin, "replace_all") else "")
+            add("old", head(_str(tin, "old_string"), n))
+            add("new", head(_str(tin, "new_string"), n))
+        elif tool == "MultiEdit":
+            edits = _get(tin, "edits")
+            edits = edits if isinstance(edits, list) else []
+            title = f"MultiEdit {rel} ({len(edits)} edit{'s' if len(edits) != 1 else ''})"
+            for i, edit in enumerate(edits[:5], 1):
+                add(f"edit {i} old", head(_str(edit, "old_string"), n // 2))
+                add(f"edit {i} new", head(_str(edit, "new_string"), n // 2))
+        else:
+            mode = _str(tin, "edit_mode") or "replace"
+            cell = _str(tin, "cell_id")
+            title = f"NotebookEdit {rel} ({mode}{' cell ' + cell if cell else ''})"
+            add("source", head(_str(tin, "new_source"), n))
+    elif kind == "command":
+        command = _str(tin, "command")
+        description = _str(tin, "description")
+        code = exit_code(resp, error)
+        interrupted = _get(resp, "interrupted") is True
+        title = "Run: " + one_line(description or command, TITLE_CHARS - 20)
+        if code not in (None, 0):
+            title += f" (exit {code})"
+        elif interrupted:
+            title += " (interrupted)"
+        add("command", head(command, n))
+        if code is not None:
+            body.append(f"exit code: {code}")
+        stdout = _str(resp, "stdout") if isinstance(resp, dict) else as_text(resp)
+        add("stdout", head_tail(stdout, n))
+        add("stderr", head_tail(_str(resp, "stderr"), n))
+        add("error", head_tail(error, n))
+    elif kind == "research":
+        path = _str(tin, "file_path") or _str(tin, "path")
+        rel = relative_file(path, project, cwd) if path else ""
+        pattern = _str(tin, "pattern")
+        if tool == "Read":
+            title = f"Read {rel}"
+            offset, limit = _get(tin, "offset"), _get(tin, "limit")
+            if isinstance(offset, int) or isinstance(limit, int):
+                start = offset if isinstance(offset, int) and offset > 0 else 1
+                if isinstance(limit, int) and limit > 0:
+                    title += f" (lines {start}-{start + limit - 1})"
+                else:
+                    title += f" (from line {start})"
+        elif tool == "Grep":
+            title = f"Grep {one_line(pattern, 80)!r}" + (f" in {rel}" if rel else "")
+            add("glob", _str(tin, "glob"))
+            add("type", _str(tin, "type"))
+        elif tool == "Glob":
+            title = f"Glob {one_line(pattern, 80)}" + (f" in {rel}" if rel else "")
+        else:
+            title = f"LS {rel or '.'}"
+        if rel:
+            files.append(rel)
+        # Paths and patterns only, never file contents.
+        found = _get(resp, "filenames")
+        if isinstance(found, list):
+            count = _get(resp, "numFiles")
+            add("matches", f"{count if isinstance(count, int) else len(found)} file(s)")
+            names = [relative_file(str(f), project, cwd) for f in found[:20] if isinstance(f, str)]
+            add("files", head(", ".join(names), n))
+        elif tool == "Grep":
+            count = _get(resp, "numFiles") or _get(resp, "numLines")
+            if isinstance(count, int):
+                add("matches", str(count))
+    elif kind == "web":
+        if tool == "WebSearch":
+            query = _str(tin, "query")
+            title = f"Search the web: {one_line(query, 120)}"
+            add("query", head(query, n))
+        else:
+            url = _str(tin, "url")
+            title = f"Fetch {one_line(url, 140)}"
+            add("url", head(url, n))
+            add("prompt", head(_str(tin, "prompt"), n))
+        add("excerpt", head(as_text(resp), n))
+    elif kind == "delegation":
+        agent = _str(tin, "subagent_type") or "agent"
+        description = _str(tin, "description") or _str(tin, "prompt")
+        title = f"Delegate to {one_line(agent, 40)}: {one_line(description, 100)}"
+        add("prompt", head(_str(tin, "prompt"), n))
+        add("result", head(as_text(resp), n))
+    elif kind == "mcp":
+        _, server, name = [*tool.split("__", 2), "", ""][:3]
+        title = f"MCP {server}.{name}" if name else f"MCP {tool}"
+        add("input", head(as_text(tin), n))
+        add("result", head(as_text(resp), n))
+    else:
+        summary = ""
+        for key in ("description", "command", "query", "url", "file_path", "prompt", "plan"):
+            summary = _str(tin, key)
+            if summary:
+                break
+        title = f"{tool}: {one_line(summary, 120)}" if summary else tool
+        add("input", head(as_text(tin), n))
+        add("result", head(as_text(resp), n))
+    if error and kind != "command":
+        add("error", head(error, n))
+        title += " (failed)"
+
+    meta: dict[str, object] = {"source": "claude-code"}
+    for key in ("tool_use_id", "agent_id", "agent_type", "duration_ms"):
+        value = payload.get(key)
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            meta[key] = value if not isinstance(value, str) else value[:200]
+    title = one_line(title) or tool
+    return {
+        "type": kind,
+        "title": title,
+        "body": "\n".join(body),
+        "files": files[:MAX_FILES],
+        "tool_name": tool[:200],
+        "meta": meta,
+    }
+
+
+def plan(payload: dict[str, object], field_chars: int = FIELD_CHARS) -> list[dict[str, str]] | None:
+    """TodoWrite's todo list as the session's current plan."""
+    tin = payload.get("tool_input")
+    todos = _get(tin, "todos")
+    if not isinstance(todos, list):
+        return None
+    out: list[dict[str, str]] = []
+    for todo in todos[:100]:
+        if not isinstance(todo, dict):
+            continue
+        content = head(_str(todo, "content"), field_chars)
+        if content:
+            out.append({"content": content, "status": _str(todo, "status")[:20] or "pending"})
+    return out

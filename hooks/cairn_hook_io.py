@@ -1,0 +1,459 @@
+"""Plumbing for the hook: fast JSON, loopback HTTP, worker discovery and start, the spool, the log.
+
+Stdlib only, and only the cheap parts of it: `_json`, `_socket` and `os` load in about a
+millisecond, where `json` + `http.client` cost twenty. This module runs on every tool call.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+try:
+    import _json
+
+    class _ScanContext:
+        strict = False
+        object_hook = None
+        object_pairs_hook = None
+        parse_float = float
+        parse_int = int
+        parse_constant = float
+        memo: dict[str, object] = {}  # noqa: RUF012 - read by the C scanner
+
+    _scan = _json.make_scanner(_ScanContext())
+    _encode = _json.make_encoder(
+        None, str, _json.encode_basestring_ascii, None, ":", ",", False, True, False
+    )
+except (ImportError, AttributeError):  # pragma: no cover - non-CPython
+    _scan = None
+    _encode = None
+
+WS = " \t\n\r"
+
+# Limits, overridable through the environment (documented in the README's hooks section).
+DEFAULT_SPOOL_MAX_BYTES = 50 * 1024 * 1024
+LOG_MAX_BYTES = 1024 * 1024
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+
+
+class Unavailable(Exception):
+    """The worker cannot be reached, timed out, or is not there at all."""
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "")
+    try:
+        value = int(raw)
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+# --------------------------------------------------------------------------- JSON
+def loads(text: str) -> object:
+    """json.loads without importing json (raises ValueError on anything malformed)."""
+    if _scan is None:  # pragma: no cover
+        import json
+
+        return json.loads(text)
+    start = 0
+    n = len(text)
+    while start < n and text[start] in WS:
+        start += 1
+    try:
+        value, end = _scan(text, start)
+    except StopIteration:
+        raise ValueError("not JSON") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    except Exception as exc:  # JSONDecodeError comes from json.decoder, imported lazily
+        raise ValueError(str(exc)) from None
+    while end < n and text[end] in WS:
+        end += 1
+    if end != n:
+        raise ValueError(f"extra data at {end}")
+    return value
+
+
+def dumps(value: object) -> str:
+    """Compact ASCII JSON (lone surrogates and all non-ASCII escaped: always encodable)."""
+    if _encode is None:  # pragma: no cover
+        import json
+
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=str)
+    return "".join(_encode(value, 0))
+
+
+def read_json_file(path: str) -> object:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(1024 * 1024)
+        return loads(raw.decode("utf-8", "replace"))
+    except (OSError, ValueError):
+        return None
+
+
+# --------------------------------------------------------------------------- time, log
+def iso_now() -> str:
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+
+
+def cairn_home() -> str:
+    home = os.environ.get("CAIRN_HOME")
+    if home:
+        return os.path.expanduser(home)
+    return os.path.join(os.path.expanduser("~"), ".cairn")
+
+
+def log(home: str, message: str) -> None:
+    """Append one line to $CAIRN_HOME/logs/hooks.log (rotated at 1 MiB); never raises."""
+    try:
+        folder = os.path.join(home, "logs")
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, "hooks.log")
+        try:
+            if os.stat(path).st_size > LOG_MAX_BYTES:
+                os.replace(path, path + ".1")
+        except OSError:
+            pass
+        line = f"{iso_now()} pid={os.getpid()} {message}\n"
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line.encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+    except Exception:
+        pass
+
+
+# --------------------------------------------------------------------------- HTTP
+_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/")
+
+
+def quote(text: str) -> str:
+    return "".join(
+        chr(b) if b in _SAFE else f"%{b:02X}" for b in text.encode("utf-8", "surrogatepass")
+    )
+
+
+def query_string(params: dict[str, object]) -> str:
+    parts = [f"{quote(k)}={quote(str(v))}" for k, v in params.items() if v not in (None, "")]
+    return "?" + "&".join(parts) if parts else ""
+
+
+class Worker:
+    """Where the running worker listens and the token to talk to it."""
+
+    def __init__(self, port: int, token: str) -> None:
+        self.port = port
+        self.token = token
+
+    def request(
+        self, method: str, path: str, body: object = None, timeout: float = 1.0
+    ) -> tuple[int, object]:
+        """One HTTP/1.1 exchange over a fresh loopback connection; raises Unavailable."""
+        import _socket
+
+        payload = b"" if body is None else dumps(body).encode("ascii")
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n"
+            f"Authorization: Bearer {self.token}\r\nUser-Agent: cairn-hook\r\n"
+            "Accept: application/json\r\nConnection: close\r\n"
+        )
+        if body is not None:
+            head += f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
+        data = head.encode("latin-1") + b"\r\n" + payload
+        sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+        try:
+            sock.settimeout(max(0.01, timeout))
+            sock.connect(("127.0.0.1", self.port))
+            sock.sendall(data)
+            chunks: list[bytes] = []
+            size = 0
+            expected = -1
+            header_end = -1
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > MAX_RESPONSE_BYTES:
+                    raise Unavailable("response too large")
+                if header_end < 0:
+                    joined = b"".join(chunks)
+                    chunks = [joined]
+                    header_end = joined.find(b"\r\n\r\n")
+                    if header_end >= 0:
+                        expected = _content_length(joined[:header_end])
+                if expected >= 0 and size >= header_end + 4 + expected:
+                    break
+        except (OSError, ValueError) as exc:  # _socket.timeout is an OSError
+            raise Unavailable(f"{type(exc).__name__}: {exc}") from None
+        finally:
+            sock.close()
+        raw = b"".join(chunks)
+        if header_end < 0:
+            raise Unavailable("incomplete HTTP response")
+        status_line = raw[: raw.find(b"\r\n")].split()
+        try:
+            status = int(status_line[1])
+        except (IndexError, ValueError):
+            raise Unavailable("malformed HTTP status line") from None
+        content = raw[header_end + 4 :]
+        if expected >= 0:
+            content = content[:expected]
+        try:
+            parsed = loads(content.decode("utf-8", "replace")) if content.strip() else None
+        except ValueError:
+            parsed = None
+        return status, parsed
+
+
+def _content_length(head: bytes) -> int:
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            try:
+                return int(value.strip())
+            except ValueError:
+                return -1
+    return -1
+
+
+def find_worker(home: str) -> Worker | None:
+    """The worker named in worker.json, with the token; None when either file is missing."""
+    info = read_json_file(os.path.join(home, "worker.json"))
+    if not isinstance(info, dict):
+        return None
+    try:
+        port = int(info.get("port", 0))
+        with open(os.path.join(home, "token"), encoding="utf-8") as handle:
+            token = handle.read(4096).strip()
+    except (OSError, ValueError, TypeError):
+        return None
+    if not (0 < port < 65536) or not token:
+        return None
+    return Worker(port, token)
+
+
+def healthy(worker: Worker, timeout: float) -> bool:
+    try:
+        status, body = worker.request("GET", "/health", timeout=timeout)
+    except Unavailable:
+        return False
+    return status == 200 and isinstance(body, dict) and body.get("ok") is True
+
+
+# --------------------------------------------------------------------------- auto-start
+def _lock_held(path: str) -> bool:
+    """True when another process holds an exclusive flock on `path` (the worker's own lock)."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (exited, not yet reaped) is not a live worker
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def interpreter(home: str) -> str:
+    """The Python recorded by `cairn install` ($CAIRN_HOME/install.json), else this one."""
+    info = read_json_file(os.path.join(home, "install.json"))
+    if isinstance(info, dict):
+        python = info.get("python")
+        if isinstance(python, str) and os.path.isfile(python) and os.access(python, os.X_OK):
+            return python
+    return sys.executable
+
+
+SPAWN_GRACE_SECONDS = 20.0
+
+
+def spawn_worker(home: str) -> int | None:
+    """Start the worker detached unless one runs or is starting; returns the new pid or None.
+
+    An exclusive, non-blocking lock on spawn.lock lets exactly one of many simultaneous hooks
+    spawn; spawn.json remembers the child for SPAWN_GRACE_SECONDS so hooks arriving while it
+    boots (before it holds worker.lock) do not start a second one.
+    """
+    import fcntl
+
+    os.makedirs(home, exist_ok=True)
+    fd = os.open(os.path.join(home, "spawn.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return None  # another hook is spawning right now
+        if _lock_held(os.path.join(home, "worker.lock")):
+            return None  # a worker runs (or is binding its port)
+        marker = os.path.join(home, "spawn.json")
+        info = read_json_file(marker)
+        if isinstance(info, dict):
+            try:
+                pid, at = int(info.get("pid", 0)), float(info.get("at", 0))
+            except (TypeError, ValueError):
+                pid, at = 0, 0.0
+            if _pid_alive(pid) and time.time() - at < SPAWN_GRACE_SECONDS:
+                return None
+        python = interpreter(home)
+        env = dict(os.environ)
+        env["CAIRN_HOME"] = home
+        checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        if os.path.isfile(os.path.join(checkout, "worker", "__init__.py")):
+            env["PYTHONPATH"] = os.pathsep.join(
+                p for p in (checkout, env.get("PYTHONPATH", "")) if p
+            )
+        logs = os.path.join(home, "logs")
+        os.makedirs(logs, exist_ok=True)
+        argv = [python, "-m", "worker", "start", "--foreground", "--log-file", "--quiet"]
+        pid = os.posix_spawn(
+            python,
+            argv,
+            env,
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                (
+                    os.POSIX_SPAWN_OPEN,
+                    2,
+                    os.path.join(logs, "worker.stderr.log"),
+                    os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                    0o600,
+                ),
+            ],
+            setsid=True,
+        )
+        tmp = f"{marker}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(dumps({"pid": pid, "at": time.time(), "python": python}))
+        os.replace(tmp, marker)
+        log(home, f"spawned worker pid={pid} python={python}")
+        return pid
+    finally:
+        os.close(fd)
+
+
+def wait_healthy(home: str, deadline: float) -> Worker | None:
+    """Poll worker.json and /health until `deadline` (time.monotonic())."""
+    while True:
+        worker = find_worker(home)
+        remaining = deadline - time.monotonic()
+        if worker is not None and healthy(worker, min(0.5, max(0.05, remaining))):
+            return worker
+        if time.monotonic() + 0.05 >= deadline:
+            return None
+        time.sleep(0.05)
+
+
+# --------------------------------------------------------------------------- spool
+SPOOL_FILE = "events.jsonl"
+
+
+def spool_dir(home: str) -> str:
+    return os.path.join(home, "spool")
+
+
+def spool_append(home: str, records: list[dict[str, object]]) -> int:
+    """Append records as fsynced JSON lines; returns how many were written.
+
+    Writers hold an exclusive flock; after taking it they check that the path still names the
+    file they opened (the worker renames it away to replay it, and trimming replaces it).
+    Over CAIRN_SPOOL_MAX_BYTES the oldest lines are dropped and counted in dropped.json.
+    """
+    if not records:
+        return 0
+    import fcntl
+
+    max_bytes = env_int("CAIRN_SPOOL_MAX_BYTES", DEFAULT_SPOOL_MAX_BYTES)
+    folder = spool_dir(home)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, SPOOL_FILE)
+    data = "".join(dumps(r) + "\n" for r in records).encode("ascii")
+    if len(data) > max_bytes:
+        _count_dropped(folder, len(records))
+        log(home, f"spool: {len(records)} event(s) larger than the spool bound dropped")
+        return 0
+    for _ in range(20):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            st = os.fstat(fd)
+            try:
+                current = os.stat(path)
+            except FileNotFoundError:
+                continue
+            if (st.st_ino, st.st_dev) != (current.st_ino, current.st_dev):
+                continue  # renamed away or replaced while we waited: open the new one
+            if st.st_size + len(data) > max_bytes:
+                _trim(home, folder, path, max_bytes - len(data))
+                continue
+            prefix = b""
+            if st.st_size > 0 and os.pread(fd, 1, st.st_size - 1) != b"\n":
+                prefix = b"\n"  # a torn last line stays alone on its line (skipped at replay)
+            os.write(fd, prefix + data)
+            os.fsync(fd)
+            return len(records)
+        finally:
+            os.close(fd)
+    log(home, "spool: could not get a stable spool file; events dropped")
+    return 0
+
+
+def _trim(home: str, folder: str, path: str, room: int) -> None:
+    """Drop the oldest lines so the file fits in `room` bytes (kept at 3/4 to avoid churn)."""
+    with open(path, "rb") as handle:
+        lines = handle.read().splitlines(keepends=True)
+    target = max(0, room * 3 // 4)
+    total = sum(len(line) for line in lines)
+    dropped = 0
+    while lines and total > target:
+        total -= len(lines[0])
+        lines.pop(0)
+        dropped += 1
+    tmp = os.path.join(folder, f".trim.{os.getpid()}.tmp")
+    with open(tmp, "wb") as handle:
+        handle.writelines(lines)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    _count_dropped(folder, dropped)
+    log(home, f"spool: over its bound, dropped the {dropped} oldest event(s)")
+
+
+def _count_dropped(folder: str, n: int) -> None:
+    path = os.path.join(folder, "dropped.json")
+    info = read_json_file(path)
+    count = 0
+    if isinstance(info, dict) and isinstance(info.get("dropped"), int):
+        count = info["dropped"]
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(dumps({"dropped": count + n, "last_at": iso_now()}))
+    os.replace(tmp, path)

@@ -1,0 +1,458 @@
+"""What the hook does for each Claude Code event, within its time budget, exiting 0 always."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import cairn_hook_io as io
+
+EVENTS = {
+    "session-start": "SessionStart",
+    "user-prompt-submit": "UserPromptSubmit",
+    "post-tool-use": "PostToolUse",
+    "post-tool-use-failure": "PostToolUseFailure",
+    "stop": "Stop",
+    "subagent-stop": "SubagentStop",
+    "pre-compact": "PreCompact",
+    "session-end": "SessionEnd",
+}
+# Whole-process budget per event in seconds (Claude Code's own timeout is set well above).
+BUDGETS = {
+    "SessionStart": 5.0,
+    "UserPromptSubmit": 2.5,
+    "PostToolUse": 1.0,
+    "PostToolUseFailure": 1.0,
+    "Stop": 3.0,
+    "SubagentStop": 1.0,
+    "PreCompact": 3.0,
+    "SessionEnd": 2.0,
+}
+# How long an event waits for a worker it had to start (others spawn it and spool).
+START_WAIT = {"SessionStart": 3.0, "UserPromptSubmit": 1.5}
+REQUEST_TIMEOUT = 0.8  # one write request (it is spooled past this)
+CONTEXT_TIMEOUT = 1.5  # one context request (nothing is injected past this)
+DEFAULT_MAX_STDIN = 8 * 1024 * 1024
+MAX_CONTEXT_CHARS = 16_000
+MAX_MESSAGE_CHARS = 4_000
+SAFETY = 0.15  # seconds kept back from the budget to spool and exit
+
+
+class BudgetExceeded(BaseException):
+    """Raised by the interval timer when the event's budget runs out."""
+
+
+class Request:
+    __slots__ = ("body", "method", "path")
+
+    def __init__(self, method: str, path: str, body: dict[str, object] | None) -> None:
+        self.method = method
+        self.path = path
+        self.body = body
+
+    def record(self, hook: str) -> dict[str, object]:
+        return {
+            "v": 1,
+            "method": self.method,
+            "path": self.path,
+            "body": self.body,
+            "hook": hook,
+            "spooled_at": io.iso_now(),
+        }
+
+
+class Hook:
+    def __init__(self, event: str, home: str) -> None:
+        self.event = event
+        self.home = home
+        self.started = time.monotonic()
+        self.deadline = self.started + BUDGETS.get(event, 1.0)
+        self.pending: list[Request] = []
+        self.worker: io.Worker | None = None
+        self.spawned = False
+
+    def remaining(self) -> float:
+        return self.deadline - SAFETY - time.monotonic()
+
+    # ------------------------------------------------------------------ worker
+    def connect(self) -> io.Worker | None:
+        """The worker, started if needed (waiting for it only where the event allows)."""
+        worker = io.find_worker(self.home)
+        if worker is not None:
+            return worker
+        return self.start_worker()
+
+    def start_worker(self) -> io.Worker | None:
+        if not self.spawned:
+            self.spawned = True
+            try:
+                io.spawn_worker(self.home)
+            except Exception as exc:
+                io.log(self.home, f"{self.event}: cannot start the worker: {exc!r}")
+        wait = min(START_WAIT.get(self.event, 0.0), self.remaining())
+        if wait <= 0:
+            return None
+        return io.wait_healthy(self.home, time.monotonic() + wait)
+
+    def send_all(self) -> None:
+        """Send pending writes in order; whatever cannot be delivered now goes to the spool."""
+        while self.pending:
+            request = self.pending[0]
+            timeout = min(REQUEST_TIMEOUT, self.remaining())
+            if self.worker is None or timeout <= 0.02:
+                break
+            try:
+                status, body = self.worker.request(
+                    request.method, request.path, request.body, timeout
+                )
+            except io.Unavailable as exc:
+                refused = "Refused" in str(exc) or "Errno 111" in str(exc)
+                io.log(self.home, f"{self.event}: worker unavailable ({exc}); spooling")
+                if refused and not self.spawned:
+                    self.worker = self.start_worker()
+                    if self.worker is not None:
+                        continue
+                self.worker = None
+                break
+            if status >= 500 or status == 429:
+                io.log(self.home, f"{self.event}: {request.path} answered {status}; spooling")
+                break
+            self.pending.pop(0)
+            if status >= 400 and status != 404:
+                io.log(self.home, f"{self.event}: {request.path} rejected: {status} {_msg(body)}")
+        self.spool_pending()
+
+    def spool_pending(self) -> None:
+        if not self.pending:
+            return
+        records = [r.record(self.event) for r in self.pending]
+        io.spool_append(self.home, records)
+        self.pending = []
+        if not self.spawned and io.find_worker(self.home) is None:
+            self.spawned = True
+            try:
+                io.spawn_worker(self.home)  # it replays the spool when it starts
+            except Exception as exc:
+                io.log(self.home, f"{self.event}: cannot start the worker: {exc!r}")
+
+    def context(self, params: dict[str, object]) -> str:
+        """GET /api/context; '' when refused, missing (404), slow or failing."""
+        timeout = min(CONTEXT_TIMEOUT, self.remaining())
+        if self.worker is None or timeout <= 0.05:
+            return ""
+        try:
+            status, body = self.worker.request(
+                "GET", "/api/context" + io.query_string(params), timeout=timeout
+            )
+        except io.Unavailable as exc:
+            io.log(self.home, f"{self.event}: context unavailable ({exc})")
+            return ""
+        if status != 200 or not isinstance(body, dict) or body.get("refused") is True:
+            if status not in (200, 404):
+                io.log(self.home, f"{self.event}: context answered {status} {_msg(body)}")
+            return ""
+        text = body.get("text")
+        return text.strip() if isinstance(text, str) else ""
+
+
+def _msg(body: object) -> str:
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return str(body["error"].get("message", ""))[:300]
+    return ""
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+# --------------------------------------------------------------------------- input
+def read_stdin(cap: int) -> tuple[bytes, bool]:
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        return b"", False
+    data = stream.read(cap + 1)
+    return data[:cap], len(data) > cap
+
+
+SALVAGE_KEYS = (
+    "session_id",
+    "transcript_path",
+    "cwd",
+    "hook_event_name",
+    "tool_name",
+    "tool_input",
+    "tool_use_id",
+    "agent_id",
+    "source",
+    "prompt",
+)
+
+
+def parse_payload(raw: bytes, truncated: bool) -> dict[str, object] | None:
+    """The hook's JSON object; from a truncated one, the top-level fields that survived."""
+    text = raw.decode("utf-8", "replace")
+    if not truncated:
+        try:
+            value = io.loads(text)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+    out: dict[str, object] = {"_truncated": True}
+    for key in SALVAGE_KEYS:
+        at = text.find(f'"{key}"')
+        if at < 0:
+            continue
+        colon = text.find(":", at + len(key) + 2)
+        if colon < 0 or text[at + len(key) + 2 : colon].strip():
+            continue
+        start = colon + 1
+        while start < len(text) and text[start] in io.WS:
+            start += 1
+        try:
+            value, _ = io._scan(text, start) if io._scan else (None, 0)
+        except Exception:
+            continue
+        out[key] = value
+    return out if out.get("session_id") else None
+
+
+# --------------------------------------------------------------------------- config
+def config(home: str) -> dict[str, object]:
+    value = io.read_json_file(os.path.join(home, "config.json"))
+    return value if isinstance(value, dict) else {}
+
+
+def excluded(paths: list[str], cfg: dict[str, object]) -> bool:
+    """True when a project path matches an exclusion glob (config "exclude", CAIRN_EXCLUDE)."""
+    patterns: list[str] = []
+    raw = cfg.get("exclude")
+    if isinstance(raw, list):
+        patterns.extend(p for p in raw if isinstance(p, str) and p)
+    env = os.environ.get("CAIRN_EXCLUDE", "")
+    for chunk in env.replace(",", os.pathsep).split(os.pathsep):
+        if chunk.strip():
+            patterns.append(chunk.strip())
+    if not patterns:
+        return False
+    from fnmatch import fnmatchcase
+
+    for pattern in patterns:
+        pattern = os.path.expanduser(pattern).rstrip("/") or "/"
+        for path in paths:
+            if path and (
+                fnmatchcase(path, pattern) or fnmatchcase(path, pattern + "/*") or path == pattern
+            ):
+                return True
+    return False
+
+
+def field_chars(cfg: dict[str, object]) -> int:
+    from cairn_hook_events import FIELD_CHARS
+
+    value = cfg.get("hook_field_chars")
+    default = value if isinstance(value, int) and value > 0 else FIELD_CHARS
+    return io.env_int("CAIRN_HOOK_FIELD_CHARS", default)
+
+
+# --------------------------------------------------------------------------- events
+def session_path(payload: dict[str, object], suffix: str) -> str:
+    return f"/api/sessions/{io.quote(str(payload.get('session_id')))}{suffix}"
+
+
+def plan_requests(
+    hook: Hook, payload: dict[str, object], project: str, cwd: str, chars: int
+) -> None:
+    """Build hook.pending for the event (nothing here touches the network)."""
+    import cairn_hook_events as ev
+    from cairn_hook_privacy import clean
+
+    event = hook.event
+    sid = payload.get("session_id")
+    meta: dict[str, object] = {"source": "claude-code"}
+    agent_id = payload.get("agent_id")
+    if isinstance(agent_id, str) and agent_id:
+        meta["agent_id"] = agent_id[:200]
+    if event == "SessionStart":
+        model = payload.get("model")
+        if isinstance(model, dict):
+            model = model.get("id") or model.get("display_name")
+        if isinstance(model, str) and model:
+            meta["model"] = model[:200]
+        source = payload.get("source")
+        body: dict[str, object] = {
+            "session_id": sid,
+            "project": project,
+            "cwd": cwd[:4096],
+            "started_at": io.iso_now(),
+            "event_id": ev.event_id("start", payload, source),
+            "meta": meta,
+        }
+        if isinstance(source, str) and source:
+            body["source"] = source[:64]
+        hook.pending.append(Request("POST", "/api/sessions", body))
+    elif event == "UserPromptSubmit":
+        prompt = payload.get("prompt")
+        text = clean(prompt)[: ev.PROMPT_CHARS].strip() if isinstance(prompt, str) else ""
+        if text:
+            hook.pending.append(
+                Request(
+                    "POST",
+                    "/api/prompts",
+                    {
+                        "session_id": sid,
+                        "project": project,
+                        "text": text,
+                        "created_at": io.iso_now(),
+                        "event_id": ev.event_id("prompt", payload, text),
+                        "meta": meta,
+                    },
+                )
+            )
+    elif event in ("PostToolUse", "PostToolUseFailure"):
+        tool = payload.get("tool_name")
+        if tool == "TodoWrite":
+            todos = ev.plan(payload, chars)
+            if todos is not None:
+                hook.pending.append(Request("PUT", session_path(payload, "/plan"), {"plan": todos}))
+            return
+        obs = ev.observation(payload, project, cwd, chars)
+        if obs is None:
+            return
+        if payload.get("_truncated"):
+            obs["body"] = (
+                str(obs["body"]) + "\n(hook input over its size cap: output not recorded)"
+            ).strip()
+        obs.update(
+            {
+                "project": project,
+                "session_id": sid,
+                "created_at": io.iso_now(),
+                "event_id": ev.event_id("tool", payload, obs["title"], obs["body"]),
+            }
+        )
+        hook.pending.append(Request("POST", "/api/observations", obs))
+    elif event == "Stop":
+        body = {"event_id": ev.event_id("stop", payload)}
+        message = payload.get("last_assistant_message")
+        if isinstance(message, str) and message.strip():
+            body["last_assistant_message"] = ev.head(message, MAX_MESSAGE_CHARS)
+        hook.pending.append(Request("POST", session_path(payload, "/summarize"), body))
+    elif event == "PreCompact":
+        body = {"event_id": ev.event_id("compact", payload, payload.get("trigger"))}
+        trigger = payload.get("trigger")
+        if isinstance(trigger, str) and trigger:
+            body["trigger"] = trigger[:64]
+        instructions = payload.get("custom_instructions")
+        if isinstance(instructions, str) and instructions.strip():
+            body["custom_instructions"] = ev.head(instructions, MAX_MESSAGE_CHARS)
+        hook.pending.append(Request("POST", session_path(payload, "/checkpoint"), body))
+    elif event == "SessionEnd":
+        body = {"event_id": ev.event_id("end", payload, payload.get("reason"))}
+        reason = payload.get("reason")
+        if isinstance(reason, str) and reason:
+            body["reason"] = reason[:200]
+        hook.pending.append(Request("POST", session_path(payload, "/end"), body))
+
+
+def wrap_context(event: str, text: str) -> str:
+    from cairn_hook_privacy import CONTEXT_CLOSE, CONTEXT_OPEN
+
+    if len(text) > MAX_CONTEXT_CHARS:
+        cut = text.rfind("\n", 0, MAX_CONTEXT_CHARS)
+        text = text[: cut if cut > 0 else MAX_CONTEXT_CHARS]
+    # Cairn's own markers never appear inside (memory must not feed on itself).
+    text = text.replace(CONTEXT_OPEN, "").replace(CONTEXT_CLOSE, "")
+    context = f"{CONTEXT_OPEN}\n{text}\n{CONTEXT_CLOSE}"
+    return io.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
+
+
+def run(argv: list[str]) -> str:
+    """Handle one event; returns what to print on stdout ('' for nothing)."""
+    if _truthy(os.environ.get("CAIRN_DISABLED")):
+        return ""
+    home = io.cairn_home()
+    name = argv[0] if argv else ""
+    event = EVENTS.get(name.lower(), name if name in BUDGETS else "")
+    hook = Hook(event or "PostToolUse", home)
+    try:
+        import _signal
+
+        def on_alarm(signum: int, frame: object) -> None:
+            raise BudgetExceeded
+
+        _signal.signal(_signal.SIGALRM, on_alarm)
+        _signal.setitimer(_signal.ITIMER_REAL, max(0.05, hook.deadline - time.monotonic()))
+    except (ImportError, AttributeError, ValueError, OSError):
+        pass
+    try:
+        return handle(hook, event)
+    except BudgetExceeded:
+        io.log(home, f"{hook.event}: budget exceeded; spooling what is left")
+        try:
+            _signal.setitimer(_signal.ITIMER_REAL, 0.5)  # the spool write gets a short grace
+            hook.spool_pending()
+        except BaseException:
+            pass
+        return ""
+    finally:
+        try:  # noqa: SIM105 - contextlib costs an import on the hot path
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
+        except Exception:
+            pass
+
+
+def handle(hook: Hook, event: str) -> str:
+    home = hook.home
+    cap = io.env_int("CAIRN_HOOK_MAX_STDIN_BYTES", DEFAULT_MAX_STDIN)
+    raw, truncated = read_stdin(cap)
+    payload = parse_payload(raw, truncated)
+    if payload is None:
+        io.log(home, f"{event or '?'}: unreadable hook input ({len(raw)} bytes); ignored")
+        return ""
+    if not event:
+        named = payload.get("hook_event_name")
+        event = named if isinstance(named, str) and named in BUDGETS else ""
+        if not event:
+            io.log(home, f"unknown hook event {named!r}; ignored")
+            return ""
+        hook.event = event
+        hook.deadline = hook.started + BUDGETS[event]
+    if truncated:
+        io.log(home, f"{event}: input over {cap} bytes; only its small fields were kept")
+    sid = payload.get("session_id")
+    if not isinstance(sid, str) or not sid.strip() or event == "SubagentStop":
+        return ""
+    payload["session_id"] = sid = sid.strip()[:200]
+    cfg = config(home)
+    if cfg.get("disabled") is True:
+        return ""
+    cwd = payload.get("cwd")
+    if not isinstance(cwd, str) or not cwd:
+        cwd = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    import cairn_hook_events as ev
+
+    project = ev.project_root(cwd)
+    if excluded([cwd, project], cfg):
+        return ""
+    plan_requests(hook, payload, project, cwd, field_chars(cfg))
+    injects = event in ("SessionStart", "UserPromptSubmit") and not payload.get("agent_id")
+    if not hook.pending and not injects:
+        return ""
+    hook.worker = hook.connect()
+    hook.send_all()
+    if not injects or hook.worker is None:
+        return ""
+    params: dict[str, object] = {"project": project, "session_id": sid}
+    if event == "SessionStart":
+        params["source"] = payload.get("source") if isinstance(payload.get("source"), str) else ""
+    else:
+        prompt = payload.get("prompt")
+        from cairn_hook_privacy import clean
+
+        query = clean(prompt)[:2000].strip() if isinstance(prompt, str) else ""
+        if not query:
+            return ""
+        params["query"] = query
+    text = hook.context(params)
+    return wrap_context(event, text) if text else ""

@@ -1,0 +1,367 @@
+"""Replay of the hooks' spool ($CAIRN_HOME/spool/*.jsonl): at start, then periodically.
+
+Hooks append one JSON line per request they could not deliver ({method, path, body, ...}).
+The replayer claims a file by renaming it (under the same flock the hooks write under), then
+sends each line through the application itself, so a replayed event meets exactly the
+validation, auth and idempotency (event_id) of a live one: replays never duplicate. A
+corrupted line is skipped and counted; a worker-side failure (5xx, 429) keeps the rest of the
+file for the next round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from starlette.types import ASGIApp, Message
+
+from worker.clock import now_ms, to_iso
+from worker.context import Cairn
+from worker.settings import Settings
+
+log = logging.getLogger(__name__)
+
+METHODS = ("POST", "PUT", "PATCH", "DELETE")
+BATCH_PATH = "/api/observations"
+CLAIMED_SUFFIX = ".replaying"
+
+
+@dataclass
+class SpoolLine:
+    number: int
+    method: str
+    path: str
+    body: Any
+
+
+@dataclass
+class ReplayResult:
+    files: int = 0
+    replayed: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    corrupt: int = 0
+    kept: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "replayed": self.replayed,
+            "duplicates": self.duplicates,
+            "rejected": self.rejected,
+            "corrupt": self.corrupt,
+            "kept": self.kept,
+            "errors": self.errors[:10],
+        }
+
+
+def parse_line(raw: bytes, number: int) -> SpoolLine | None:
+    """One spool line, or None if it is not a well-formed record (corrupt, torn, foreign)."""
+    try:
+        record = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    method, path, body = record.get("method"), record.get("path"), record.get("body")
+    if method not in METHODS or not isinstance(path, str) or not path.startswith("/api/"):
+        return None
+    if ".." in path or "\r" in path or "\n" in path or len(path) > 2048:
+        return None
+    if body is not None and not isinstance(body, dict):
+        return None
+    return SpoolLine(number, method, path, body)
+
+
+def claim(folder: Path) -> list[Path]:
+    """Files to replay: leftovers of an earlier round first, else every *.jsonl, renamed."""
+    if not folder.is_dir():
+        return []
+    leftovers = sorted(folder.glob(f"*{CLAIMED_SUFFIX}"))
+    if leftovers:
+        return leftovers
+    claimed: list[Path] = []
+    for path in sorted(folder.glob("*.jsonl")):
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # hooks hold it only for one append
+            st = os.fstat(fd)
+            try:
+                current = os.stat(path)
+            except FileNotFoundError:
+                continue
+            if (st.st_ino, st.st_dev) != (current.st_ino, current.st_dev):
+                continue
+            if st.st_size == 0:
+                path.unlink()
+                continue
+            target = path.with_name(f"{path.stem}.{now_ms()}{CLAIMED_SUFFIX}")
+            os.rename(path, target)
+            claimed.append(target)
+        finally:
+            os.close(fd)
+    return claimed
+
+
+def read_lines(path: Path) -> tuple[list[SpoolLine], int]:
+    """The well-formed lines of a claimed file and the count of corrupt ones."""
+    lines: list[SpoolLine] = []
+    corrupt = 0
+    for number, raw in enumerate(path.read_bytes().splitlines(), 1):
+        if not raw.strip():
+            continue
+        parsed = parse_line(raw, number)
+        if parsed is None:
+            corrupt += 1
+            log.warning("spool %s line %d is corrupt; skipped: %r", path.name, number, raw[:120])
+        else:
+            lines.append(parsed)
+    return lines, corrupt
+
+
+def keep_rest(path: Path, rest: list[SpoolLine]) -> None:
+    """Rewrite a claimed file with only the lines still to deliver (atomic replace)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        for line in rest:
+            handle.write(
+                json.dumps({"v": 1, "method": line.method, "path": line.path, "body": line.body})
+                + "\n"
+            )
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def backlog(settings: Settings) -> dict[str, Any]:
+    """What waits in the spool (for status and doctor): files, bytes, lines, hooks' drops."""
+    folder = settings.spool_dir
+    files = 0
+    size = 0
+    lines = 0
+    if folder.is_dir():
+        for path in [*folder.glob("*.jsonl"), *folder.glob(f"*{CLAIMED_SUFFIX}")]:
+            with contextlib.suppress(OSError):
+                data = path.read_bytes()
+                files += 1
+                size += len(data)
+                lines += sum(1 for raw in data.splitlines() if raw.strip())
+    dropped = 0
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        info = json.loads((folder / "dropped.json").read_text())
+        dropped = int(info.get("dropped", 0))
+    return {"files": files, "bytes": size, "events": lines, "dropped_by_hooks": dropped}
+
+
+class SpoolReplayer:
+    """Background service: replays the spool at start and every `spool_replay_seconds`."""
+
+    def __init__(self, app: ASGIApp, cairn: Cairn) -> None:
+        self.app = app
+        self.cairn = cairn
+        self.folder = cairn.settings.spool_dir
+        self.totals = ReplayResult()
+        self.runs = 0
+        self.last_run_ms: int | None = None
+        self.last_error: str | None = None
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="cairn-spool-replay")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "runs": self.runs,
+            "last_run_at": to_iso(self.last_run_ms),
+            "last_error": self.last_error,
+            **{k: v for k, v in self.totals.as_dict().items() if k != "errors"},
+            "backlog": backlog(self.cairn.settings),
+        }
+
+    async def _loop(self) -> None:
+        period = max(0.05, self.cairn.settings.spool_replay_seconds)
+        while True:
+            try:
+                await self.replay()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # keep the service alive; the next round retries
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                log.exception("spool replay failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=period)
+            self._wake.clear()
+
+    async def replay(self) -> ReplayResult:
+        """One round over every claimed file; returns what it did."""
+        async with self._lock:
+            result = ReplayResult()
+            files = await asyncio.to_thread(claim, self.folder)
+            for path in files:
+                result.files += 1
+                if not await self._replay_file(path, result):
+                    break  # the worker cannot take writes now; keep the rest for later
+            self.runs += 1
+            self.last_run_ms = now_ms()
+            if result.errors:
+                self.last_error = result.errors[-1]
+            elif result.files:
+                self.last_error = None
+            for name in ("files", "replayed", "duplicates", "rejected", "corrupt"):
+                setattr(self.totals, name, getattr(self.totals, name) + getattr(result, name))
+            self.totals.kept = result.kept
+            if result.files:
+                log.info("spool replay: %s", result.as_dict())
+            return result
+
+    async def _replay_file(self, path: Path, result: ReplayResult) -> bool:
+        lines, corrupt = await asyncio.to_thread(read_lines, path)
+        result.corrupt += corrupt
+        i = 0
+        max_batch = self.cairn.settings.max_batch
+        while i < len(lines):
+            group = [lines[i]]
+            if lines[i].method == "POST" and lines[i].path == BATCH_PATH:
+                while (
+                    i + len(group) < len(lines)
+                    and len(group) < max_batch
+                    and lines[i + len(group)].method == "POST"
+                    and lines[i + len(group)].path == BATCH_PATH
+                    and isinstance(lines[i + len(group)].body, dict)
+                    and "observations" not in (lines[i + len(group)].body or {})
+                ):
+                    group.append(lines[i + len(group)])
+            ok = await self._deliver(group, result)
+            if not ok:
+                result.kept += len(lines) - i
+                await asyncio.to_thread(keep_rest, path, lines[i:])
+                return False
+            i += len(group)
+        await asyncio.to_thread(path.unlink, True)
+        return True
+
+    async def _deliver(self, group: list[SpoolLine], result: ReplayResult) -> bool:
+        """Send one line (or a batch of observations); False when the worker must retry later."""
+        if len(group) > 1:
+            status, body = await self.dispatch(
+                "POST", BATCH_PATH, {"observations": [line.body for line in group]}
+            )
+            if status in (200, 201) and isinstance(body, dict):
+                result.replayed += int(body.get("created", 0))
+                result.duplicates += int(body.get("duplicates", 0))
+                return True
+            if status >= 500 or status == 429:
+                result.errors.append(f"{BATCH_PATH} answered {status}")
+                return False
+            # One bad item fails the whole batch: fall back to one request per line.
+        for line in group:
+            status, body = await self.dispatch(line.method, line.path, line.body)
+            if status >= 500 or status == 429:
+                result.errors.append(f"{line.method} {line.path} answered {status}")
+                return False
+            if 200 <= status < 300:
+                duplicate = isinstance(body, dict) and body.get("duplicate") is True
+                if duplicate:
+                    result.duplicates += 1
+                else:
+                    result.replayed += 1
+            else:
+                result.rejected += 1
+                message = body.get("error", {}).get("message") if isinstance(body, dict) else ""
+                log.warning(
+                    "spool line %d (%s %s) rejected: %s %s",
+                    line.number,
+                    line.method,
+                    line.path,
+                    status,
+                    message,
+                )
+        return True
+
+    async def dispatch(self, method: str, target: str, body: Any) -> tuple[int, Any]:
+        """One request through the full application (middleware, auth, validation) in-process."""
+        path, _, query = target.partition("?")
+        raw = b"" if body is None else json.dumps(body).encode("utf-8")
+        port = self.cairn.port
+        headers = [
+            (b"host", f"127.0.0.1:{port}".encode()),
+            (b"authorization", f"Bearer {self.cairn.tokens.current()}".encode()),
+            (b"user-agent", b"cairn-spool-replay"),
+            (b"content-length", str(len(raw)).encode()),
+        ]
+        if body is not None:
+            headers.append((b"content-type", b"application/json"))
+        scope: dict[str, Any] = {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": "1.1",
+            "method": method,
+            "scheme": "http",
+            "path": urllib.parse.unquote(path),
+            "raw_path": path.encode("latin-1", "replace"),
+            "query_string": query.encode("latin-1", "replace"),
+            "root_path": "",
+            "headers": headers,
+            "client": ("cairn-spool", 0),
+            "server": ("127.0.0.1", port),
+            "state": {"cairn": self.cairn},
+        }
+        sent = False
+        status = 500
+        chunks: list[bytes] = []
+
+        async def receive() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": raw, "more_body": False}
+            await asyncio.Event().wait()  # never disconnects
+            return {"type": "http.disconnect"}
+
+        async def send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+
+        await self.app(scope, receive, send)
+        data = b"".join(chunks)
+        try:
+            parsed = json.loads(data) if data else None
+        except ValueError:
+            parsed = None
+        return status, parsed
+
+    def wake(self) -> None:
+        """Ask for a round now (e.g. after a hook reports it spooled)."""
+        self._wake.set()
+
+
+def start_spool_replayer(app: ASGIApp, cairn: Cairn) -> SpoolReplayer:
+    """Create and start the replayer as the `spool` service (called in the app lifespan)."""
+    replayer = SpoolReplayer(app, cairn)
+    cairn.services["spool"] = replayer
+    replayer.start()
+    return replayer
