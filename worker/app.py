@@ -17,9 +17,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute
 
 from worker import __version__
+from worker.api import context as context_api
+from worker.api import embeddings as embeddings_api
 from worker.api import memories, observations, sessions, system
 from worker.api import spool as spool_api
 from worker.api import profile as project_profile
+from worker.api import search as search_api
 from worker.api import summaries as session_summaries
 from worker.api.endpoint import Endpoint, make_route
 from worker.auth import SecurityMiddleware, TokenKeeper
@@ -27,6 +30,7 @@ from worker.clock import now_ms
 from worker.context import Cairn
 from worker.errors import CairnError, error_body
 from worker.events import Broadcaster
+from worker.retrieval.service import EmbeddingService
 from worker.runtime import remove_runtime, write_runtime
 from worker.settings import Settings
 from worker.store import Store
@@ -40,6 +44,9 @@ def all_endpoints(settings: Settings) -> list[Endpoint]:
         *system.endpoints(settings),
         *sessions.endpoints(settings),
         *observations.endpoints(settings),
+        *search_api.endpoints(settings),
+        *context_api.endpoints(settings),
+        *embeddings_api.endpoints(settings),
         *spool_api.endpoints(settings),
         *memories.endpoints(settings),
         *session_summaries.endpoints(settings),
@@ -132,6 +139,11 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
             started_at_ms=now_ms(),
             port=port or settings.port,
         )
+        # Background embedder: loads the model in its own thread, so /health answers at once.
+        embedder_service = EmbeddingService(settings, store)
+        cairn.services["embeddings"] = embedder_service
+        cairn.item_listeners.append(embedder_service.enqueue)
+        embedder_service.start()
         # The hooks' spool: replayed through this app at start and periodically.
         from worker.spool import start_spool_replayer
 

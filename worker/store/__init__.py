@@ -23,6 +23,7 @@ import anyio
 import anyio.to_thread
 
 from worker.errors import BadRequest, InsufficientStorage, ServiceUnavailable
+from worker.store import terms
 from worker.store.migrations import apply_migrations
 
 T = TypeVar("T")
@@ -113,6 +114,8 @@ class Store:
             timeout=self.busy_timeout_ms / 1000,
         )
         conn.row_factory = sqlite3.Row
+        # The keyword index triggers analyse text with this Python function (store/terms.py).
+        terms.register(conn)
         conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = NORMAL")

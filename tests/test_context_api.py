@@ -1,0 +1,83 @@
+"""GET /api/context and /preview: session start vs prompt, budgets, refusal, skip injected."""
+
+from __future__ import annotations
+
+from starlette.testclient import TestClient
+
+from worker.retrieval.tokens import estimate_tokens
+
+PROJECT = "/repo/ctx"
+
+
+def _seed(client: TestClient, n: int = 3) -> None:
+    obs = [
+        {
+            "project": PROJECT,
+            "session_id": "old",
+            "type": "file_write",
+            "title": f"Edit src/payments/refund_{i}.py",
+            "body": f"refund flow step {i} now retries the Stripe webhook",
+            "files": [f"src/payments/refund_{i}.py"],
+        }
+        for i in range(n)
+    ]
+    assert client.post("/api/observations", json={"observations": obs}).status_code == 201
+
+
+def test_session_start_lists_recent_observations_as_index_lines(client: TestClient) -> None:
+    _seed(client)
+    body = client.get("/api/context", params={"project": PROJECT, "session_id": "new"}).json()
+    assert body["refused"] is False
+    assert "FILE_WRITE Edit src/payments/refund_2.py" in body["text"]
+    text = body["text"]
+    assert text.index("WRITE Edit src/payments/refund_2") < text.index("WRITE Edit src/payments/refund_0")
+    assert body["tokens"] == estimate_tokens(body["text"]) <= body["budget"] == 1500
+
+
+def test_unknown_project_gives_empty_context(client: TestClient) -> None:
+    body = client.get("/api/context", params={"project": "/nothing/here"}).json()
+    assert body["text"] == ""
+    assert body["items"] == []
+
+
+def test_prompt_context_relevant_then_skipped_then_refused(client: TestClient) -> None:
+    _seed(client)
+    params = {"project": PROJECT, "session_id": "s2", "query": "why does the stripe webhook retry?"}
+    first = client.get("/api/context", params=params).json()
+    assert first["refused"] is False
+    assert "Stripe webhook" in first["text"]
+    assert first["text"].startswith("## Cairn: relevant memory")
+    # The same prompt again in the same session: everything relevant was already given.
+    second = client.get("/api/context", params=params).json()
+    assert second["text"] == "" and second["refused"] is True
+    unrelated = client.get(
+        "/api/context",
+        params={"project": PROJECT, "session_id": "s3", "query": "write a haiku about autumn"},
+    ).json()
+    assert unrelated == {"text": "", "items": [], "tokens": 0, "budget": 500, "refused": True}
+
+
+def test_preview_shows_scores_and_records_nothing(client: TestClient) -> None:
+    _seed(client)
+    params = {"project": PROJECT, "session_id": "s4", "query": "stripe webhook retries"}
+    preview = client.get("/api/context/preview", params=params).json()
+    item = preview["items"][0]
+    assert {"score", "signals", "tokens", "text"} <= set(item)
+    # Preview recorded nothing: the real call still injects the same items.
+    real = client.get("/api/context", params=params).json()
+    assert [i["id"] for i in real["items"]] == [i["id"] for i in preview["items"]]
+
+
+def test_budget_is_never_exceeded(client: TestClient) -> None:
+    _seed(client, 40)
+    for budget in (0, 5, 30, 60, 120, 400):
+        for query in (None, "refund webhook retries"):
+            params: dict[str, str | int] = {"project": PROJECT, "budget": budget}
+            if query:
+                params["query"] = query
+            body = client.get("/api/context/preview", params=params).json()
+            assert body["tokens"] <= budget
+            assert estimate_tokens(body["text"]) <= budget
+    resp = client.get("/api/context", params={"project": PROJECT, "budget": -1})
+    assert resp.status_code == 400 and resp.json()["error"]["field"] == "budget"
+    assert client.get("/api/context").json()["error"]["field"] == "project"

@@ -1,0 +1,137 @@
+"""GET /api/search: keyword behaviour, FTS syntax safety, filters, counters, refusal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from starlette.testclient import TestClient
+
+PROJECT = "/repo/alpha"
+
+
+def _seed(client: TestClient) -> list[dict[str, Any]]:
+    items = [
+        {
+            "type": "file_write",
+            "title": "Edit src/auth/user_repository.py",
+            "body": "added caching to getUserById so repeated lookups skip the database",
+            "files": ["src/auth/user_repository.py"],
+        },
+        {"type": "command", "title": "pytest tests/test_auth.py", "body": "12 passed in 0.4s"},
+        {
+            "type": "note",
+            "title": "Le funzioni di configurazione",
+            "body": "la funzione principale legge il file di configurazione",
+        },
+        {
+            "type": "research",
+            "title": "Read docs/deploy.md",
+            "body": "deployment uses blue green switching behind nginx",
+        },
+    ]
+    resp = client.post(
+        "/api/observations",
+        json={"observations": [{"project": PROJECT, "session_id": "s1", **i} for i in items]},
+    )
+    assert resp.status_code == 201
+    created: list[dict[str, Any]] = resp.json()["items"]
+    return created
+
+
+def _titles(resp: Any) -> list[str]:
+    assert resp.status_code == 200, resp.text
+    return [h["title"] for h in resp.json()["hits"]]
+
+
+def test_code_identifiers_match_in_every_spelling(client: TestClient) -> None:
+    _seed(client)
+    for query in ("get_user_by_id", "getUserById", "GetUserByID lookups", "user repository"):
+        titles = _titles(client.get("/api/search", params={"q": query, "project": PROJECT}))
+        assert titles and titles[0] == "Edit src/auth/user_repository.py", query
+
+
+def test_italian_and_english_stems(client: TestClient) -> None:
+    _seed(client)
+    assert _titles(client.get("/api/search", params={"q": "funzioni", "project": PROJECT}))[
+        0
+    ] == ("Le funzioni di configurazione")
+    assert _titles(client.get("/api/search", params={"q": "deploying", "project": PROJECT}))[
+        0
+    ] == ("Read docs/deploy.md")
+
+
+def test_title_outranks_body(client: TestClient) -> None:
+    client.post(
+        "/api/observations",
+        json={
+            "observations": [
+                {"project": PROJECT, "type": "note", "title": "misc", "body": "mentions nginx once"},
+                {"project": PROJECT, "type": "note", "title": "nginx", "body": "misc notes here"},
+            ]
+        },
+    )
+    titles = _titles(client.get("/api/search", params={"q": "nginx", "project": PROJECT}))
+    assert titles[0] == "nginx"
+
+
+def test_unrelated_query_is_refused(client: TestClient) -> None:
+    _seed(client)
+    body = client.get("/api/search", params={"q": "weather forecast paris", "project": PROJECT})
+    assert body.json()["hits"] == []
+    assert body.json()["refused"] is True
+
+
+def test_filters_and_unknown_project(client: TestClient) -> None:
+    _seed(client)
+    resp = client.get("/api/search", params={"q": "auth", "project": PROJECT, "type": "command"})
+    assert _titles(resp) == ["pytest tests/test_auth.py"]
+    resp = client.get("/api/search", params={"q": "auth", "project": "/nowhere"})
+    assert resp.json()["hits"] == []
+    resp = client.get("/api/search", params={"q": "auth", "kind": "bogus"})
+    assert resp.status_code == 400
+    assert resp.json()["error"]["field"] == "kind"
+    resp = client.get("/api/search", params={"q": "auth", "mode": "fuzzy"})
+    assert resp.status_code == 400
+    assert client.get("/api/search").json()["error"]["field"] == "q"
+
+
+def test_search_counts_retrievals(client: TestClient) -> None:
+    created = _seed(client)
+    first = created[0]["id"]
+    client.get("/api/search", params={"q": "getUserById", "project": PROJECT})
+    client.get("/api/search", params={"q": "getUserById", "project": PROJECT})
+    assert client.get(f"/api/observations/{first}").json()["retrieval_count"] == 2
+
+
+def test_explain_returns_signal_contributions(client: TestClient) -> None:
+    _seed(client)
+    hit = client.get(
+        "/api/search", params={"q": "caching", "project": PROJECT, "explain": "true"}
+    ).json()["hits"][0]
+    assert set(hit["signals"]) == {
+        "relevance",
+        "recency",
+        "frequency",
+        "importance",
+        "staleness",
+        "project",
+    }
+    assert abs(sum(hit["signals"].values()) - hit["score"]) < 1e-3
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.text(
+        alphabet=st.sampled_from(list('"*:-()^+ANDORNEAR{}[]\\\'/.,_ab\u00e8\u4e2d')) | st.characters(blacklist_categories=("Cs",)),
+        min_size=1,
+        max_size=60,
+    )
+)
+def test_fts_syntax_never_raises(client: TestClient, query: str) -> None:
+    if not query.strip() or "\x00" in query:
+        return
+    resp = client.get("/api/search", params={"q": query, "project": PROJECT})
+    assert resp.status_code == 200, resp.text
+    assert isinstance(resp.json()["hits"], list)

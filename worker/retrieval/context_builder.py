@@ -1,0 +1,291 @@
+"""What a hook injects: compact Markdown within a token budget, and nothing when nothing matters.
+
+Session start: where we left off (first after resume/compact/clear), project profile, pinned and
+important memories, the last summary, then recent observations as one-line index entries
+(`#id time TYPE title`) that the MCP tool `get_observations` expands. Prompt: the few items most
+relevant to the prompt that this session was not given yet; refusal -> empty text.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from worker.clock import now_ms, to_iso
+from worker.retrieval.search import SearchRequest, search
+from worker.retrieval.service import EmbeddingService
+from worker.retrieval.tokens import estimate_tokens, truncate_to_tokens
+from worker.settings import Settings
+from worker.store import Store, projects
+from worker.store import search as q
+
+RESUME_SOURCES = ("resume", "compact", "clear")
+# Per-item caps keep one long item from eating a whole budget.
+MEMORY_LINE_TOKENS = 90
+SUMMARY_TOKENS = 220
+CHECKPOINT_TOKENS = 260
+INDEX_LINE_TOKENS = 45
+PROMPT_ITEM_TOKENS = 120
+
+
+@dataclass
+class ContextRequest:
+    project: str
+    query: str | None = None
+    session_id: str | None = None
+    budget: int | None = None
+    source: str | None = None
+    preview: bool = False
+
+
+@dataclass
+class Part:
+    section: str
+    kind: str
+    id: int
+    text: str
+    score: float | None = None
+    signals: dict[str, float] | None = None
+
+    @property
+    def tokens(self) -> int:
+        return estimate_tokens(self.text)
+
+
+@dataclass
+class Composer:
+    """Adds lines while they fit; a section header goes in only with its first line."""
+
+    budget: int
+    lines: list[str] = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list)
+    used: int = 0
+
+    def fits(self, text: str) -> bool:
+        return self.used + estimate_tokens(text) <= self.budget
+
+    def add(self, header: str | None, part: Part) -> bool:
+        cost = estimate_tokens(part.text)
+        header_cost = estimate_tokens(header) if header and header not in self.lines else 0
+        if self.used + cost + header_cost > self.budget:
+            return False
+        if header_cost:
+            self.lines.append(header)  # type: ignore[arg-type]
+            self.used += header_cost
+        self.lines.append(part.text)
+        self.used += cost
+        self.parts.append(part)
+        return True
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines) if self.parts else ""
+
+
+def _one_line(text: str) -> str:
+    return " ".join((text or "").split())
+
+
+def _time(ms: int, now: int) -> str:
+    iso = to_iso(ms) or ""
+    # Today's items show the time only; older ones the date.
+    return (
+        iso[11:16] if now - ms < 86_400_000 and iso[:10] == (to_iso(now) or "")[:10] else iso[:10]
+    )
+
+
+def index_line(item: dict[str, Any], now: int) -> str:
+    line = f"#{item['id']} {_time(int(item['created_at']), now)} {str(item['type']).upper()} "
+    return truncate_to_tokens(line + _one_line(item["title"]), INDEX_LINE_TOKENS)
+
+
+def memory_line(item: dict[str, Any]) -> str:
+    pin = "📌 " if item.get("pinned") else ""
+    scope = "" if item.get("project_id") is not None else " (global)"
+    text = f"- {pin}[{item['type']}]{scope} {_one_line(item['body'])}"
+    return truncate_to_tokens(text, MEMORY_LINE_TOKENS)
+
+
+def summary_text(item: dict[str, Any]) -> str:
+    text = f"Last session asked: {_one_line(item['title'])}\n{item['body']}".strip()
+    return truncate_to_tokens(text, SUMMARY_TOKENS)
+
+
+def checkpoint_text(cp: dict[str, Any]) -> str:
+    lines = []
+    for label, key in (
+        ("Task", "task"),
+        ("Progress", "progress"),
+        ("Next", "next_steps"),
+        ("Open questions", "open_questions"),
+    ):
+        value = _one_line(cp.get(key) or "")
+        if value:
+            lines.append(f"{label}: {value}")
+    if cp.get("files"):
+        lines.append("Files in flight: " + ", ".join(cp["files"][:10]))
+    return truncate_to_tokens("\n".join(lines), CHECKPOINT_TOKENS)
+
+
+def prompt_item_text(item: dict[str, Any], now: int) -> str:
+    kind = item["kind"]
+    when = _time(int(item["created_at"]), now)
+    if kind == "observation":
+        head = f"- #{item['id']} {when} {str(item['type']).upper()} {_one_line(item['title'])}"
+        body = _one_line(item.get("body") or "")
+    elif kind == "memory":
+        head = f"- [{item['type']}] {_one_line(item['body'])}"
+        body = ""
+    elif kind == "summary":
+        head = f"- {when} session summary: {_one_line(item['title'])}"
+        body = _one_line(item.get("body") or "")
+    else:
+        head = f"- {when} earlier prompt: {_one_line(item['body'])}"
+        body = ""
+    text = f"{head}: {body}" if body else head
+    return truncate_to_tokens(text, PROMPT_ITEM_TOKENS)
+
+
+@dataclass
+class _StartRows:
+    project_id: int | None
+    name: str
+    memories: list[dict[str, Any]]
+    summary: dict[str, Any] | None
+    checkpoint: dict[str, Any] | None
+    recent: list[dict[str, Any]]
+    top_files: list[tuple[str, int]]
+    injected: set[tuple[str, int]]
+
+
+def _start_rows(conn: sqlite3.Connection, req: ContextRequest, s: Settings) -> _StartRows:
+    now = now_ms()
+    pid = projects.find(conn, req.project)
+    memories = q.core_memories(conn, pid, s.context_memory_min_importance, now, 50)
+    if pid is None:
+        return _StartRows(None, req.project, memories, None, None, [], [], set())
+    name_row = conn.execute("SELECT name FROM projects WHERE id = ?", (pid,)).fetchone()
+    return _StartRows(
+        project_id=pid,
+        name=str(name_row[0]) if name_row else req.project,
+        memories=memories,
+        summary=q.latest_summary(conn, pid),
+        checkpoint=q.latest_checkpoint(conn, pid, req.session_id),
+        recent=q.recent_observations(conn, pid, s.context_recent_observations),
+        top_files=q.top_files(conn, pid, 5),
+        injected=q.injected(conn, req.session_id) if req.session_id else set(),
+    )
+
+
+def _session_start(rows: _StartRows, req: ContextRequest, budget: int) -> Composer:
+    now = now_ms()
+    out = Composer(budget)
+    title = f"# Cairn memory for {rows.name}"
+    if not rows.memories and rows.project_id is None:
+        return out
+    resume_first = (req.source or "") in RESUME_SOURCES and rows.checkpoint is not None
+
+    def checkpoint() -> None:
+        if rows.checkpoint is not None:
+            text = checkpoint_text(rows.checkpoint)
+            if text:
+                out.add(
+                    "## Where we left off (checkpoint)",
+                    Part("checkpoint", "checkpoint", rows.checkpoint["id"], text),
+                )
+
+    out.lines.append(title)
+    out.used += estimate_tokens(title)
+    if resume_first:
+        checkpoint()
+    if rows.top_files:
+        files = ", ".join(f for f, _ in rows.top_files)
+        out.add(
+            "## Project", Part("profile", "profile", rows.project_id or 0, f"Most edited: {files}")
+        )
+    for memory in rows.memories:
+        out.add("## Memories", Part("memories", "memory", memory["id"], memory_line(memory)))
+    if not resume_first:
+        checkpoint()
+    if rows.summary is not None:
+        out.add(
+            "## Last session",
+            Part("summary", "summary", rows.summary["id"], summary_text(rows.summary)),
+        )
+    header = "## Recent activity (#id time TYPE title; details: get_observations)"
+    for item in rows.recent:
+        if not out.add(header, Part("recent", "observation", item["id"], index_line(item, now))):
+            break
+    if not out.parts:
+        out.lines.clear()
+        out.used = 0
+    return out
+
+
+async def build_context(
+    store: Store, settings: Settings, service: EmbeddingService | None, req: ContextRequest
+) -> dict[str, Any]:
+    now = now_ms()
+    if req.query is None or not req.query.strip():
+        budget = req.budget if req.budget is not None else settings.context_tokens
+        rows = await store.read(lambda c: _start_rows(c, req, settings))
+        composed = _session_start(rows, req, budget)
+        refused = False
+    else:
+        budget = req.budget if req.budget is not None else settings.prompt_context_tokens
+        injected = (
+            await store.read(lambda c: q.injected(c, req.session_id or ""))
+            if req.session_id
+            else set()
+        )
+        outcome = await search(
+            store,
+            settings,
+            service,
+            SearchRequest(
+                query=req.query,
+                project=req.project,
+                limit=settings.context_prompt_max_items,
+                exclude=injected,
+                exclude_session_prompts=req.session_id,
+            ),
+        )
+        composed = Composer(budget)
+        refused = outcome.refused
+        header = "## Cairn: relevant memory"
+        for cand in outcome.hits:
+            item = outcome.items[cand.ref]
+            part = Part(
+                "relevant",
+                item["kind"],
+                item["id"],
+                prompt_item_text(item, now),
+                score=cand.score,
+                signals=cand.signals,
+            )
+            composed.add(header, part)
+        if not composed.parts:
+            refused = True
+    if req.session_id and not req.preview and composed.parts:
+        # Index lines are pointers, not content: a later prompt may still bring the details.
+        refs = [
+            (p.kind, p.id) for p in composed.parts if p.kind in q.KINDS and p.section != "recent"
+        ]
+        if refs:
+            session_id = req.session_id
+            await store.write(lambda c: q.record_injections(c, session_id, refs, now))
+    text = composed.text
+    items: list[dict[str, Any]] = []
+    for part in composed.parts:
+        entry: dict[str, Any] = {"section": part.section, "kind": part.kind, "id": part.id}
+        if req.preview:
+            entry.update(text=part.text, tokens=part.tokens, score=part.score, signals=part.signals)
+        items.append(entry)
+    return {
+        "text": text,
+        "items": items,
+        "tokens": estimate_tokens(text) if text else 0,
+        "budget": budget,
+        "refused": refused,
+    }

@@ -1,0 +1,157 @@
+"""Fusion and ranking: weighted reciprocal rank fusion, rerank signals, refusal. Pure functions."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from worker.settings import Settings
+
+Ref = tuple[str, int]
+DAY_MS = 86_400_000
+FREQUENCY_SATURATION = 50  # retrievals at which the frequency signal reaches 1
+
+
+@dataclass
+class Candidate:
+    ref: Ref
+    keyword_rank: int | None = None
+    keyword_score: float | None = None
+    vector_rank: int | None = None
+    cosine: float | None = None
+    fused: float = 0.0
+    score: float = 0.0
+    signals: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Weights:
+    rrf_k: float
+    keyword: float
+    vector: float
+    relevance: float
+    recency: float
+    frequency: float
+    importance: float
+    staleness: float
+    project: float
+    half_life_days: Mapping[str, float]
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> Weights:
+        return cls(
+            rrf_k=s.fusion_rrf_k,
+            keyword=s.fusion_keyword_weight,
+            vector=s.fusion_vector_weight,
+            relevance=s.rank_relevance_weight,
+            recency=s.rank_recency_weight,
+            frequency=s.rank_frequency_weight,
+            importance=s.rank_importance_weight,
+            staleness=s.rank_staleness_weight,
+            project=s.rank_project_weight,
+            half_life_days={
+                "observation": s.half_life_days_observation,
+                "prompt": s.half_life_days_prompt,
+                "summary": s.half_life_days_summary,
+                "memory": s.half_life_days_memory,
+            },
+        )
+
+
+def fuse(
+    keyword: Iterable[tuple[Ref, float]],
+    vector: Iterable[tuple[Ref, float]],
+    weights: Weights,
+) -> dict[Ref, Candidate]:
+    """Weighted reciprocal rank fusion of two best-first lists."""
+    out: dict[Ref, Candidate] = {}
+    for rank, (ref, score) in enumerate(keyword):
+        cand = out.setdefault(ref, Candidate(ref))
+        cand.keyword_rank, cand.keyword_score = rank, score
+        cand.fused += weights.keyword / (weights.rrf_k + rank + 1)
+    for rank, (ref, cosine) in enumerate(vector):
+        cand = out.setdefault(ref, Candidate(ref))
+        cand.vector_rank, cand.cosine = rank, cosine
+        cand.fused += weights.vector / (weights.rrf_k + rank + 1)
+    return out
+
+
+def recency(kind: str, created_at: int, now: int, weights: Weights) -> float:
+    half_life = weights.half_life_days.get(kind, 30.0)
+    age_days = max(0.0, (now - created_at) / DAY_MS)
+    return float(0.5 ** (age_days / half_life)) if half_life > 0 else 0.0
+
+
+def frequency(retrievals: int) -> float:
+    return min(1.0, math.log1p(max(0, retrievals)) / math.log1p(FREQUENCY_SATURATION))
+
+
+def importance(item: Mapping[str, Any]) -> float:
+    if item.get("pinned"):
+        return 1.0
+    return max(0.0, min(1.0, (int(item.get("importance") or 1) - 1) / 4))
+
+
+def rank(
+    candidates: Iterable[Candidate],
+    items: Mapping[Ref, Mapping[str, Any]],
+    *,
+    now: int,
+    project_id: int | None,
+    stale: set[Ref],
+    weights: Weights,
+) -> list[Candidate]:
+    """Score each candidate (fused relevance scaled to 0..1 plus weighted signals), best first."""
+    present = [c for c in candidates if c.ref in items]
+    if not present:
+        return []
+    top = max(c.fused for c in present) or 1.0
+    for cand in present:
+        item = items[cand.ref]
+        contributions = {
+            "relevance": weights.relevance * cand.fused / top,
+            "recency": weights.recency
+            * recency(cand.ref[0], int(item["created_at"]), now, weights),
+            "frequency": weights.frequency * frequency(int(item.get("retrieval_count") or 0)),
+            "importance": weights.importance * importance(item),
+            "staleness": -weights.staleness if cand.ref in stale else 0.0,
+            "project": weights.project
+            if project_id is not None and item.get("project_id") == project_id
+            else 0.0,
+        }
+        cand.signals = {k: round(v, 6) for k, v in contributions.items()}
+        cand.score = sum(contributions.values())
+    return sorted(present, key=lambda c: (-c.score, -c.fused, c.ref))
+
+
+def idf(df: int, n_docs: int) -> float:
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def coverage(
+    groups: list[tuple[str, ...]], doc_terms: set[str], df: Mapping[str, int], n_docs: int
+) -> float:
+    """IDF-weighted share of the query's word parts that a document contains (0..1).
+
+    A part is weighted by its most common alternative (the stem that really occurs), so an
+    English word's unused Italian stem does not count as a rare missing word; a part that occurs
+    nowhere (a name from another project, a typo) weighs the most.
+    """
+    if not groups:
+        return 0.0
+    total = covered = 0.0
+    for group in groups:
+        weight = idf(max(df.get(t, 0) for t in group), n_docs)
+        total += weight
+        if any(t in doc_terms for t in group):
+            covered += weight
+    return covered / total if total > 0 else 0.0
+
+
+def refuse(best_coverage: float, best_cosine: float | None, settings: Settings) -> bool:
+    """Nothing is relevant: no document covers enough of the query and no vector is close."""
+    if best_coverage >= settings.refusal_min_coverage:
+        return False
+    return not (best_cosine is not None and best_cosine >= settings.refusal_min_cosine)

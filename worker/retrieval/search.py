@@ -1,0 +1,241 @@
+"""Hybrid search: keyword (BM25 over analysed terms) + vectors, fused, reranked, de-duplicated.
+
+One entry point, `search()`, serves GET /api/search (which counts retrievals), the MCP recall and
+the prompt-context builder (which never counts).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio.to_thread
+import numpy as np
+import numpy.typing as npt
+
+from worker.clock import now_ms
+from worker.retrieval import ranking
+from worker.retrieval.ranking import Candidate, Ref, Weights
+from worker.retrieval.service import EmbeddingService
+from worker.settings import Settings
+from worker.store import Store, projects
+from worker.store import search as q
+from worker.store.terms import match_expression, query_groups, query_terms
+
+Mode = Literal["hybrid", "keyword", "semantic"]
+MODES: tuple[Mode, ...] = ("hybrid", "keyword", "semantic")
+# Keyword hits whose coverage is checked for the refusal rule.
+COVERAGE_DEPTH = 10
+# Grace between a file write and the observation recording it (same tool call).
+STALE_GRACE_MS = 5_000
+
+
+@dataclass
+class SearchRequest:
+    query: str
+    project: str | None = None
+    kinds: list[str] | None = None
+    types: list[str] | None = None
+    mode: Mode = "hybrid"
+    limit: int = 10
+    include_archived: bool = False
+    exclude: set[Ref] = field(default_factory=set)
+    # The prompt being answered was just stored: never offer a session its own prompts.
+    exclude_session_prompts: str | None = None
+    count_retrieval: bool = False
+
+
+@dataclass
+class SearchOutcome:
+    hits: list[Candidate]
+    items: dict[Ref, dict[str, Any]]
+    refused: bool
+    mode: Mode
+    project_id: int | None
+    coverage: float = 0.0
+    best_cosine: float | None = None
+    embeddings: str = "disabled"
+
+
+@dataclass
+class _KeywordPass:
+    project_id: int | None
+    project_known: bool
+    groups: list[tuple[str, ...]]
+    hits: list[tuple[Ref, float]]
+    df: dict[str, int]
+    n_docs: int
+
+
+def _keyword_pass(
+    conn: sqlite3.Connection, req: SearchRequest, s: Settings, want_keyword: bool
+) -> _KeywordPass:
+    project_id = projects.find(conn, req.project) if req.project is not None else None
+    known = req.project is None or project_id is not None
+    terms = query_terms(req.query, s.search_max_query_terms)
+    match = match_expression(terms)
+    hits: list[tuple[Ref, float]] = []
+    if known and match is not None and want_keyword:
+        rows = q.keyword_candidates(
+            conn,
+            match,
+            project_id=project_id,
+            kinds=req.kinds,
+            limit=s.search_candidates,
+            title_weight=s.search_title_weight,
+            body_weight=s.search_body_weight,
+        )
+        hits = [((kind, item_id), score) for kind, item_id, score in rows]
+    groups = query_groups(req.query, s.search_max_query_terms)
+    df = q.document_frequencies(conn, sorted({t for g in groups for t in g}))
+    return _KeywordPass(project_id, known, groups, hits, df, q.index_size(conn) if groups else 0)
+
+
+def _live(item: dict[str, Any], req: SearchRequest, now: int) -> bool:
+    if not req.include_archived:
+        if item.get("archived_at") is not None or item.get("superseded_by") is not None:
+            return False
+        expires = item.get("expires_at")
+        if expires is not None and int(expires) <= now:
+            return False
+    if (
+        req.exclude_session_prompts is not None
+        and item["kind"] == "prompt"
+        and item.get("session_id") == req.exclude_session_prompts
+    ):
+        return False
+    return not (req.types and item.get("type") not in req.types)
+
+
+def _file_changed(path: str, project: str | None, since: int) -> bool:
+    """The file on disk was modified after `since` (relative paths resolve in the project root)."""
+    candidate = Path(path)
+    if not candidate.is_absolute():
+        if not project or not os.path.isabs(project):
+            return False
+        candidate = Path(project) / candidate
+    try:
+        return candidate.stat().st_mtime * 1000 > since + STALE_GRACE_MS
+    except (OSError, ValueError):
+        return False
+
+
+def stale_refs(conn: sqlite3.Connection, items: dict[Ref, dict[str, Any]]) -> set[Ref]:
+    """Observations about files whose content changed since they were captured."""
+    stale: set[Ref] = set()
+    for ref, item in items.items():
+        files = item.get("files") or []
+        if ref[0] != "observation" or not files:
+            continue
+        created = int(item["created_at"])
+        later = q.later_file_writes(conn, int(item["project_id"]), files, created + STALE_GRACE_MS)
+        if later or any(_file_changed(f, item.get("project"), created) for f in files[:20]):
+            stale.add(ref)
+    return stale
+
+
+def _dedupe(
+    ranked: list[Candidate],
+    items: dict[Ref, dict[str, Any]],
+    service: EmbeddingService | None,
+    threshold: float,
+    limit: int,
+) -> list[Candidate]:
+    kept: list[Candidate] = []
+    hashes: set[str] = set()
+    vectors: list[npt.NDArray[np.float32]] = []
+    for cand in ranked:
+        digest = items[cand.ref].get("content_hash")
+        if digest and digest in hashes:
+            continue
+        vector = service.vector(cand.ref) if service is not None else None
+        if vector is not None and any(float(v @ vector) >= threshold for v in vectors):
+            continue
+        if digest:
+            hashes.add(digest)
+        if vector is not None:
+            vectors.append(vector)
+        kept.append(cand)
+        if len(kept) >= limit:
+            break
+    return kept
+
+
+async def search(
+    store: Store, settings: Settings, service: EmbeddingService | None, req: SearchRequest
+) -> SearchOutcome:
+    now = now_ms()
+    ready = service is not None and service.ready
+    status = service.status()["status"] if service is not None else "disabled"
+    mode: Mode = req.mode
+    if mode == "semantic" and not ready:
+        mode = "keyword"  # degraded: the model is not available (status says why)
+    want_keyword = mode in ("hybrid", "keyword")
+    kw = await store.read(lambda c: _keyword_pass(c, req, settings, want_keyword))
+    empty = SearchOutcome([], {}, True, mode, kw.project_id, embeddings=status)
+    if not kw.project_known or not req.query.strip():
+        return empty
+
+    vector_hits: list[tuple[Ref, float]] = []
+    best_cosine: float | None = None
+    if mode in ("hybrid", "semantic") and ready and service is not None:
+        query_vector = await anyio.to_thread.run_sync(service.embed_query, req.query)
+        if query_vector is not None:
+            vector_hits = service.search(
+                query_vector,
+                project_id=kw.project_id,
+                kinds=req.kinds,
+                limit=settings.search_candidates,
+            )
+            best_cosine = vector_hits[0][1] if vector_hits else None
+    weights = Weights.from_settings(settings)
+    candidates = ranking.fuse(kw.hits, vector_hits, weights)
+    refs = [r for r in candidates if r not in req.exclude]
+
+    def load(
+        conn: sqlite3.Connection,
+    ) -> tuple[dict[Ref, dict[str, Any]], dict[Ref, str], set[Ref]]:
+        items = {
+            ref: item for ref, item in q.load_items(conn, refs).items() if _live(item, req, now)
+        }
+        top_keyword = [ref for ref, _ in kw.hits if ref in items][:COVERAGE_DEPTH]
+        return items, q.indexed_terms(conn, top_keyword), stale_refs(conn, items)
+
+    items, indexed, stale = await store.read(load)
+    best_coverage = max(
+        (
+            ranking.coverage(kw.groups, set(text.split()), kw.df, kw.n_docs)
+            for text in indexed.values()
+        ),
+        default=0.0,
+    )
+    live_cosines = [c for ref, c in vector_hits if ref in items]
+    best_live_cosine = live_cosines[0] if live_cosines else None
+    if ranking.refuse(best_coverage, best_live_cosine, settings):
+        empty.coverage, empty.best_cosine = best_coverage, best_cosine
+        return empty
+    ranked = ranking.rank(
+        (candidates[r] for r in refs),
+        items,
+        now=now,
+        project_id=kw.project_id,
+        stale=stale,
+        weights=weights,
+    )
+    hits = _dedupe(ranked, items, service if ready else None, settings.dedupe_cosine, req.limit)
+    if req.count_retrieval and hits:
+        chosen = [c.ref for c in hits]
+        await store.write(lambda c: q.count_retrievals(c, chosen, now))
+    return SearchOutcome(
+        hits=hits,
+        items=items,
+        refused=not hits,
+        mode=mode,
+        project_id=kw.project_id,
+        coverage=best_coverage,
+        best_cosine=best_cosine,
+        embeddings=status,
+    )

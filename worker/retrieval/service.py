@@ -1,0 +1,284 @@
+"""The background embedder: loads the model after the worker is up, keeps every item embedded.
+
+One daemon thread: load the model (slow, so never before /health answers), load stored vectors
+of that model into the in-memory index, then embed whatever has no vector yet, in batches: new
+items announced through `Cairn.item_listeners` first, and a sweep of the table for anything else
+(items edited or written by other paths, a model change). A model that cannot load leaves search
+keyword-only with the reason in `status()`; nothing crashes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+import numpy as np
+import numpy.typing as npt
+
+from worker.retrieval.embedder import (
+    Embedder,
+    EmbedderUnavailable,
+    from_blob,
+    load_embedder,
+    to_blob,
+)
+from worker.retrieval.vectors import Ref, VectorIndex
+from worker.settings import Settings
+from worker.store import Store
+from worker.store import search as search_q
+from worker.store import vectors as vector_q
+
+log = logging.getLogger(__name__)
+
+SWEEP_SECONDS = 30.0
+
+
+def embedding_text(item: dict[str, Any], max_chars: int) -> str:
+    """What an item's vector stands for: its title, then its body (and files for observations)."""
+    kind = item["kind"]
+    if kind == "observation":
+        parts = [item["title"], item.get("body") or ""]
+        files = item.get("files") or []
+        if files:
+            parts.append("files: " + ", ".join(files[:10]))
+    elif kind == "summary":
+        parts = [item["title"], item.get("body") or ""]
+    else:
+        parts = [item.get("body") or item["title"]]
+    text = "\n".join(p for p in parts if p).strip()
+    return text[:max_chars]
+
+
+class EmbeddingService:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        factory: Callable[[], Embedder] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self._factory = factory or (
+            lambda: load_embedder(
+                settings.embed_model, settings.embed_model_path, settings.home, settings.embed_batch
+            )
+        )
+        self.embedder: Embedder | None = None
+        self.index: VectorIndex | None = None
+        self._state = "disabled" if not settings.embed_enabled else "starting"
+        self._error: str | None = None
+        self._queue: deque[Ref] = deque()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._embedded = 0
+        self._busy_seconds = 0.0
+        self._sweep_due = 0.0
+        self._sweep_after: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ public
+    @property
+    def ready(self) -> bool:
+        return self.embedder is not None and self.index is not None
+
+    def start(self) -> None:
+        if not self.settings.embed_enabled or self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name="cairn-embedder", daemon=True)
+        self._thread.start()
+
+    async def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        thread = self._thread
+        if thread is not None:
+            await anyio.to_thread.run_sync(thread.join, 10.0)
+
+    def enqueue(self, kind: str, ids: list[int]) -> None:
+        """Item listener: new items get embedded soon (bounded queue; the sweep catches up)."""
+        if self._state == "disabled":
+            return
+        room = self.settings.embed_queue_max - len(self._queue)
+        self._queue.extend((kind, i) for i in ids[: max(0, room)])
+        if len(ids) > room:
+            self._sweep_due = 0.0
+        self._wake.set()
+
+    def reset_index(self) -> None:
+        """All vectors were deleted (reindex): start from an empty index and sweep at once."""
+        if self.embedder is not None:
+            self.index = VectorIndex(self.embedder.dimensions)
+        self._queue.clear()
+        self._sweep_after = {}
+        self.request_sweep()
+
+    def request_sweep(self) -> None:
+        self._sweep_due = 0.0
+        self._wake.set()
+
+    def status(self) -> dict[str, Any]:
+        embedder = self.embedder
+        return {
+            "status": self._state,
+            "error": self._error,
+            "model": embedder.model_id if embedder else self.settings.embed_model,
+            "dimensions": embedder.dimensions if embedder else None,
+            "indexed_vectors": len(self.index) if self.index is not None else 0,
+            "queue_depth": len(self._queue),
+            "embedded_since_start": self._embedded,
+            "items_per_second": round(self._embedded / self._busy_seconds, 1)
+            if self._busy_seconds > 0
+            else None,
+        }
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32] | None:
+        embedder = self.embedder
+        if embedder is None:
+            return None
+        vectors = embedder.embed([text[: self.settings.embed_max_chars]])
+        first: npt.NDArray[np.float32] = vectors[0]
+        return first
+
+    def search(
+        self,
+        query: npt.NDArray[np.float32],
+        *,
+        project_id: int | None,
+        kinds: list[str] | None,
+        limit: int,
+    ) -> list[tuple[Ref, float]]:
+        if self.index is None:
+            return []
+        return self.index.search(query, project_id=project_id, kinds=kinds, limit=limit)
+
+    def vector(self, ref: Ref) -> npt.NDArray[np.float32] | None:
+        return self.index.vector(ref) if self.index is not None else None
+
+    # ------------------------------------------------------------------ thread
+    def _run(self) -> None:
+        self._state = "loading"
+        try:
+            embedder = self._factory()
+        except EmbedderUnavailable as exc:
+            self._fail(str(exc))
+            return
+        except Exception as exc:  # a broken model file must not take the worker down
+            log.exception("embedding model failed to load")
+            self._fail(f"embedding model failed to load: {exc}")
+            return
+        index = VectorIndex(embedder.dimensions)
+        try:
+            self._load_vectors(index, embedder)
+        except Exception as exc:
+            log.exception("loading stored vectors failed")
+            self._fail(f"loading stored vectors failed: {exc}")
+            return
+        self.index = index
+        self.embedder = embedder
+        self._state = "indexing"
+        log.info("embedding model %s ready (%d dims)", embedder.model_id, embedder.dimensions)
+        while not self._stop.is_set():
+            try:
+                worked = self._step(embedder)
+            except Exception:
+                log.exception("background embedding step failed; retrying shortly")
+                worked = False
+                self._stop.wait(5.0)
+            if not worked:
+                self._state = "ready"
+                self._wake.wait(timeout=max(0.1, self._sweep_due - time.monotonic()))
+                self._wake.clear()
+            else:
+                self._state = "indexing"
+
+    def _fail(self, message: str) -> None:
+        log.warning("embeddings unavailable, search is keyword-only: %s", message)
+        self._error = message
+        self._state = "unavailable"
+
+    def _load_vectors(self, index: VectorIndex, embedder: Embedder) -> None:
+        def read(conn: Any) -> None:
+            for ref, project_id, blob in vector_q.iter_vectors(conn, embedder.model_id):
+                vector = from_blob(blob)
+                if vector.shape[0] == embedder.dimensions:
+                    index.put(ref, project_id, vector)
+
+        self.store.read_sync(read)
+
+    def _next_batch(self, model: str) -> list[Ref]:
+        batch: list[Ref] = []
+        size = self.settings.embed_batch
+        while self._queue and len(batch) < size:
+            batch.append(self._queue.popleft())
+        if batch:
+            return batch
+        if time.monotonic() >= self._sweep_due:
+            after = dict(self._sweep_after)
+            found = self.store.read_sync(lambda c: vector_q.missing(c, model, size, after))
+            for kind, item_id in found:
+                self._sweep_after[kind] = max(self._sweep_after.get(kind, 0), item_id)
+            if len(found) < size:
+                # This pass is complete: the next one starts from the beginning.
+                self._sweep_due = time.monotonic() + SWEEP_SECONDS
+                self._sweep_after = {}
+            return found
+        return []
+
+    def _step(self, embedder: Embedder) -> bool:
+        index = self.index
+        if index is None:
+            return False
+        batch = self._next_batch(embedder.model_id)
+        if not batch:
+            return False
+        started = time.perf_counter()
+        items = self.store.read_sync(lambda c: search_q.load_items(c, batch))
+        refs = [ref for ref in dict.fromkeys(batch) if ref in items]
+        if not refs:
+            return True
+        texts = [embedding_text(items[ref], self.settings.embed_max_chars) for ref in refs]
+        matrix = embedder.embed(texts)
+        rows = [(ref, items[ref]["project_id"], to_blob(matrix[i])) for i, ref in enumerate(refs)]
+        self.store.write_sync(
+            lambda c: vector_q.save(c, embedder.model_id, embedder.dimensions, rows)
+        )
+        for i, ref in enumerate(refs):
+            index.put(ref, items[ref]["project_id"], matrix[i])
+        self._embedded += len(refs)
+        self._busy_seconds += time.perf_counter() - started
+        return True
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until the model is loaded and nothing is waiting (tests, benchmarks, reindex)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._state in ("unavailable", "disabled"):
+                return False
+            if self._state == "ready" and not self._queue:
+                return True
+            time.sleep(0.02)
+        return False
+
+
+def stats(
+    service: EmbeddingService | None, settings: Settings, counts: tuple[int, int]
+) -> dict[str, Any]:
+    """GET /api/embeddings/stats: coverage is the fraction of items with a current vector."""
+    status = service.status() if service is not None else {"status": "disabled"}
+    done, total = counts
+    return {
+        "model": status.get("model") or settings.embed_model,
+        "dimensions": status.get("dimensions"),
+        "coverage": round(done / total, 4) if total else 1.0,
+        "embedded": done,
+        "items": total,
+        "queue_depth": max(int(status.get("queue_depth") or 0), total - done),
+        "status": status["status"],
+        "error": status.get("error"),
+        "items_per_second": status.get("items_per_second"),
+    }

@@ -1,0 +1,98 @@
+"""Migration 2: the analysed keyword index over every searchable kind, and context injections.
+
+`search_index` holds, per item, its title and body as analysed terms (see store/terms.py): code
+identifiers split, English and Italian stems. Triggers call the SQL function `cairn_terms()`, which
+the Store registers on every connection, so any write path keeps the index in sync.
+"""
+
+from worker.store.terms import SQL_FUNCTION as F
+
+# rowid = item id * 8 + kind code: one FTS table, one BM25 scale across kinds.
+KIND_CODES = {"observation": 1, "memory": 2, "prompt": 3, "summary": 4}
+
+# kind -> (table, title expression, body expression, project expression, watched columns)
+SOURCES: dict[str, tuple[str, str, str, str, str]] = {
+    "observation": (
+        "observations",
+        f"{F}(X.title)",
+        f"{F}(X.body, X.files)",
+        "X.project_id",
+        "title, body, files, project_id",
+    ),
+    "memory": (
+        "memories",
+        f"{F}(X.tags)",
+        f"{F}(X.content)",
+        "X.project_id",
+        "content, tags, project_id",
+    ),
+    "prompt": ("prompts", "''", f"{F}(X.text)", "X.project_id", "text, project_id"),
+    "summary": (
+        "summaries",
+        f"{F}(X.request)",
+        f"{F}(X.completed, X.learned, X.next_steps, X.files)",
+        "X.project_id",
+        "request, completed, learned, next_steps, files, project_id",
+    ),
+}
+
+
+def _insert(kind: str, alias: str) -> str:
+    _table, title, body, project, _ = SOURCES[kind]
+    code = KIND_CODES[kind]
+    values = ", ".join(
+        (
+            f"{alias}.id * 8 + {code}",
+            title.replace("X.", f"{alias}."),
+            body.replace("X.", f"{alias}."),
+            f"'{kind}'",
+            f"{alias}.id",
+            project.replace("X.", f"{alias}."),
+        )
+    )
+    return (
+        f"INSERT INTO search_index(rowid, title, body, kind, item_id, project_id) SELECT {values}"
+    )
+
+
+def _statements() -> list[str]:
+    out = [
+        "CREATE VIRTUAL TABLE search_index USING fts5(title, body, kind UNINDEXED, "
+        "item_id UNINDEXED, project_id UNINDEXED, tokenize='unicode61 remove_diacritics 2')",
+        # Document frequency per analysed term (query coverage for the refusal rule).
+        "CREATE VIRTUAL TABLE search_vocab USING fts5vocab(search_index, 'row')",
+        """CREATE TABLE context_injections (
+            session_id TEXT NOT NULL,
+            item_kind TEXT NOT NULL,
+            item_id INTEGER NOT NULL,
+            injected_at INTEGER NOT NULL,
+            PRIMARY KEY (session_id, item_kind, item_id)
+        ) WITHOUT ROWID""",
+        "CREATE TRIGGER sessions_injections_ad AFTER DELETE ON sessions BEGIN "
+        "DELETE FROM context_injections WHERE session_id = old.id; END",
+    ]
+    for kind, (table, _title, _body, _project, watched) in SOURCES.items():
+        code = KIND_CODES[kind]
+        delete = f"DELETE FROM search_index WHERE rowid = old.id * 8 + {code};"
+        out += [
+            f"CREATE TRIGGER {table}_terms_ai AFTER INSERT ON {table} BEGIN "
+            f"{_insert(kind, 'new')}; END",
+            f"CREATE TRIGGER {table}_terms_ad AFTER DELETE ON {table} BEGIN {delete} END",
+            f"CREATE TRIGGER {table}_terms_au AFTER UPDATE OF {watched} ON {table} BEGIN "
+            f"{delete} {_insert(kind, 'new')}; END",
+            f"{_insert(kind, 'x')} FROM {table} x",
+        ]
+    # A deleted item's vector is useless and an edited item's is wrong: drop it; the
+    # background embedder notices the missing vector and embeds the new text.
+    for kind, (table, *_rest) in SOURCES.items():
+        drop = f"DELETE FROM embeddings WHERE item_kind = '{kind}' AND item_id = old.id;"
+        watched = SOURCES[kind][4]
+        out += [
+            f"CREATE TRIGGER {table}_embeddings_ad AFTER DELETE ON {table} BEGIN {drop} END",
+            f"CREATE TRIGGER {table}_embeddings_au AFTER UPDATE OF {watched} ON {table} "
+            f"BEGIN {drop} END",
+        ]
+    return out
+
+
+STATEMENTS: list[str] = _statements()

@@ -1,0 +1,320 @@
+"""Search-side queries: keyword candidates, searchable items in one shape, counters, context rows."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from typing import Any
+
+from worker.store.m002_retrieval import KIND_CODES
+from worker.store.rows import content_hash, load_json, placeholders
+
+KINDS = tuple(KIND_CODES)
+Ref = tuple[str, int]
+
+_TITLE_CHARS = 120
+
+
+def keyword_candidates(
+    conn: sqlite3.Connection,
+    match: str,
+    *,
+    project_id: int | None,
+    kinds: Iterable[str] | None,
+    limit: int,
+    title_weight: float,
+    body_weight: float,
+) -> list[tuple[str, int, float]]:
+    """(kind, id, score) best first; score = -bm25 (higher is better). Global items included."""
+    where = ["search_index MATCH ?"]
+    args: list[Any] = [match]
+    if project_id is not None:
+        where.append("(project_id = ? OR project_id IS NULL)")
+        args.append(project_id)
+    kind_list = list(kinds) if kinds is not None else None
+    if kind_list is not None:
+        where.append(f"kind IN ({placeholders(len(kind_list))})")
+        args.extend(kind_list)
+    rows = conn.execute(
+        f"SELECT kind, item_id, bm25(search_index, ?, ?, 0, 0, 0) AS rank FROM search_index "
+        f"WHERE {' AND '.join(where)} ORDER BY rank LIMIT ?",
+        (title_weight, body_weight, *args, limit),
+    ).fetchall()
+    return [(str(r[0]), int(r[1]), -float(r[2])) for r in rows]
+
+
+def document_frequencies(conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
+    """How many indexed items contain each analysed term (for query coverage weights)."""
+    out: dict[str, int] = {}
+    for term in terms:
+        row = conn.execute("SELECT doc FROM search_vocab WHERE term = ?", (term,)).fetchone()
+        out[term] = int(row[0]) if row is not None else 0
+    return out
+
+
+def index_size(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT COUNT(*) FROM search_index").fetchone()[0])
+
+
+def indexed_terms(conn: sqlite3.Connection, refs: list[Ref]) -> dict[Ref, str]:
+    """The analysed title+body text of items, as stored in the index."""
+    out: dict[Ref, str] = {}
+    for kind, item_id in refs:
+        row = conn.execute(
+            "SELECT title, body FROM search_index WHERE rowid = ?",
+            (item_id * 8 + KIND_CODES[kind],),
+        ).fetchone()
+        if row is not None:
+            out[(kind, item_id)] = f"{row[0]} {row[1]}"
+    return out
+
+
+# ---------------------------------------------------------------- items in one shape
+def _first_line(text: str) -> str:
+    line = text.strip().split("\n", 1)[0].strip()
+    return line if len(line) <= _TITLE_CHARS else line[: _TITLE_CHARS - 1].rstrip() + "…"
+
+
+def _summary_body(row: sqlite3.Row) -> str:
+    parts = []
+    for label, key in (
+        ("Completed", "completed"),
+        ("Learned", "learned"),
+        ("Next", "next_steps"),
+    ):
+        value = (row[key] or "").strip()
+        if value:
+            parts.append(f"{label}: {value}")
+    return "\n".join(parts)
+
+
+_ITEM_SQL = {
+    "observation": """SELECT o.id, o.project_id, p.key AS project, o.session_id, o.type,
+        o.title, o.body, o.files, o.importance, 0 AS pinned, o.created_at, o.retrieval_count,
+        o.archived_at, NULL AS superseded_by, NULL AS expires_at, o.content_hash, o.meta
+        FROM observations o JOIN projects p ON p.id = o.project_id WHERE o.id IN ({ids})""",
+    "memory": """SELECT m.id, m.project_id, p.key AS project, m.session_id, m.kind AS type,
+        m.tags, m.content, m.importance, m.pinned, m.created_at, m.retrieval_count,
+        m.archived_at, m.superseded_by, m.expires_at, m.content_hash, m.meta
+        FROM memories m LEFT JOIN projects p ON p.id = m.project_id WHERE m.id IN ({ids})""",
+    "prompt": """SELECT r.id, r.project_id, p.key AS project, r.session_id, r.number, r.text,
+        r.created_at, r.meta FROM prompts r JOIN projects p ON p.id = r.project_id
+        WHERE r.id IN ({ids})""",
+    "summary": """SELECT s.id, s.project_id, p.key AS project, s.session_id, s.request,
+        s.completed, s.learned, s.next_steps, s.files, s.updated_at AS created_at, s.meta
+        FROM summaries s JOIN projects p ON p.id = s.project_id WHERE s.id IN ({ids})""",
+}
+
+
+def _item(kind: str, row: sqlite3.Row) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "kind": kind,
+        "id": int(row["id"]),
+        "project_id": row["project_id"],
+        "project": row["project"],
+        "session_id": row["session_id"],
+        "created_at": int(row["created_at"]),
+        "meta": load_json(row["meta"]),
+        "files": [],
+        "importance": 2,
+        "pinned": False,
+        "retrieval_count": 0,
+        "archived_at": None,
+        "superseded_by": None,
+        "expires_at": None,
+    }
+    if kind == "observation":
+        base.update(
+            type=row["type"],
+            title=row["title"],
+            body=row["body"],
+            files=load_json(row["files"], []),
+            importance=int(row["importance"]),
+            retrieval_count=int(row["retrieval_count"]),
+            archived_at=row["archived_at"],
+            content_hash=row["content_hash"],
+        )
+    elif kind == "memory":
+        content = row["content"]
+        base.update(
+            type=row["type"],
+            title=_first_line(content),
+            body=content,
+            tags=load_json(row["tags"], []),
+            importance=int(row["importance"]),
+            pinned=bool(row["pinned"]),
+            retrieval_count=int(row["retrieval_count"]),
+            archived_at=row["archived_at"],
+            superseded_by=row["superseded_by"],
+            expires_at=row["expires_at"],
+            content_hash=row["content_hash"],
+        )
+    elif kind == "prompt":
+        text = row["text"]
+        base.update(
+            type="prompt",
+            title=_first_line(text),
+            body=text,
+            number=row["number"],
+            content_hash=content_hash("prompt", " ".join(text.lower().split())),
+        )
+    else:
+        body = _summary_body(row)
+        base.update(
+            type="summary",
+            title=_first_line(row["request"] or "") or "Session summary",
+            body=body,
+            files=load_json(row["files"], []),
+            importance=3,
+            content_hash=content_hash("summary", row["request"] or "", body),
+        )
+    return base
+
+
+def load_items(conn: sqlite3.Connection, refs: Iterable[Ref]) -> dict[Ref, dict[str, Any]]:
+    """Items of any kind as one dict shape (title, body, importance, counters, flags...)."""
+    by_kind: dict[str, list[int]] = {}
+    for kind, item_id in refs:
+        by_kind.setdefault(kind, []).append(item_id)
+    out: dict[Ref, dict[str, Any]] = {}
+    for kind, ids in by_kind.items():
+        unique = sorted(set(ids))
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            sql = _ITEM_SQL[kind].format(ids=placeholders(len(chunk)))
+            for row in conn.execute(sql, chunk):
+                out[(kind, int(row["id"]))] = _item(kind, row)
+    return out
+
+
+def count_retrievals(conn: sqlite3.Connection, refs: Iterable[Ref], at: int) -> None:
+    """An explicit search or recall returned these items (injection never calls this)."""
+    for kind, table in (("observation", "observations"), ("memory", "memories")):
+        ids = [i for k, i in refs if k == kind]
+        if ids:
+            conn.execute(
+                f"UPDATE {table} SET retrieval_count = retrieval_count + 1, "
+                f"last_retrieved_at = ? WHERE id IN ({placeholders(len(ids))})",
+                (at, *ids),
+            )
+
+
+def later_file_writes(
+    conn: sqlite3.Connection, project_id: int, files: list[str], since: int
+) -> dict[str, int]:
+    """Newest file_write time per file, among writes after `since` (staleness evidence)."""
+    if not files:
+        return {}
+    rows = conn.execute(
+        f"""SELECT j.value, MAX(o.created_at) FROM observations o, json_each(o.files) j
+            WHERE o.project_id = ? AND o.type = 'file_write' AND o.created_at > ?
+              AND j.value IN ({placeholders(len(files))}) GROUP BY j.value""",
+        (project_id, since, *files),
+    ).fetchall()
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
+# ---------------------------------------------------------------- session-start context rows
+def recent_observations(
+    conn: sqlite3.Connection, project_id: int, limit: int
+) -> list[dict[str, Any]]:
+    ids = [
+        int(r[0])
+        for r in conn.execute(
+            "SELECT id FROM observations WHERE project_id = ? AND archived_at IS NULL "
+            "ORDER BY created_at DESC, id DESC LIMIT ?",
+            (project_id, limit),
+        )
+    ]
+    items = load_items(conn, [("observation", i) for i in ids])
+    return [items[("observation", i)] for i in ids if ("observation", i) in items]
+
+
+def core_memories(
+    conn: sqlite3.Connection, project_id: int | None, min_importance: int, now: int, limit: int
+) -> list[dict[str, Any]]:
+    """Pinned or important live memories of the project, and global ones (project NULL)."""
+    rows = conn.execute(
+        """SELECT id FROM memories
+           WHERE (project_id = ? OR project_id IS NULL)
+             AND archived_at IS NULL AND superseded_by IS NULL
+             AND (expires_at IS NULL OR expires_at > ?)
+             AND (pinned = 1 OR importance >= ?)
+           ORDER BY pinned DESC, importance DESC, updated_at DESC, id DESC LIMIT ?""",
+        (project_id, now, min_importance, limit),
+    ).fetchall()
+    ids = [int(r[0]) for r in rows]
+    items = load_items(conn, [("memory", i) for i in ids])
+    return [items[("memory", i)] for i in ids if ("memory", i) in items]
+
+
+def latest_summary(conn: sqlite3.Connection, project_id: int) -> dict[str, Any] | None:
+    row = conn.execute(
+        "SELECT id FROM summaries WHERE project_id = ? ORDER BY updated_at DESC, id DESC LIMIT 1",
+        (project_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    return load_items(conn, [("summary", int(row[0]))]).get(("summary", int(row[0])))
+
+
+def latest_checkpoint(
+    conn: sqlite3.Connection, project_id: int, session_id: str | None
+) -> dict[str, Any] | None:
+    """The session's last checkpoint, else the project's."""
+    row = None
+    if session_id:
+        row = conn.execute(
+            "SELECT * FROM checkpoints WHERE session_id = ? ORDER BY created_at DESC, id DESC "
+            "LIMIT 1",
+            (session_id,),
+        ).fetchone()
+    if row is None:
+        row = conn.execute(
+            "SELECT * FROM checkpoints WHERE project_id = ? ORDER BY created_at DESC, id DESC "
+            "LIMIT 1",
+            (project_id,),
+        ).fetchone()
+    if row is None:
+        return None
+    return {
+        "kind": "checkpoint",
+        "id": int(row["id"]),
+        "session_id": row["session_id"],
+        "trigger": row["trigger"],
+        "task": row["task"],
+        "progress": row["progress"],
+        "next_steps": row["next_steps"],
+        "open_questions": row["open_questions"],
+        "files": load_json(row["files"], []),
+        "created_at": int(row["created_at"]),
+    }
+
+
+def top_files(conn: sqlite3.Connection, project_id: int, limit: int) -> list[tuple[str, int]]:
+    """The files this project's sessions wrote most often."""
+    rows = conn.execute(
+        """SELECT j.value, COUNT(*) AS n FROM observations o, json_each(o.files) j
+           WHERE o.project_id = ? AND o.type = 'file_write' AND o.archived_at IS NULL
+           GROUP BY j.value ORDER BY n DESC, j.value LIMIT ?""",
+        (project_id, limit),
+    ).fetchall()
+    return [(str(r[0]), int(r[1])) for r in rows]
+
+
+def injected(conn: sqlite3.Connection, session_id: str) -> set[Ref]:
+    return {
+        (str(r[0]), int(r[1]))
+        for r in conn.execute(
+            "SELECT item_kind, item_id FROM context_injections WHERE session_id = ?",
+            (session_id,),
+        )
+    }
+
+
+def record_injections(conn: sqlite3.Connection, session_id: str, refs: list[Ref], at: int) -> None:
+    conn.executemany(
+        "INSERT OR IGNORE INTO context_injections(session_id, item_kind, item_id, injected_at) "
+        "VALUES (?, ?, ?, ?)",
+        [(session_id, kind, item_id, at) for kind, item_id in refs],
+    )
