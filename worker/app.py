@@ -30,6 +30,8 @@ from worker.clock import now_ms
 from worker.context import Cairn
 from worker.errors import CairnError, error_body
 from worker.events import Broadcaster
+from worker.pages import login as dashboard_login
+from worker.pages import routes as dashboard_routes
 from worker.retrieval.service import EmbeddingService
 from worker.runtime import remove_runtime, write_runtime
 from worker.settings import Settings
@@ -51,6 +53,7 @@ def all_endpoints(settings: Settings) -> list[Endpoint]:
         *memories.endpoints(settings),
         *session_summaries.endpoints(settings),
         *project_profile.endpoints(settings),
+        *dashboard_login.endpoints(settings),
     ]
 
 
@@ -122,6 +125,7 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
     wrap = _rate_wrapper(settings, limiter)
     routes: list[BaseRoute] = [make_route(ep, wrap) for ep in all_endpoints(settings)]
     routes.extend(system.raw_routes())
+    routes.extend(dashboard_routes(limiter.limit(settings.rate_limit_login)))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:

@@ -9,7 +9,6 @@ import os
 import secrets
 from http.cookies import SimpleCookie
 from pathlib import Path
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -17,7 +16,7 @@ from worker.errors import PayloadTooLarge, error_body
 
 COOKIE_NAME = "cairn_session"
 CSRF_HEADER = "x-cairn-csrf"
-PUBLIC_PATHS = ("/health", "/login", "/favicon.ico", "/static/")
+PUBLIC_PATHS = ("/health", "/login", "/login/", "/favicon.ico", "/static/")
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 UNSAFE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
@@ -157,8 +156,9 @@ class SecurityMiddleware:
         auth_via = _authenticate(headers, tokens)
         scope.setdefault("state", {})["auth_via"] = auth_via
         if auth_via is None and not is_public(path):
-            if _wants_html(headers, path):
-                await _redirect_login(send_with_headers, path, scope.get("query_string", b""))
+            if _wants_html(headers, path) and method in ("GET", "HEAD"):
+                # Serve the login page in place (status 401), remembering where to go next.
+                await self.app(_login_scope(scope, path), receive, send_with_headers)
             else:
                 await _reject(
                     send_with_headers,
@@ -272,21 +272,19 @@ async def _reject(send: Send, status: int, code: str, message: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def _redirect_login(send: Send, path: str, query: Any) -> None:
-    from urllib.parse import quote
+def _login_scope(scope: Scope, path: str) -> Scope:
+    """The request re-pointed at GET /login?next=<what was asked for>."""
+    from urllib.parse import urlencode
 
-    target = path + (("?" + query.decode("latin-1")) if query else "")
-    location = "/login?next=" + quote(target, safe="")
-    body = b"Login required"
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"content-type", b"text/html; charset=utf-8"),
-                (b"refresh", f"0; url={location}".encode()),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    query = scope.get("query_string", b"").decode("latin-1")
+    target = path + ("?" + query if query else "")
+    state = dict(scope.get("state", {}))
+    state["login_required"] = True
+    return {
+        **scope,
+        "method": "GET",
+        "path": "/login",
+        "raw_path": b"/login",
+        "query_string": urlencode({"next": target}).encode(),
+        "state": state,
+    }

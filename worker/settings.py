@@ -54,6 +54,9 @@ class Settings:
     rate_limit_read: str = "6000/minute"
     rate_limit_write: str = "30000/minute"
     rate_limit_login: str = "20/minute"
+    # Dashboard login: one-time links from `cairn open`, and how long the session cookie lasts
+    login_link_seconds: int = 120
+    session_cookie_days: int = 30
     # SSE
     sse_max_clients: int = 32
     sse_buffer: int = 1000

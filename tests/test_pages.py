@@ -1,0 +1,357 @@
+"""Dashboard pages through the real app (TestClient): login, rendering, escaping, fragments."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from tests.conftest import BASE_URL
+from worker.app import create_app
+from worker.pages.charts import Bar, bar_chart, column_chart, gauge
+from worker.pages.forms import safe_next
+from worker.pages.render import highlight, rich
+from worker.settings import Settings
+
+XSS = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
+HTML = {"accept": "text/html"}
+
+
+@pytest.fixture
+def browser(settings: Settings) -> Iterator[TestClient]:
+    """A client logged in through the login form (cookie auth, like a browser)."""
+    app = create_app(settings)
+    with TestClient(app, base_url=BASE_URL, raise_server_exceptions=False) as client:
+        token = settings.token_path.read_text().strip()
+        response = client.post("/login", data={"token": token}, follow_redirects=False)
+        assert response.status_code == 303
+        yield client
+
+
+def bearer(settings: Settings) -> dict[str, str]:
+    return {"Authorization": f"Bearer {settings.token_path.read_text().strip()}"}
+
+
+def csrf_of(page: str) -> str:
+    match = re.search(r'<meta name="cairn-csrf" content="([0-9a-f]*)">', page)
+    assert match is not None
+    return match.group(1)
+
+
+def seed(client: TestClient, settings: Settings, n: int = 3) -> None:
+    h = bearer(settings)
+    assert (
+        client.post(
+            "/api/sessions", json={"session_id": "s-1", "project": "/p/app"}, headers=h
+        ).status_code
+        == 201
+    )
+    client.post("/api/prompts", json={"session_id": "s-1", "text": f"prompt {XSS}"}, headers=h)
+    for i in range(n):
+        body = {
+            "project": "/p/app",
+            "session_id": "s-1",
+            "type": "command",
+            "title": f"ran tests {i} {XSS}",
+            "body": f"pytest output {XSS}",
+        }
+        assert client.post("/api/observations", json=body, headers=h).status_code == 201
+
+
+def test_unauthenticated_page_shows_login_with_401(anon_client: TestClient) -> None:
+    response = anon_client.get("/memories?kind=fact", headers=HTML)
+    assert response.status_code == 401
+    assert "Log in to Cairn" in response.text
+    assert 'name="next" value="/memories?kind=fact"' in response.text
+    # No CSRF value is handed to a visitor who is not logged in.
+    assert csrf_of(response.text) == ""
+
+
+def test_api_without_token_stays_json_401(anon_client: TestClient) -> None:
+    response = anon_client.get("/api/observations", headers=HTML)
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "unauthorized"
+
+
+def test_wrong_token_is_refused_with_message(anon_client: TestClient) -> None:
+    response = anon_client.post("/login", data={"token": "nope", "next": "/"})
+    assert response.status_code == 401
+    assert "not right" in response.text
+    assert "cairn_session" not in response.headers.get("set-cookie", "")
+
+
+def test_login_sets_strict_httponly_cookie_and_redirects_locally(
+    anon_client: TestClient, settings: Settings
+) -> None:
+    token = settings.token_path.read_text().strip()
+    response = anon_client.post(
+        "/login", data={"token": token, "next": "//evil.example/x"}, follow_redirects=False
+    )
+    assert response.status_code == 303
+    assert response.headers["location"] == "/"
+    cookie = response.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie
+    assert token not in response.headers["set-cookie"]
+
+
+def test_one_time_link_works_once(anon_client: TestClient, settings: Settings) -> None:
+    created = anon_client.post(
+        "/api/login-links", json={"next": "/stats"}, headers=bearer(settings)
+    )
+    assert created.status_code == 201
+    url = created.json()["url"]
+    path = url.split("127.0.0.1:37800", 1)[1]
+    first = anon_client.get(path, follow_redirects=False)
+    assert first.status_code == 303 and first.headers["location"] == "/stats"
+    assert "cairn_session=" in first.headers["set-cookie"]
+    anon_client.cookies.clear()
+    second = anon_client.get(path, follow_redirects=False)
+    assert second.status_code == 401
+    assert "already used or has expired" in second.text
+
+
+def test_login_link_needs_the_token(anon_client: TestClient) -> None:
+    assert anon_client.post("/api/login-links", json={}).status_code == 401
+
+
+def test_login_link_expires(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    from worker.pages import login
+
+    links = login.LoginLinks(ttl_seconds=60)
+    clock = [1000.0]
+    monkeypatch.setattr(login.time, "monotonic", lambda: clock[0])
+    nonce, _ = links.create("/")
+    clock[0] += 61
+    assert links.consume(nonce) is None
+
+
+def test_every_page_renders_and_escapes(browser: TestClient, settings: Settings) -> None:
+    seed(browser, settings)
+    memory = browser.post(
+        "/api/memories",
+        json={"kind": "fact", "content": f"memory {XSS}", "project": "/p/app"},
+        headers=bearer(settings),
+    )
+    assert memory.status_code == 201
+    mid = memory.json()["id"]
+    pages = [
+        "/",
+        "/feed/items",
+        "/search?q=tests",
+        "/sessions",
+        "/sessions/s-1",
+        "/memories",
+        f"/memories/{mid}",
+        "/context?project=/p/app",
+        "/stats",
+        "/settings",
+        "/timeline?project=/p/app",
+    ]
+    for path in pages:
+        response = browser.get(path)
+        assert response.status_code == 200, (path, response.text[:300])
+        assert "<script>alert" not in response.text, path
+        assert "<img src=x" not in response.text, path
+        assert "content-security-policy" in response.headers
+        assert "'unsafe-inline'" not in response.headers["content-security-policy"]
+        # No inline script or style anywhere (the CSP would block it).
+        assert not re.search(r"<script(?![^>]*\bsrc=)", response.text), path
+        assert " style=" not in response.text and "<style" not in response.text, path
+
+
+def test_token_never_appears_in_pages(browser: TestClient, settings: Settings) -> None:
+    token = settings.token_path.read_text().strip()
+    for path in ("/settings", "/", "/stats"):
+        assert token not in browser.get(path).text
+
+
+def test_feed_paginates_with_a_cursor(browser: TestClient, settings: Settings) -> None:
+    seed(browser, settings, n=60)
+    first = browser.get("/")
+    assert first.text.count('class="feed-item') == settings.page_size
+    more = re.search(r'hx-get="/feed/items\?([^"]+)"', first.text)
+    assert more is not None
+    older = browser.get("/feed/items?" + more.group(1).replace("&amp;", "&"))
+    # 60 observations + 1 prompt = 61 items: the second page holds the other 11.
+    assert older.text.count('class="feed-item') == 11
+    assert "Load older" not in older.text
+
+
+def test_feed_filters_by_type_and_project(browser: TestClient, settings: Settings) -> None:
+    seed(browser, settings)
+    only_prompts = browser.get("/?type=prompt")
+    assert only_prompts.text.count('class="feed-item') == 1
+    assert browser.get("/?project=/nope").text.count('class="feed-item') == 0
+    assert "No activity matches these filters" in browser.get("/?project=/nope").text
+
+
+def test_live_item_fragment_respects_filters(browser: TestClient, settings: Settings) -> None:
+    seed(browser, settings, n=1)
+    assert 'id="observation-1"' in browser.get("/feed/item/observation/1").text
+    assert browser.get("/feed/item/observation/1?type=prompt").text == ""
+    assert browser.get("/feed/item/observation/1?project=/other").text == ""
+    assert browser.get("/feed/item/observation/999").text == ""
+
+
+def test_cookie_writes_need_the_csrf_header(browser: TestClient, settings: Settings) -> None:
+    created = browser.post(
+        "/api/memories",
+        json={"kind": "fact", "content": "pin me", "scope": "global"},
+        headers=bearer(settings),
+    )
+    mid = created.json()["id"]
+    refused = browser.post(f"/memories/{mid}", data={"pinned": "1"})
+    assert refused.status_code == 403
+    csrf = csrf_of(browser.get("/memories").text)
+    pinned = browser.post(
+        f"/memories/{mid}",
+        data={"pinned": "1"},
+        headers={"X-Cairn-CSRF": csrf, "HX-Request": "true"},
+    )
+    assert pinned.status_code == 200
+    assert "pinned" in pinned.text
+    assert browser.get(f"/api/memories/{mid}", headers=bearer(settings)).json()["pinned"] is True
+
+
+def test_memory_actions_round_trip(browser: TestClient, settings: Settings) -> None:
+    csrf = csrf_of(browser.get("/memories").text)
+    h = {"X-Cairn-CSRF": csrf, "HX-Request": "true"}
+    made = browser.post(
+        "/memories",
+        data={
+            "content": "Deploys go through make release",
+            "kind": "decision",
+            "project": "__global__",
+            "importance": "4",
+        },
+        headers=h,
+    )
+    assert "Saved memory #" in made.text
+    mid = int(re.search(r"Saved memory #(\d+)", made.text).group(1))  # type: ignore[union-attr]
+    edited = browser.post(
+        f"/memories/{mid}",
+        data={
+            "content": "Deploys go through make ship",
+            "kind": "decision",
+            "importance": "5",
+            "tags": "deploy",
+        },
+        headers=h,
+    )
+    assert "make ship" in edited.text
+    assert "Archive" in edited.text
+    archived = browser.post(f"/memories/{mid}/archive", headers=h)
+    assert "Restore" in archived.text
+    restored = browser.post(f"/memories/{mid}/restore", headers=h)
+    assert "Archive" in restored.text
+    api = browser.get(f"/api/memories/{mid}", headers=bearer(settings)).json()
+    assert api["content"] == "Deploys go through make ship" and api["importance"] == 5
+    assert api["archived"] is False
+    gone = browser.post(f"/memories/{mid}/forget", headers=h)
+    assert "was forgotten" in gone.text
+    assert browser.get(f"/api/memories/{mid}", headers=bearer(settings)).status_code == 404
+    assert browser.post(f"/memories/{mid}/explode", headers=h).status_code == 404
+
+
+def test_memory_edit_shows_api_validation_error(browser: TestClient, settings: Settings) -> None:
+    mid = browser.post(
+        "/api/memories",
+        json={"kind": "fact", "content": "x", "scope": "global"},
+        headers=bearer(settings),
+    ).json()["id"]
+    csrf = csrf_of(browser.get("/memories").text)
+    response = browser.post(
+        f"/memories/{mid}",
+        data={"content": "", "kind": "fact"},
+        headers={"X-Cairn-CSRF": csrf, "HX-Request": "true"},
+    )
+    assert response.status_code == 200
+    assert 'role="alert"' in response.text
+
+
+def test_rotate_token_keeps_this_browser_logged_in(browser: TestClient, settings: Settings) -> None:
+    old = settings.token_path.read_text().strip()
+    csrf = csrf_of(browser.get("/settings").text)
+    response = browser.post("/settings/rotate-token", headers={"X-Cairn-CSRF": csrf})
+    assert response.status_code == 204
+    assert response.headers["hx-redirect"] == "/settings?rotated=1"
+    assert settings.token_path.read_text().strip() != old
+    page = browser.get("/settings?rotated=1")
+    assert page.status_code == 200 and "token was rotated" in page.text
+
+
+def test_logout_clears_the_cookie(browser: TestClient) -> None:
+    csrf = csrf_of(browser.get("/").text)
+    response = browser.post("/logout", headers={"X-Cairn-CSRF": csrf})
+    assert response.status_code == 204
+    assert browser.get("/", headers=HTML).status_code == 401
+
+
+def test_htmx_and_sse_come_from_the_installed_package(anon_client: TestClient) -> None:
+    htmx = anon_client.get("/static/vendor/htmx.min.js")
+    assert htmx.status_code == 200 and "htmx" in htmx.text
+    assert anon_client.get("/static/vendor/sse.js").status_code == 200
+    assert anon_client.get("/static/vendor/debug.js").status_code == 404
+
+
+def test_stats_draws_svg_charts(browser: TestClient, settings: Settings) -> None:
+    seed(browser, settings, n=4)
+    page = browser.get("/stats").text
+    assert page.count("<svg") >= 4
+    assert 'class="bar' in page
+    assert "command: 4" in page
+
+
+def test_search_page_highlights_and_explains(browser: TestClient, settings: Settings) -> None:
+    seed(browser, settings, n=2)
+    page = browser.get("/search?q=pytest&mode=keyword").text
+    assert "<mark>" in page
+    assert "Why this ranked" in page
+
+
+def test_search_empty_state(browser: TestClient) -> None:
+    assert "Type what you are looking for" in browser.get("/search").text
+
+
+def test_highlight_escapes_everything_but_its_marks() -> None:
+    out = str(highlight('<b onclick="x">Tests</b> & tests', "tests"))
+    assert (
+        out == "&lt;b onclick=&#34;x&#34;&gt;<mark>Tests</mark>&lt;/b&gt; &amp; <mark>tests</mark>"
+    )
+    assert str(highlight("a&b", "amp")) == "a&amp;b"
+
+
+def test_rich_keeps_only_emphasis() -> None:
+    assert (
+        str(rich("<mark>x</mark><script>y</script>"))
+        == "<mark>x</mark>&lt;script&gt;y&lt;/script&gt;"
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (None, "/"),
+        ("/memories?x=1", "/memories?x=1"),
+        ("//evil", "/"),
+        ("https://e.x", "/"),
+        ("/\\evil", "/"),
+    ],
+)
+def test_safe_next(raw: Any, expected: str) -> None:
+    assert safe_next(raw) == expected
+
+
+def test_charts_escape_labels_and_scale() -> None:
+    svg = str(bar_chart([Bar("<b>x</b>", 10), Bar("y", 5)], title="t<"))
+    assert "<b>" not in svg and "&lt;b&gt;" in svg and "t&lt;" in svg
+    widths = [
+        float(w)
+        for w in re.findall(r'<rect class="bar[^"]*" x="[\d.]+" y="[\d.]+" width="([\d.]+)"', svg)
+    ]
+    assert widths[0] == pytest.approx(2 * widths[1])
+    assert str(column_chart([], title="empty")).startswith("<svg")
+    assert "50.0%" in str(gauge(0.5, title="g"))

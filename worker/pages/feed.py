@@ -1,0 +1,97 @@
+"""Feed: everything agents did, newest first, live over SSE; filters, pause, older pages."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from worker.pages.render import render
+from worker.store import feed, projects
+
+
+def filters(request: Request) -> tuple[str, str]:
+    """(project, type) from the query; unknown types mean 'everything'."""
+    project = request.query_params.get("project", "")[:1024]
+    type_ = request.query_params.get("type", "")
+    return project, type_ if type_ in feed.FILTERS else ""
+
+
+def page_context(
+    items: list[dict[str, Any]], cursor: tuple[int, str, int] | None, project: str, type_: str
+) -> dict[str, Any]:
+    more = urlencode(
+        {k: v for k, v in (("project", project), ("type", type_)) if v}
+        | {"cursor": feed.encode_cursor(cursor) or ""}
+    )
+    return {
+        "items": items,
+        "next_cursor": feed.encode_cursor(cursor),
+        "more_query": more,
+        "project": project,
+        "type": type_,
+    }
+
+
+async def feed_page(request: Request) -> Response:
+    cairn = request.state.cairn
+    project, type_ = filters(request)
+    limit = cairn.settings.page_size
+    items, cursor = await cairn.store.read(
+        lambda c: feed.stream(c, project=project or None, type_=type_ or None, limit=limit)
+    )
+    all_projects = await cairn.store.read(projects.list_all)
+    return render(
+        request,
+        "feed.html",
+        {
+            **page_context(items, cursor, project, type_),
+            "title": "Feed",
+            "active": "feed",
+            "projects": all_projects,
+            "types": feed.FILTERS,
+        },
+    )
+
+
+async def feed_items(request: Request) -> Response:
+    """An older page (the 'Load older' button replaces itself with it)."""
+    cairn = request.state.cairn
+    project, type_ = filters(request)
+    before = feed.decode_cursor(request.query_params.get("cursor"))
+    limit = cairn.settings.page_size
+    items, cursor = await cairn.store.read(
+        lambda c: feed.stream(
+            c, project=project or None, type_=type_ or None, before=before, limit=limit
+        )
+    )
+    return render(request, "_feed_page.html", page_context(items, cursor, project, type_))
+
+
+async def feed_item(request: Request) -> Response:
+    """One rendered entry for a live event; empty when it does not match the filters."""
+    cairn = request.state.cairn
+    kind = request.path_params["kind"]
+    item_id = request.path_params["id"]
+    project, type_ = filters(request)
+    row = await cairn.store.read(lambda c: feed.item(c, kind, item_id))
+    if row is None:
+        return HTMLResponse("", headers={"Cache-Control": "no-store"})
+    if project and row["project"] != project:
+        return HTMLResponse("", headers={"Cache-Control": "no-store"})
+    if type_ and type_ not in (row["type"], row["kind"]):
+        return HTMLResponse("", headers={"Cache-Control": "no-store"})
+    event = request.query_params.get("event", "")
+    label = {"memory.updated": "updated"}.get(event, "new")
+    return render(request, "_feed_item.html", {"item": row, "live_event": label})
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/", feed_page, methods=["GET"]),
+        Route("/feed/items", feed_items, methods=["GET"]),
+        Route("/feed/item/{kind}/{id:int}", feed_item, methods=["GET"]),
+    ]

@@ -1,0 +1,33 @@
+"""Read small urlencoded forms (htmx and the login form send these) without extra dependencies."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl
+
+from starlette.requests import Request
+
+from worker.errors import BadRequest
+
+
+async def read_form(request: Request) -> dict[str, str]:
+    """The form fields (last value wins); a non-form body is a clear 400."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    raw = await request.body()
+    if not raw:
+        return {}
+    if kind != "application/x-www-form-urlencoded":
+        raise BadRequest("send the form as application/x-www-form-urlencoded", field="body")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadRequest("the form is not valid UTF-8", field="body") from None
+    return dict(parse_qsl(text, keep_blank_values=True, max_num_fields=200))
+
+
+def safe_next(target: str | None) -> str:
+    """A local path to go to after login (never another site)."""
+    if not target or not target.startswith("/") or target.startswith(("//", "/\\")):
+        return "/"
+    if any(ch in target for ch in "\r\n"):
+        return "/"
+    return target

@@ -1,0 +1,184 @@
+"""Login (paste the token or follow a one-time link), logout, and the one-time link API."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from worker.api.endpoint import Call, Endpoint, with_status
+from worker.auth import COOKIE_NAME
+from worker.clock import now_ms, to_iso
+from worker.pages.forms import read_form, safe_next
+from worker.pages.render import render
+from worker.settings import Settings
+
+TAG = "auth"
+
+
+class LoginLinks:
+    """One-time login nonces held in memory: single use, short expiry, gone on restart."""
+
+    def __init__(self, ttl_seconds: int) -> None:
+        self.ttl = ttl_seconds
+        self._pending: dict[str, tuple[float, str]] = {}
+
+    def create(self, next_path: str) -> tuple[str, float]:
+        self._expire()
+        nonce = secrets.token_urlsafe(32)
+        expires = time.monotonic() + self.ttl
+        self._pending[nonce] = (expires, next_path)
+        return nonce, expires
+
+    def consume(self, nonce: str) -> str | None:
+        """The page to open if `nonce` is valid (it is spent either way)."""
+        self._expire()
+        entry = self._pending.pop(nonce, None)
+        return entry[1] if entry is not None else None
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for key in [k for k, (exp, _) in self._pending.items() if exp <= now]:
+            del self._pending[key]
+
+    def status(self) -> dict[str, Any]:
+        self._expire()
+        return {"pending": len(self._pending), "ttl_seconds": self.ttl}
+
+
+def links(cairn: Any) -> LoginLinks:
+    service = cairn.services.get("login_links")
+    if not isinstance(service, LoginLinks):
+        service = LoginLinks(cairn.settings.login_link_seconds)
+        cairn.services["login_links"] = service
+    return service
+
+
+def with_session_cookie(response: Response, cairn: Any) -> Response:
+    response.set_cookie(
+        COOKIE_NAME,
+        cairn.tokens.derived("cookie"),
+        max_age=cairn.settings.session_cookie_days * 86400,
+        path="/",
+        httponly=True,
+        samesite="strict",
+    )
+    return response
+
+
+async def login_page(request: Request) -> Response:
+    required = bool(request.scope.get("state", {}).get("login_required"))
+    if not required and request.scope.get("state", {}).get("auth_via") is not None:
+        return RedirectResponse(safe_next(request.query_params.get("next")), status_code=303)
+    return render(
+        request,
+        "login.html",
+        {
+            "title": "Log in",
+            "next": safe_next(request.query_params.get("next")),
+            "error": "",
+            "token_path": str(request.state.cairn.settings.token_path),
+        },
+        status=401 if required else 200,
+    )
+
+
+async def login_submit(request: Request) -> Response:
+    cairn = request.state.cairn
+    form = await read_form(request)
+    target = safe_next(form.get("next"))
+    if not cairn.tokens.matches(form.get("token", "").strip()):
+        return render(
+            request,
+            "login.html",
+            {
+                "title": "Log in",
+                "next": target,
+                "error": "That token is not right. Copy it again from the token file.",
+                "token_path": str(cairn.settings.token_path),
+            },
+            status=401,
+        )
+    return with_session_cookie(RedirectResponse(target, status_code=303), cairn)
+
+
+async def login_link(request: Request) -> Response:
+    cairn = request.state.cairn
+    target = links(cairn).consume(request.path_params["nonce"])
+    if target is None:
+        return render(
+            request,
+            "login.html",
+            {
+                "title": "Log in",
+                "next": "/",
+                "error": "This login link was already used or has expired. "
+                "Run `cairn open` for a new one, or paste the token.",
+                "token_path": str(cairn.settings.token_path),
+            },
+            status=401,
+        )
+    return with_session_cookie(RedirectResponse(target, status_code=303), cairn)
+
+
+async def logout(request: Request) -> Response:
+    response = Response(status_code=204, headers={"HX-Redirect": "/login"})
+    response.delete_cookie(COOKIE_NAME, path="/", httponly=True, samesite="strict")
+    return response
+
+
+async def create_login_link(call: Call) -> Any:
+    cairn = call.cairn
+    body = call.body or {}
+    target = safe_next(body.get("next"))
+    nonce, _ = links(cairn).create(target)
+    host = call.request.headers.get("host") or f"127.0.0.1:{cairn.port}"
+    ttl = cairn.settings.login_link_seconds
+    return with_status(
+        {
+            "url": f"http://{host}/login/link/{nonce}",
+            "expires_at": to_iso(now_ms() + ttl * 1000),
+            "expires_in_seconds": ttl,
+        },
+        201,
+    )
+
+
+def endpoints(s: Settings) -> list[Endpoint]:
+    return [
+        Endpoint(
+            "POST",
+            "/api/login-links",
+            create_login_link,
+            "Create a one-time dashboard login link (single use, expires in "
+            f"{s.login_link_seconds} s)",
+            TAG,
+            body={
+                "type": "object",
+                "properties": {
+                    "next": {
+                        "type": "string",
+                        "maxLength": 2000,
+                        "description": "Local page to open after login, e.g. /memories",
+                    }
+                },
+            },
+            body_required=False,
+            status=201,
+            rate="login",
+        )
+    ]
+
+
+def routes(limit: Callable[[Any], Any]) -> list[BaseRoute]:
+    return [
+        Route("/login", login_page, methods=["GET"]),
+        Route("/login", limit(login_submit), methods=["POST"]),
+        Route("/login/link/{nonce}", limit(login_link), methods=["GET"]),
+        Route("/logout", logout, methods=["POST"]),
+    ]

@@ -1,0 +1,279 @@
+"""Memories: list and filter; create, edit, pin, re-weigh, archive, restore, forget; relations.
+
+Reads come from the store; every change goes through the memories JSON API in-process, so the
+dashboard applies exactly the validation, merging and events an API client gets."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from worker.errors import BadRequest
+from worker.pages.forms import read_form
+from worker.pages.inproc import ApiResult, api, has_route
+from worker.pages.render import is_htmx, render
+from worker.store import memories, projects, relations
+
+STATES = ("live", "archived", "all")
+
+
+def _filters(request: Request) -> dict[str, Any]:
+    qp = request.query_params
+    kind = qp.get("kind", "")
+    state = qp.get("state", "live")
+    pinned = qp.get("pinned", "")
+    imp = qp.get("importance", "")
+    return {
+        "project": qp.get("project", "")[:1024],
+        "kind": kind if kind in memories.KINDS else "",
+        "state": state if state in STATES else "live",
+        "pinned": pinned if pinned in ("yes", "no") else "",
+        "importance": imp if imp in ("1", "2", "3", "4", "5") else "",
+        "text": qp.get("text", "")[:200],
+    }
+
+
+def _list(conn: Any, f: dict[str, Any], before: int | None, limit: int) -> Any:
+    project = f["project"]
+    return memories.list_page(
+        conn,
+        project=project if project not in ("", "__global__") else None,
+        scope="global" if project == "__global__" else "all",
+        kind=f["kind"] or None,
+        pinned={"yes": True, "no": False}.get(f["pinned"]),
+        importance_min=int(f["importance"]) if f["importance"] else None,
+        archived={"live": False, "archived": True}.get(f["state"]),
+        include_archived=f["state"] == "all",
+        text=f["text"] or None,
+        before_id=before,
+        limit=limit,
+    )
+
+
+def _can_edit(request: Request) -> bool:
+    return has_route(request, "PATCH", "/api/memories/1")
+
+
+async def memories_page(request: Request) -> Response:
+    cairn = request.state.cairn
+    f = _filters(request)
+    cursor_text = request.query_params.get("cursor", "")
+    before = int(cursor_text) if cursor_text.isdigit() and len(cursor_text) < 19 else None
+    limit = cairn.settings.page_size
+    items, cursor = await cairn.store.read(lambda c: _list(c, f, before, limit))
+    more = None
+    if cursor is not None:
+        more = urlencode({k: v for k, v in f.items() if v} | {"cursor": str(cursor)})
+    context: dict[str, Any] = {
+        "title": "Memories",
+        "active": "memories",
+        "items": items,
+        "f": f,
+        "more_query": more,
+        "kinds": memories.KINDS,
+        "can_edit": _can_edit(request),
+    }
+    if is_htmx(request) and before is not None:
+        return render(request, "_memory_list.html", context)
+    context["projects"] = await cairn.store.read(projects.list_all)
+    return render(request, "memories.html", context)
+
+
+async def memory_detail(request: Request) -> Response:
+    cairn = request.state.cairn
+    mid = request.path_params["id"]
+
+    def read(conn: Any) -> dict[str, Any] | None:
+        row = memories.get(conn, mid)
+        if row is None:
+            return None
+        links = relations.for_memory(conn, mid)
+        other_ids = sorted({r["from_id"] for r in links} | {r["to_id"] for r in links} - {mid})
+        others = {m["id"]: m for m in memories.get_many(conn, other_ids)}
+        # Older versions this memory replaced, following the `updates` chain back.
+        versions: list[dict[str, Any]] = []
+        seen = {mid}
+        frontier = [mid]
+        while frontier and len(versions) < 50:
+            current = frontier.pop()
+            for older in conn.execute(
+                "SELECT id FROM memories WHERE superseded_by = ? ORDER BY id DESC", (current,)
+            ).fetchall():
+                if older[0] not in seen:
+                    seen.add(older[0])
+                    old = memories.get(conn, older[0])
+                    if old is not None:
+                        versions.append(old)
+                        frontier.append(older[0])
+        newer = memories.get(conn, row["superseded_by"]) if row["superseded_by"] else None
+        return {
+            "memory": row,
+            "relations": links,
+            "others": others,
+            "versions": versions,
+            "newer": newer,
+        }
+
+    data = await cairn.store.read(read)
+    if data is None:
+        return render(
+            request,
+            "not_found.html",
+            {"title": "No such memory", "what": f"memory #{mid}", "back": "/memories"},
+            status=404,
+        )
+    return render(
+        request,
+        "memory.html",
+        {
+            "title": f"Memory #{mid}",
+            "active": "memories",
+            "kinds": memories.KINDS,
+            "can_edit": _can_edit(request),
+            **data,
+        },
+    )
+
+
+async def _card(request: Request, mid: int, error: str = "", status: int = 200) -> Response:
+    row = await request.state.cairn.store.read(lambda c: memories.get(c, mid))
+    if row is None:
+        return HTMLResponse(
+            f'<li class="memory gone" id="memory-{mid}"><p>Memory #{mid} no longer exists.</p></li>'
+        )
+    return render(
+        request,
+        "_memory_card.html",
+        {"m": row, "kinds": memories.KINDS, "can_edit": True, "error": error},
+        status=status,
+    )
+
+
+async def memory_card(request: Request) -> Response:
+    return await _card(request, request.path_params["id"])
+
+
+async def memory_edit_form(request: Request) -> Response:
+    mid = request.path_params["id"]
+    row = await request.state.cairn.store.read(lambda c: memories.get(c, mid))
+    if row is None:
+        return await _card(request, mid)
+    return render(request, "_memory_edit.html", {"m": row, "kinds": memories.KINDS, "error": ""})
+
+
+def _importance(text: str | None) -> int | None:
+    if text is None or text == "":
+        return None
+    if text not in ("1", "2", "3", "4", "5"):
+        raise BadRequest("importance must be 1..5", field="importance")
+    return int(text)
+
+
+def _tags(text: str | None) -> list[str]:
+    return [t.strip() for t in (text or "").split(",") if t.strip()]
+
+
+async def _after(request: Request, mid: int, result: ApiResult) -> Response:
+    """The card after a change, with the API's message if it refused."""
+    if result.ok:
+        return await _card(request, mid)
+    return await _card(request, mid, error=result.message, status=200)
+
+
+async def memory_update(request: Request) -> Response:
+    mid = request.path_params["id"]
+    form = await read_form(request)
+    changes: dict[str, Any] = {}
+    if "content" in form:
+        changes["content"] = form["content"]
+    if form.get("kind") in memories.KINDS:
+        changes["kind"] = form["kind"]
+    if "importance" in form:
+        changes["importance"] = _importance(form["importance"])
+    if "tags" in form:
+        changes["tags"] = _tags(form["tags"])
+    if "pinned" in form:
+        changes["pinned"] = form["pinned"] == "1"
+    result = await api(request, "PATCH", f"/api/memories/{mid}", body=changes)
+    if not result.ok and "content" in form:
+        row = await request.state.cairn.store.read(lambda c: memories.get(c, mid))
+        if row is not None:
+            row = {**row, **{k: v for k, v in changes.items() if k != "tags"}}
+            return render(
+                request,
+                "_memory_edit.html",
+                {"m": row, "kinds": memories.KINDS, "error": result.message},
+            )
+    return await _after(request, mid, result)
+
+
+async def memory_action(request: Request) -> Response:
+    mid = request.path_params["id"]
+    action = request.path_params["action"]
+    if action not in ("archive", "restore", "forget"):
+        return render(
+            request,
+            "not_found.html",
+            {"title": "Not found", "what": f"memory action {action!r}", "back": "/memories"},
+            status=404,
+        )
+    if action == "forget":
+        result = await api(request, "DELETE", f"/api/memories/{mid}")
+        if result.ok or result.status == 404:
+            return HTMLResponse(
+                f'<li class="memory gone" id="memory-{mid}" role="status">'
+                f"<p>Memory #{mid} was forgotten.</p></li>"
+            )
+        return await _card(request, mid, error=result.message)
+    result = await api(request, "POST", f"/api/memories/{mid}/{action}")
+    return await _after(request, mid, result)
+
+
+async def memory_create(request: Request) -> Response:
+    form = await read_form(request)
+    project = form.get("project", "")
+    body: dict[str, Any] = {
+        "kind": form.get("kind", "note"),
+        "content": form.get("content", ""),
+        "tags": _tags(form.get("tags")),
+        "pinned": form.get("pinned") == "1",
+    }
+    importance = _importance(form.get("importance"))
+    if importance is not None:
+        body["importance"] = importance
+    if project and project != "__global__":
+        body["project"] = project
+    else:
+        body["scope"] = "global"
+    result = await api(request, "POST", "/api/memories", body=body)
+    if not result.ok:
+        return render(
+            request,
+            "_memory_new_result.html",
+            {"error": result.message, "m": None, "kinds": memories.KINDS, "can_edit": True},
+        )
+    return render(
+        request,
+        "_memory_new_result.html",
+        {"error": "", "m": result.body, "kinds": memories.KINDS, "can_edit": True},
+    )
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/memories", memories_page, methods=["GET"]),
+        Route("/memories", memory_create, methods=["POST"]),
+        Route("/memories/{id:int}", memory_detail, methods=["GET"]),
+        Route("/memories/{id:int}", memory_update, methods=["POST"]),
+        Route("/memories/{id:int}/card", memory_card, methods=["GET"]),
+        Route("/memories/{id:int}/edit", memory_edit_form, methods=["GET"]),
+        Route(
+            "/memories/{id:int}/{action:str}",
+            memory_action,
+            methods=["POST"],
+        ),
+    ]

@@ -1,0 +1,132 @@
+"""Sessions: the list, one session's prompts and observations on one timeline, and the
+project timeline around a moment."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from worker.pages.inproc import api
+from worker.pages.render import is_htmx, parse_time, render
+from worker.store import feed, projects, sessions
+
+
+async def sessions_page(request: Request) -> Response:
+    cairn = request.state.cairn
+    project = request.query_params.get("project", "")[:1024]
+    status = request.query_params.get("status", "")
+    status = status if status in ("active", "ended") else ""
+    cursor = request.query_params.get("cursor") or None
+    limit = cairn.settings.page_size
+    items, next_cursor = await cairn.store.read(
+        lambda c: sessions.list_page(
+            c, project=project or None, status=status or None, before=cursor, limit=limit
+        )
+    )
+    more = None
+    if next_cursor:
+        more = urlencode(
+            {k: v for k, v in (("project", project), ("status", status)) if v}
+            | {"cursor": next_cursor}
+        )
+    context: dict[str, Any] = {
+        "title": "Sessions",
+        "active": "sessions",
+        "items": items,
+        "more_query": more,
+        "project": project,
+        "status": status,
+    }
+    if is_htmx(request) and cursor:
+        return render(request, "_session_rows.html", context)
+    context["projects"] = await cairn.store.read(projects.list_all)
+    return render(request, "sessions.html", context)
+
+
+def session_timeline(detail: dict[str, Any]) -> list[dict[str, Any]]:
+    """Prompts and observations of one session merged in time order."""
+    entries: list[tuple[float, int, dict[str, Any]]] = []
+    for prompt in detail.get("prompts", []):
+        at = parse_time(prompt.get("created_at"))
+        entries.append((at.timestamp() if at else 0, 0, {"kind": "prompt", **prompt}))
+    for obs in detail.get("observations", []):
+        at = parse_time(obs.get("created_at"))
+        entries.append((at.timestamp() if at else 0, 1, {"kind": "observation", **obs}))
+    entries.sort(key=lambda e: (e[0], e[1], e[2].get("id", 0)))
+    return [e[2] for e in entries]
+
+
+async def session_detail(request: Request) -> Response:
+    sid = request.path_params["session_id"]
+    result = await api(request, "GET", f"/api/sessions/{_quote(sid)}")
+    if result.status == 404:
+        return render(
+            request,
+            "not_found.html",
+            {"title": "No such session", "what": f"session {sid}", "back": "/sessions"},
+            status=404,
+        )
+    detail = result.body if result.ok else {}
+    return render(
+        request,
+        "session.html",
+        {
+            "title": f"Session {sid[:12]}",
+            "active": "sessions",
+            "session": detail,
+            "timeline": session_timeline(detail),
+            "error": "" if result.ok else result.message,
+        },
+    )
+
+
+def _quote(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text, safe="")
+
+
+async def timeline_page(request: Request) -> Response:
+    """A project's activity around one moment: what came before and after."""
+    cairn = request.state.cairn
+    project = request.query_params.get("project", "")[:1024]
+    at_text = request.query_params.get("at", "")
+    focus = request.query_params.get("focus", "")
+    at = int(at_text) if at_text.isdigit() and len(at_text) < 16 else None
+    span = min(cairn.settings.page_size, 25)
+
+    def read(conn: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        if at is None:
+            newer: list[dict[str, Any]] = []
+            older, _ = feed.stream(conn, project=project or None, limit=span)
+            return newer, older
+        edge = (at, "~", 0)  # '~' sorts after every kind: the focus item counts as 'older'
+        newer, _ = feed.stream(conn, project=project or None, after=edge, limit=span)
+        older, _ = feed.stream(conn, project=project or None, before=edge, limit=span)
+        return list(reversed(newer)), older
+
+    newer, older = await cairn.store.read(read)
+    return render(
+        request,
+        "timeline.html",
+        {
+            "title": "Timeline",
+            "active": "sessions",
+            "project": project,
+            "newer": newer,
+            "older": older,
+            "focus": focus,
+        },
+    )
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/sessions", sessions_page, methods=["GET"]),
+        Route("/sessions/{session_id:path}", session_detail, methods=["GET"]),
+        Route("/timeline", timeline_page, methods=["GET"]),
+    ]

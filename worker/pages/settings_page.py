@@ -1,0 +1,81 @@
+"""Settings: effective configuration (never the token), model status, rotate the token, run
+decay and compression and show what they did."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from worker.pages.inproc import api, has_route
+from worker.pages.login import with_session_cookie
+from worker.pages.render import render
+
+JOBS = {"decay": ("/api/decay/run", "Decay"), "compress": ("/api/compress", "Compression")}
+
+
+async def settings_page(request: Request) -> Response:
+    cairn = request.state.cairn
+    status = await api(request, "GET", "/api/status")
+    embed: dict[str, Any] = {}
+    if has_route(request, "GET", "/api/embeddings/stats"):
+        result = await api(request, "GET", "/api/embeddings/stats")
+        if result.ok and isinstance(result.body, dict):
+            embed = result.body
+    config = cairn.settings.public_dict()
+    return render(
+        request,
+        "settings.html",
+        {
+            "title": "Settings",
+            "active": "settings",
+            "config": sorted(config.items()),
+            "status": status.body if status.ok else {},
+            "embed": embed,
+            "jobs": {name: has_route(request, "POST", path) for name, (path, _) in JOBS.items()},
+            "rotated": request.query_params.get("rotated") == "1",
+            "token_path": str(cairn.settings.token_path),
+        },
+    )
+
+
+async def rotate_token(request: Request) -> Response:
+    """New token on disk; this browser gets the matching cookie, every other one is logged out."""
+    cairn = request.state.cairn
+    cairn.tokens.rotate()
+    response = Response(status_code=204, headers={"HX-Redirect": "/settings?rotated=1"})
+    return with_session_cookie(response, cairn)
+
+
+async def run_job(request: Request) -> Response:
+    name = request.path_params["job"]
+    if name not in JOBS:
+        return render(
+            request,
+            "not_found.html",
+            {"title": "Not found", "what": f"job {name!r}", "back": "/settings"},
+            status=404,
+        )
+    path, label = JOBS[name]
+    result = await api(request, "POST", path, body={})
+    return render(
+        request,
+        "_job_result.html",
+        {
+            "job": name,
+            "label": label,
+            "ok": result.ok,
+            "result": result.body,
+            "error": result.message,
+        },
+    )
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/settings", settings_page, methods=["GET"]),
+        Route("/settings/rotate-token", rotate_token, methods=["POST"]),
+        Route("/settings/run/{job}", run_job, methods=["POST"]),
+    ]

@@ -1,0 +1,219 @@
+"""The dashboard's read models: one time-ordered stream over observations, prompts, summaries
+and memories (feed, timeline), plus the counts behind the stats charts."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from worker.store import projects
+from worker.store.observations import TYPES
+from worker.store.rows import load_json
+
+KINDS = ("observation", "prompt", "summary", "memory")
+# What the feed's type filter accepts: an observation type or a whole kind.
+FILTERS = (*TYPES, "prompt", "summary", "memory")
+BODY_CHARS = 4000
+
+_SELECT = {
+    "observation": """SELECT 'observation' AS kind, o.id, o.created_at AS at, p.key AS project,
+        p.name AS project_name, o.session_id, o.type AS type, o.title AS title,
+        substr(o.body, 1, {n}) AS body, length(o.body) AS body_len, o.files AS files,
+        o.tool_name AS tool, o.importance AS importance, o.archived_at AS archived_at
+        FROM observations o JOIN projects p ON p.id = o.project_id""",
+    "prompt": """SELECT 'prompt' AS kind, r.id, r.created_at AS at, p.key AS project,
+        p.name AS project_name, r.session_id, 'prompt' AS type,
+        substr(r.text, 1, 300) AS title, substr(r.text, 1, {n}) AS body,
+        length(r.text) AS body_len, '[]' AS files, NULL AS tool, NULL AS importance,
+        NULL AS archived_at
+        FROM prompts r JOIN projects p ON p.id = r.project_id""",
+    "summary": """SELECT 'summary' AS kind, s.id, s.updated_at AS at, p.key AS project,
+        p.name AS project_name, s.session_id, 'summary' AS type,
+        substr(COALESCE(NULLIF(s.request, ''), NULLIF(s.completed, ''), 'Session summary'), 1, 300)
+            AS title,
+        substr(trim(s.completed || char(10) || s.learned || char(10) || s.next_steps), 1, {n})
+            AS body,
+        length(s.completed) + length(s.learned) + length(s.next_steps) AS body_len,
+        s.files AS files, NULL AS tool, NULL AS importance, NULL AS archived_at
+        FROM summaries s JOIN projects p ON p.id = s.project_id""",
+    "memory": """SELECT 'memory' AS kind, m.id, m.created_at AS at, p.key AS project,
+        COALESCE(p.name, 'global') AS project_name, m.session_id, m.kind AS type,
+        substr(m.content, 1, 300) AS title, substr(m.content, 1, {n}) AS body,
+        length(m.content) AS body_len, '[]' AS files, NULL AS tool, m.importance AS importance,
+        m.archived_at AS archived_at
+        FROM memories m LEFT JOIN projects p ON p.id = m.project_id""",
+}
+_ALIAS = {"observation": "o", "prompt": "r", "summary": "s", "memory": "m"}
+_TIME = {"observation": "created_at", "prompt": "created_at", "summary": "updated_at"}
+
+
+def _row(row: sqlite3.Row) -> dict[str, Any]:
+    item = dict(row)
+    item["files"] = load_json(item.get("files"), []) or []
+    item["truncated"] = (item.get("body_len") or 0) > BODY_CHARS
+    return item
+
+
+def _kinds_for(type_: str | None) -> list[str]:
+    if type_ in KINDS[1:]:
+        return [type_]
+    if type_ in TYPES:
+        return ["observation"]
+    return list(KINDS)
+
+
+def _part(
+    kind: str, project_id: int | None, type_: str | None, cmp: str, archived: bool
+) -> tuple[str, list[Any]]:
+    a = _ALIAS[kind]
+    at = f"{a}.{_TIME.get(kind, 'created_at')}"
+    where: list[str] = []
+    args: list[Any] = []
+    if project_id is not None:
+        where.append(f"{a}.project_id = ?")
+        args.append(project_id)
+    if kind == "observation" and type_ in TYPES:
+        where.append("o.type = ?")
+        args.append(type_)
+    if kind in ("observation", "memory") and not archived:
+        where.append(f"{a}.archived_at IS NULL")
+    if cmp:
+        where.append(f"({at}, '{kind}', {a}.id) {cmp} (?, ?, ?)")
+    clause = (" WHERE " + " AND ".join(where)) if where else ""
+    order = "ASC" if cmp == ">" else "DESC"
+    sql = (
+        f"SELECT * FROM ({_SELECT[kind].format(n=BODY_CHARS)}{clause} "
+        f"ORDER BY {at} {order}, {a}.id {order} LIMIT ?)"
+    )
+    return sql, args
+
+
+def stream(
+    conn: sqlite3.Connection,
+    *,
+    project: str | None = None,
+    type_: str | None = None,
+    before: tuple[int, str, int] | None = None,
+    after: tuple[int, str, int] | None = None,
+    include_archived: bool = False,
+    limit: int = 50,
+) -> tuple[list[dict[str, Any]], tuple[int, str, int] | None]:
+    """Items newest first (or, with `after`, the next ones forward in time).
+
+    Returns (items, cursor for the next older page, or None at the end)."""
+    project_id: int | None = None
+    if project is not None:
+        project_id = projects.find(conn, project)
+        if project_id is None:
+            return [], None
+    cmp, edge = ("<", before) if after is None else (">", after)
+    parts: list[str] = []
+    args: list[Any] = []
+    for kind in _kinds_for(type_):
+        sql, part_args = _part(
+            kind, project_id, type_, cmp if edge is not None else "", include_archived
+        )
+        parts.append(sql)
+        args.extend(part_args)
+        if edge is not None:
+            args.extend(edge)
+        args.append(limit + 1)
+    order = "ASC" if after is not None else "DESC"
+    rows = conn.execute(
+        " UNION ALL ".join(parts) + f" ORDER BY at {order}, kind {order}, id {order} LIMIT ?",
+        (*args, limit + 1),
+    ).fetchall()
+    items = [_row(r) for r in rows[:limit]]
+    cursor = None
+    if len(rows) > limit:
+        last = items[-1]
+        cursor = (int(last["at"]), str(last["kind"]), int(last["id"]))
+    return items, cursor
+
+
+def item(conn: sqlite3.Connection, kind: str, item_id: int) -> dict[str, Any] | None:
+    if kind not in KINDS:
+        return None
+    a = _ALIAS[kind]
+    row = conn.execute(
+        f"{_SELECT[kind].format(n=BODY_CHARS)} WHERE {a}.id = ?", (item_id,)
+    ).fetchone()
+    return _row(row) if row is not None else None
+
+
+def encode_cursor(cursor: tuple[int, str, int] | None) -> str | None:
+    return None if cursor is None else f"{cursor[0]}.{cursor[1]}.{cursor[2]}"
+
+
+def decode_cursor(text: str | None) -> tuple[int, str, int] | None:
+    """Parse 'ms.kind.id'; anything else means 'from the newest'."""
+    if not text:
+        return None
+    parts = text.split(".")
+    if len(parts) != 3 or parts[1] not in KINDS:
+        return None
+    if not (parts[0].isdigit() and parts[2].isdigit()) or len(parts[0]) > 16 or len(parts[2]) > 18:
+        return None
+    return int(parts[0]), parts[1], int(parts[2])
+
+
+def counts_by_day(conn: sqlite3.Connection, since_ms: int) -> list[tuple[str, int]]:
+    rows = conn.execute(
+        "SELECT date(created_at / 1000, 'unixepoch') AS d, COUNT(*) FROM observations "
+        "WHERE created_at >= ? GROUP BY d ORDER BY d",
+        (since_ms,),
+    ).fetchall()
+    return [(str(r[0]), int(r[1])) for r in rows]
+
+
+def counts_by_type(conn: sqlite3.Connection) -> list[tuple[str, int]]:
+    rows = conn.execute(
+        "SELECT type, COUNT(*) FROM observations GROUP BY type ORDER BY 2 DESC"
+    ).fetchall()
+    return [(str(r[0]), int(r[1])) for r in rows]
+
+
+def counts_by_project(conn: sqlite3.Connection, limit: int = 12) -> list[tuple[str, int]]:
+    rows = conn.execute(
+        "SELECT p.name, COUNT(*) FROM observations o JOIN projects p ON p.id = o.project_id "
+        "GROUP BY o.project_id ORDER BY 2 DESC LIMIT ?",
+        (limit,),
+    ).fetchall()
+    return [(str(r[0]), int(r[1])) for r in rows]
+
+
+def embedding_coverage(conn: sqlite3.Connection) -> dict[str, Any]:
+    """Embedded items vs items per kind (the table every embedder writes to)."""
+    tables = {"observation": "observations", "memory": "memories", "prompt": "prompts"}
+    tables["summary"] = "summaries"
+    out: dict[str, Any] = {}
+    for kind, table in tables.items():
+        total = int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+        done = int(
+            conn.execute("SELECT COUNT(*) FROM embeddings WHERE item_kind = ?", (kind,)).fetchone()[
+                0
+            ]
+        )
+        out[kind] = {"embedded": min(done, total), "total": total}
+    return out
+
+
+def memory_importance(conn: sqlite3.Connection) -> list[tuple[int, int]]:
+    rows = conn.execute(
+        "SELECT importance, COUNT(*) FROM memories WHERE archived_at IS NULL "
+        "GROUP BY importance ORDER BY importance"
+    ).fetchall()
+    return [(int(r[0]), int(r[1])) for r in rows]
+
+
+def retention_inputs(conn: sqlite3.Connection, table: str, limit: int) -> list[sqlite3.Row]:
+    """The newest live rows' decay inputs: importance, uses, anchor time, pinned, type."""
+    if table == "memories":
+        sql = """SELECT importance, retrieval_count + hit_count AS uses, pinned, NULL AS type,
+                 COALESCE(last_retrieved_at, updated_at, created_at) AS anchor
+                 FROM memories WHERE archived_at IS NULL ORDER BY id DESC LIMIT ?"""
+    else:
+        sql = """SELECT importance, retrieval_count AS uses, 0 AS pinned, type,
+                 COALESCE(last_retrieved_at, created_at) AS anchor
+                 FROM observations WHERE archived_at IS NULL ORDER BY id DESC LIMIT ?"""
+    return list(conn.execute(sql, (limit,)).fetchall())
