@@ -23,6 +23,7 @@ EVENT_TYPES = (
     "memory.created",
     "memory.updated",
     "memory.deleted",
+    "stream.reset",  # sent on resume when the gap cannot be filled: reload the view
 )
 
 
@@ -31,6 +32,10 @@ class Event:
     id: str
     event: str
     data: dict[str, Any]
+
+
+def _seq_of(event: Event) -> int:
+    return int(event.id.rsplit("-", 1)[1])
 
 
 def format_event(event: Event) -> dict[str, str]:
@@ -74,14 +79,26 @@ class Broadcaster:
         return item
 
     def backlog(self, last_event_id: str | None) -> list[Event]:
-        """Buffered events after `last_event_id` (all of them if it is from another run)."""
+        """Buffered events after `last_event_id`. When the gap cannot be filled (an id from an
+        earlier worker run, or older than the ring buffer) a `stream.reset` event comes first:
+        the client should reload its view instead of trusting the stream to be complete."""
         if not last_event_id:
             return []
         boot, _, seq_text = last_event_id.partition("-")
-        if boot != self.boot or not seq_text.isdigit():
-            return list(self._buffer)
+        if boot != self.boot or not seq_text.isascii() or not seq_text.isdigit():
+            return [self._reset("the worker restarted"), *self._buffer]
         seq = int(seq_text)
-        return [e for e in self._buffer if int(e.id.rsplit("-", 1)[1]) > seq]
+        if seq > self._seq:
+            return [self._reset("unknown event id")]
+        oldest = _seq_of(self._buffer[0]) if self._buffer else self._seq + 1
+        missed = [e for e in self._buffer if _seq_of(e) > seq]
+        if seq + 1 < oldest:
+            return [self._reset("events were missed (older than the buffer)"), *missed]
+        return missed
+
+    def _reset(self, reason: str) -> Event:
+        # Carries the current id so a client resuming from it gets exactly what follows.
+        return Event(id=f"{self.boot}-{self._seq}", event="stream.reset", data={"reason": reason})
 
     def subscribe(self) -> asyncio.Queue[Event | None]:
         if len(self._clients) >= self.max_clients:
@@ -105,12 +122,16 @@ class Broadcaster:
         self, queue: asyncio.Queue[Event | None], last_event_id: str | None
     ) -> AsyncIterator[dict[str, str]]:
         try:
+            sent = 0
             for old in self.backlog(last_event_id):
+                sent = max(sent, _seq_of(old))
                 yield format_event(old)
             while True:
                 item = await queue.get()
                 if item is None:
                     return
+                if _seq_of(item) <= sent:
+                    continue  # published between subscribe() and the backlog: already sent
                 yield format_event(item)
         finally:
             self.unsubscribe(queue)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import os
 import signal
@@ -11,9 +13,58 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+
+class EventStream:
+    """One SSE connection: yields {"id", "event", "data"} per event and {"comment"} per ping."""
+
+    def __init__(self, port: int, token: str, last_event_id: str | None, timeout: float) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        headers = {"Authorization": f"Bearer {token}", "Accept": "text/event-stream"}
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = last_event_id
+        self.conn.request("GET", "/api/events", headers=headers)
+        self.response = self.conn.getresponse()
+        if self.response.status != 200:
+            body = self.response.read()
+            self.conn.close()
+            raise RuntimeError(f"SSE answered {self.response.status}: {body!r}")
+
+    def __iter__(self) -> Iterator[dict[str, str]]:
+        try:
+            yield from self._read()
+        except (OSError, ValueError, AttributeError, http.client.HTTPException):
+            return  # closed under us (close() from another thread) or by the worker
+        finally:
+            self.conn.close()
+
+    def _read(self) -> Iterator[dict[str, str]]:
+        event: dict[str, str] = {}
+        while True:
+            raw = self.response.readline()
+            if not raw:
+                return
+            line = raw.decode("utf-8").rstrip("\r\n")
+            if line == "":
+                if event:
+                    yield event
+                event = {}
+            elif line.startswith(":"):
+                yield {"comment": line[1:].strip()}
+            else:
+                name, _, value = line.partition(":")
+                event[name] = value[1:] if value.startswith(" ") else value
+
+    def close(self) -> None:
+        """Safe from any thread: the reader sees end-of-stream and closes the connection."""
+        sock = self.conn.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 def free_port() -> int:
@@ -46,26 +97,61 @@ class WorkerProcess:
     def start(self, timeout: float = 20.0) -> WorkerProcess:
         if not self.port:
             self.port = free_port()
-        log = open(self.home.parent / f"worker-{self.port}.log", "ab")  # noqa: SIM115
         self.home.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "worker", "start", "--foreground", "--port", str(self.port)],
-            env=self.env(),
-            stdout=log,
-            stderr=log,
-        )
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "worker", "start", "--foreground", "--port", str(self.port)],
+                env=self.env(),
+                stdout=log,
+                stderr=log,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"worker exited with {self.proc.returncode}")
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=1) as resp:
-                    if resp.status == 200 and (self.home / "worker.json").exists():
-                        return self
-            except (urllib.error.URLError, OSError):
-                pass
+                raise RuntimeError(
+                    f"worker exited with {self.proc.returncode}: {self.log_path.read_text()[-2000:]}"
+                )
+            info = self.runtime()
+            if info is not None and info.get("pid") == self.proc.pid:
+                self.port = int(info["port"])  # the worker may have had to pick another port
+                try:
+                    with urllib.request.urlopen(self.url + "/health", timeout=1) as resp:
+                        if resp.status == 200:
+                            return self
+                except (urllib.error.URLError, OSError):
+                    pass
             time.sleep(0.05)
         raise RuntimeError("worker did not become healthy")
+
+    @property
+    def log_path(self) -> Path:
+        return self.home.parent / f"worker-{self.home.name}.log"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def runtime(self) -> dict[str, Any] | None:
+        try:
+            info = json.loads((self.home / "worker.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return info if isinstance(info, dict) else None
+
+    def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """Run `cairn <args>` (as `python -m worker`) against this worker's home."""
+        return subprocess.run(
+            [sys.executable, "-m", "worker", *args],
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def events(self, *, last_event_id: str | None = None, timeout: float = 10) -> EventStream:
+        """Open the SSE stream (iterate it for events; close() from any thread)."""
+        return EventStream(self.port, self.token, last_event_id, timeout)
 
     def request(
         self,
