@@ -6,7 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from worker.cli import install, lifecycle, mcp
+from worker.cli import dashboard, doctor, install, lifecycle, mcp
+from worker.cli import portability as portability_cli
 from worker.errors import ConfigError
 
 
@@ -15,7 +16,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="cairn", description="Cairn: local-first long-term memory for AI coding agents."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (lifecycle, install, mcp):
+    for module in (lifecycle, install, mcp, doctor, dashboard, portability_cli):
         module.register(sub)
     return parser
 

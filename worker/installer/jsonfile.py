@@ -90,7 +90,9 @@ def render_like(data: dict[str, Any], original: str | None) -> str:
         if match:
             indent = match.group(1)
             indent = len(indent) if set(indent) == {" "} else indent
-    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    # A file that escapes non-ASCII (\u00e4) keeps doing so; one with raw UTF-8 keeps that.
+    ascii_only = original is not None and original.strip() != "" and original.isascii()
+    text = json.dumps(data, indent=indent, ensure_ascii=ascii_only)
     if original is None or original.endswith("\n") or not original.strip():
         text += "\n"
     return text

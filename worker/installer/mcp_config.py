@@ -54,9 +54,13 @@ def empty_containers(data: Mapping[str, Any]) -> set[ContainerPath]:
 
 
 def merge_server(
-    data: Mapping[str, Any], entry: Mapping[str, Any], where: object = "config"
+    data: Mapping[str, Any],
+    entry: Mapping[str, Any],
+    where: object = "config",
+    defaults: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A copy of `data` with mcpServers.cairn = entry, keeping fields the client added to ours."""
+    """A copy of `data` with mcpServers.cairn = entry; fields the client keeps on our entry
+    (Cline's alwaysAllow, disabled ...) stay, `defaults` only fill the ones missing."""
     result = copy.deepcopy(dict(data))
     servers = _servers(result, where)
     if servers is None:
@@ -69,6 +73,8 @@ def merge_server(
         )
     merged = dict(current) if isinstance(current, dict) else {}
     merged.update(copy.deepcopy(dict(entry)))
+    for key, value in (defaults or {}).items():
+        merged.setdefault(key, copy.deepcopy(value))
     if "env" not in entry:
         merged.pop("env", None)
     servers[SERVER_NAME] = merged

@@ -82,8 +82,7 @@ def install_hooks(
 
 def install_mcp(target: McpTarget, entry: Mapping[str, Any]) -> FileChange:
     path, file, data = _load(target.path)
-    full_entry = {**entry, **target.extra}
-    new_data = mcp_config.merge_server(data, full_entry, where=path)
+    new_data = mcp_config.merge_server(data, entry, where=path, defaults=target.extra)
     keep = mcp_config.empty_containers(data)
     return _json_change(path, "mcp", f"{target.client} MCP server", file, data, new_data, keep)
 

@@ -1,0 +1,180 @@
+"""`cairn doctor`: each check fails with its fix on a broken install, and passes on a good one."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from worker.cli import main
+from worker.cli.doctor import Check, run_checks
+from worker.settings import Settings, load_settings
+from worker.store import Store
+
+
+@pytest.fixture
+def user_home(isolated_home: Path) -> Path:
+    return Path(os.environ["HOME"])
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    return root
+
+
+@pytest.fixture
+def free_port(monkeypatch: pytest.MonkeyPatch) -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    monkeypatch.setenv("CAIRN_PORT", str(port))
+    return port
+
+
+def checks(settings: Settings | None = None) -> dict[str, Check]:
+    return {c.name: c for c in run_checks(settings or load_settings())}
+
+
+def make_db(settings: Settings) -> None:
+    store = Store(settings.db_path)
+    store.open()
+    store.close()
+
+
+def test_a_fresh_machine_says_what_to_run(
+    user_home: Path, project: Path, free_port: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "[FAIL] worker" in out and "fix: cairn start" in out
+    assert "[FAIL] hooks" in out and "fix: cairn install" in out
+    assert f"127.0.0.1:{free_port} is free" in out
+    assert out.strip().splitlines()[-1] == "some checks failed: run the fixes above"
+
+
+def test_json_output_lists_every_check(
+    user_home: Path, project: Path, free_port: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["doctor", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] is False
+    names = [c["name"] for c in report["checks"]]
+    assert names == [
+        "worker",
+        "port",
+        "token",
+        "hooks",
+        "interpreter",
+        "model",
+        "database",
+        "spool",
+        "recovery",
+    ]
+    assert all(set(c) == {"name", "status", "detail", "fix"} for c in report["checks"])
+    assert all(c["fix"] for c in report["checks"] if c["status"] == "fail")
+
+
+def test_hooks_pass_after_install_and_fail_when_the_script_moves(
+    user_home: Path, project: Path, free_port: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert main(["install", "--no-start"]) == 0
+    result = checks()
+    assert result["hooks"].status == "ok", result["hooks"]
+    assert result["interpreter"].status == "ok"
+    settings_file = user_home / ".claude" / "settings.json"
+    text = settings_file.read_text().replace("/hooks/cairn_hook.py", "/gone/cairn_hook.py")
+    settings_file.write_text(text)
+    hooks = checks()["hooks"]
+    assert hooks.status == "fail" and "does not exist" in hooks.detail
+    assert hooks.fix.startswith("cairn install")
+
+
+def test_missing_events_are_named(user_home: Path, project: Path, free_port: int) -> None:
+    assert main(["install", "--no-start"]) == 0
+    settings_file = user_home / ".claude" / "settings.json"
+    data = json.loads(settings_file.read_text())
+    del data["hooks"]["PreCompact"]
+    settings_file.write_text(json.dumps(data))
+    hooks = checks()["hooks"]
+    assert hooks.status == "fail" and "PreCompact" in hooks.detail
+
+
+def test_invalid_settings_json_is_reported(user_home: Path, project: Path, free_port: int) -> None:
+    path = user_home / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text("{oops")
+    hooks = checks()["hooks"]
+    assert hooks.status == "fail" and "not valid JSON" in hooks.detail
+
+
+def test_plugin_install_counts_as_registered(
+    user_home: Path, project: Path, free_port: int
+) -> None:
+    path = user_home / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"enabledPlugins": {"cairn@local": True}}))
+    assert checks()["hooks"].status == "ok"
+
+
+def test_token_mode_is_checked(user_home: Path, project: Path, free_port: int) -> None:
+    settings = load_settings()
+    settings.home.mkdir(parents=True)
+    settings.token_path.write_text("secret\n")
+    settings.token_path.chmod(0o644)
+    token = checks()["token"]
+    assert token.status == "fail" and "0644" in token.detail and "chmod 600" in token.fix
+    settings.token_path.chmod(0o600)
+    assert checks()["token"].status == "ok"
+
+
+def test_database_integrity_and_moved_aside_files(
+    user_home: Path, project: Path, free_port: int
+) -> None:
+    settings = load_settings()
+    make_db(settings)
+    assert checks()["database"].status == "ok"
+    settings.db_path.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4096)
+    database = checks()["database"]
+    assert database.status == "fail" and "cairn stop && cairn start" in database.fix
+    aside = settings.home / "cairn.db.corrupt-20261202T120000Z"
+    aside.write_bytes(b"junk")
+    recovery = checks()["recovery"]
+    assert recovery.status == "warn" and str(aside) in recovery.detail
+
+
+def test_spool_backlog_is_counted(user_home: Path, project: Path, free_port: int) -> None:
+    settings = load_settings()
+    settings.spool_dir.mkdir(parents=True)
+    (settings.spool_dir / "events-1.jsonl").write_text('{"a":1}\n{"a":2}\n\n')
+    (settings.spool_dir / "events-2.jsonl").write_text('{"a":3}\n')
+    spool = checks()["spool"]
+    assert spool.status == "fail" and "3 events waiting" in spool.detail
+    assert spool.fix.startswith("cairn start")
+
+
+def test_a_taken_port_is_reported(
+    user_home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        monkeypatch.setenv("CAIRN_PORT", str(listener.getsockname()[1]))
+        result = checks()["port"]
+    assert result.status == "fail" and "taken by another program" in result.detail
+
+
+def test_model_check_follows_the_settings(
+    user_home: Path, project: Path, free_port: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert "CAIRN_EMBED_ENABLED=0" in checks()["model"].detail  # tests run with it off
+    monkeypatch.setenv("CAIRN_EMBED_ENABLED", "1")
+    assert checks()["model"].status == "ok"  # the [model] extra is installed here
+    monkeypatch.setenv("CAIRN_EMBED_MODEL_PATH", str(tmp_path / "nowhere"))
+    model = checks()["model"]
+    assert model.status == "fail" and "model.onnx is missing" in model.detail

