@@ -24,7 +24,7 @@ try:
 
     _scan = _json.make_scanner(_ScanContext())
     _encode = _json.make_encoder(
-        None, str, _json.encode_basestring_ascii, None, ":", ",", False, True, False
+        None, str, _json.encode_basestring_ascii, None, ":", ",", False, True, True
     )
 except (ImportError, AttributeError):  # pragma: no cover - non-CPython
     _scan = None

@@ -1,0 +1,324 @@
+"""The hook's normaliser: tool events to typed, titled, capped observations; project identity."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.hook_modules import events, hook_io, run
+
+ROOT = "/home/dev/app"
+
+
+def post(tool: str, tool_input: Any, response: Any = None, **extra: Any) -> dict[str, Any]:
+    payload = {
+        "session_id": "sess-1",
+        "transcript_path": "/nonexistent/t.jsonl",
+        "cwd": ROOT,
+        "hook_event_name": "PostToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_response": response,
+        "tool_use_id": "toolu_01",
+        **extra,
+    }
+    obs = events.observation(payload, ROOT, ROOT)
+    assert obs is not None
+    return obs
+
+
+def test_write_edit_multiedit_notebook_are_file_writes_with_relative_files() -> None:
+    w = post("Write", {"file_path": f"{ROOT}/src/app.py", "content": "a\nb\nc\n"})
+    assert (w["type"], w["title"], w["files"]) == (
+        "file_write",
+        "Write src/app.py (3 lines)",
+        ["src/app.py"],
+    )
+    e = post("Edit", {"file_path": f"{ROOT}/README.md", "old_string": "old", "new_string": "new"})
+    assert e["title"] == "Edit README.md" and "old: old" in e["body"] and "new: new" in e["body"]
+    m = post(
+        "MultiEdit",
+        {"file_path": "lib/x.py", "edits": [{"old_string": "a", "new_string": "b"}] * 3},
+    )
+    assert m["title"] == "MultiEdit lib/x.py (3 edits)" and m["files"] == ["lib/x.py"]
+    n = post(
+        "NotebookEdit",
+        {"notebook_path": f"{ROOT}/nb.ipynb", "new_source": "print(1)", "cell_id": "c1"},
+    )
+    assert n["type"] == "file_write" and n["files"] == ["nb.ipynb"] and "cell c1" in n["title"]
+    outside = post("Write", {"file_path": "/etc/hosts", "content": ""})
+    assert outside["files"] == ["/etc/hosts"]
+
+
+def test_bash_records_command_exit_code_head_and_tail() -> None:
+    out = "\n".join(f"line {i}" for i in range(2000))
+    obs = post(
+        "Bash",
+        {"command": "pytest -q", "description": "Run the tests"},
+        {"stdout": out, "stderr": "warning", "interrupted": False},
+    )
+    assert obs["type"] == "command" and obs["title"] == "Run: Run the tests"
+    assert "line 0" in obs["body"] and "line 1999" in obs["body"] and "line 1000" not in obs["body"]
+    failed = events.observation(
+        {
+            "session_id": "s",
+            "tool_name": "Bash",
+            "tool_input": {"command": "make"},
+            "error": "Exit code 2\nmake: *** [all] Error 2",
+            "hook_event_name": "PostToolUseFailure",
+        },
+        ROOT,
+        ROOT,
+    )
+    assert failed is not None and failed["title"] == "Run: make (exit 2)"
+    assert "exit code: 2" in failed["body"]
+
+
+def test_research_keeps_paths_and_patterns_never_contents() -> None:
+    r = post(
+        "Read",
+        {"file_path": f"{ROOT}/src/db.py", "offset": 10, "limit": 50},
+        {"type": "text", "file": {"content": "SECRET FILE CONTENT"}},
+    )
+    assert r["type"] == "research" and r["title"] == "Read src/db.py (lines 10-59)"
+    assert "SECRET FILE CONTENT" not in r["body"] and r["files"] == ["src/db.py"]
+    g = post(
+        "Grep",
+        {"pattern": "def main", "path": f"{ROOT}/src", "glob": "*.py"},
+        {"mode": "files_with_matches", "filenames": [f"{ROOT}/src/a.py"], "numFiles": 1},
+    )
+    assert g["title"] == "Grep 'def main' in src" and "src/a.py" in g["body"]
+    gl = post("Glob", {"pattern": "**/*.ts"}, {"filenames": [], "numFiles": 0})
+    assert gl["title"] == "Glob **/*.ts"
+    ls = post("LS", {"path": f"{ROOT}/docs"}, "- docs/\n  - a.md")
+    assert ls["title"] == "LS docs" and "a.md" not in ls["body"]
+
+
+def test_web_delegation_mcp_and_other() -> None:
+    f = post(
+        "WebFetch",
+        {"url": "https://docs.python.org/3/", "prompt": "summarise"},
+        {"result": "Python docs"},
+    )
+    assert (
+        f["type"] == "web"
+        and f["title"] == "Fetch https://docs.python.org/3/"
+        and "excerpt: Python docs" in f["body"]
+    )
+    s = post("WebSearch", {"query": "sqlite fts5 bm25"}, {"results": []})
+    assert s["title"] == "Search the web: sqlite fts5 bm25"
+    t = post(
+        "Task",
+        {"description": "Find callers", "prompt": "Find all callers", "subagent_type": "Explore"},
+        {"content": [{"type": "text", "text": "Found 3 callers"}]},
+    )
+    assert t["type"] == "delegation" and t["title"] == "Delegate to Explore: Find callers"
+    assert "Found 3 callers" in t["body"]
+    m = post(
+        "mcp__github__create_issue",
+        {"title": "bug"},
+        {"content": [{"type": "text", "text": "#12"}]},
+    )
+    assert m["type"] == "mcp" and m["title"] == "MCP github.create_issue"
+    o = post("ExitPlanMode", {"plan": "1. do it"}, "ok")
+    assert o["type"] == "other" and o["title"] == "ExitPlanMode: 1. do it"
+
+
+def test_noise_own_mcp_and_todowrite_are_not_observations() -> None:
+    for tool in ("mcp__cairn__search", "mcp__cairn__save_memory", "TodoWrite", "BashOutput"):
+        assert events.observation({"tool_name": tool, "tool_input": {}}, ROOT, ROOT) is None
+    todos = {
+        "todos": [{"content": "write tests", "status": "in_progress", "activeForm": "Writing"}]
+    }
+    assert events.plan({"tool_input": todos}) == [
+        {"content": "write tests", "status": "in_progress"}
+    ]
+
+
+def test_fields_are_capped_and_cleaned() -> None:
+    big = "x" * 5000
+    obs = post("Write", {"file_path": "a.txt", "content": big + " password=hunter2024"})
+    for line in obs["body"].splitlines():
+        assert len(line) <= 500 + len("content: ") + 2
+    e = post(
+        "Edit",
+        {
+            "file_path": "a",
+            "old_string": "token=abc123def",
+            "new_string": "<private>pin 1234</private>ok",
+        },
+    )
+    assert "abc123def" not in e["body"] and "1234" not in e["body"] and "new: ok" in e["body"]
+    obs = events.observation(
+        {"tool_name": "Write", "tool_input": {"file_path": "a", "content": big}},
+        ROOT,
+        ROOT,
+        field_chars=50,
+    )
+    assert obs is not None and len(obs["body"]) < 80
+
+
+def test_subagent_tool_events_carry_agent_id_in_meta() -> None:
+    obs = post("Read", {"file_path": "x.py"}, agent_id="agent-7", agent_type="Explore")
+    assert obs["meta"]["agent_id"] == "agent-7" and obs["meta"]["agent_type"] == "Explore"
+
+
+def test_event_ids_are_deterministic() -> None:
+    payload = {"session_id": "s1", "tool_use_id": "toolu_9"}
+    assert (
+        events.event_id("tool", payload)
+        == events.event_id("tool", dict(payload))
+        == "cc:s1:toolu_9"
+    )
+    p = {"session_id": "s1", "transcript_path": "/nope"}
+    assert events.event_id("prompt", p, "hi") == events.event_id("prompt", p, "hi")
+    assert events.event_id("prompt", p, "hi") != events.event_id("prompt", p, "ho")
+
+
+def test_prompt_event_id_changes_as_the_transcript_grows(tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("{}\n")
+    p = {"session_id": "s1", "transcript_path": str(transcript)}
+    first = events.event_id("prompt", p, "continue")
+    transcript.write_text("{}\n{}\n")
+    assert events.event_id("prompt", p, "continue") != first  # same words, a new turn
+
+
+def _git(*args: str, cwd: Path) -> None:
+    subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        env={
+            **os.environ,
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+        },
+    )
+
+
+def test_project_root_is_the_repository_top_and_worktrees_map_to_main(tmp_path: Path) -> None:
+    repo = tmp_path / "one" / "app"
+    (repo / "src" / "deep").mkdir(parents=True)
+    _git("init", "-q", cwd=repo)
+    (repo / "f").write_text("x")
+    _git("add", "f", cwd=repo)
+    _git("commit", "-qm", "init", cwd=repo)
+    assert events.project_root(str(repo / "src" / "deep")) == str(repo)
+    wt = tmp_path / "wt-feature"
+    _git("worktree", "add", "-q", str(wt), cwd=repo)
+    (wt / "pkg").mkdir()
+    assert events.project_root(str(wt / "pkg")) == str(repo)
+    other = tmp_path / "two" / "app"  # same base name, another repository
+    other.mkdir(parents=True)
+    _git("init", "-q", cwd=other)
+    assert events.project_root(str(other)) == str(other) != str(repo)
+    plain = tmp_path / "plain" / "dir"
+    plain.mkdir(parents=True)
+    assert events.project_root(str(plain)) == str(plain)
+
+
+def test_submodule_is_its_own_project(tmp_path: Path) -> None:
+    sub = tmp_path / "super" / "vendor" / "lib"
+    sub.mkdir(parents=True)
+    (tmp_path / "super" / ".git" / "modules" / "lib").mkdir(parents=True)
+    (sub / ".git").write_text("gitdir: ../../.git/modules/lib\n")
+    assert events.project_root(str(sub)) == str(sub)
+
+
+def test_exclusion_globs(monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = {"exclude": ["~/clients/*", "/srv/secret"]}
+    home = os.path.expanduser("~")
+    assert run.excluded([f"{home}/clients/acme/src"], cfg)
+    assert run.excluded(["/srv/secret/sub"], cfg)
+    assert not run.excluded(["/srv/public"], cfg)
+    monkeypatch.setenv("CAIRN_EXCLUDE", "/opt/a*,/tmp/z")
+    assert run.excluded(["/opt/abc"], {}) and run.excluded(["/tmp/z/y"], {})
+
+
+def test_json_helpers_roundtrip() -> None:
+    value = {"a": [1, 2.5, None, True], "b": "é\ud800\n", "c": {"d": ""}}
+    text = hook_io.dumps(value)
+    assert text.isascii()
+    assert hook_io.loads(text) == value
+    for bad in ("", "{", "[1,]", "{} x", "nul", "\x00"):
+        with pytest.raises(ValueError):
+            hook_io.loads(bad)
+
+
+def test_truncated_input_salvages_the_small_fields() -> None:
+    raw = (
+        '{"session_id":"s9","cwd":"/r","hook_event_name":"PostToolUse","tool_name":"Bash",'
+        '"tool_input":{"command":"cat big.log"},"tool_response":{"stdout":"' + "x" * 1000
+    ).encode()
+    payload = run.parse_payload(raw, truncated=True)
+    assert payload is not None
+    assert payload["session_id"] == "s9" and payload["tool_input"] == {"command": "cat big.log"}
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=50),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=10), children, max_size=5)
+    ),
+    max_leaves=20,
+)
+tools = st.sampled_from(
+    [
+        "Write",
+        "Edit",
+        "MultiEdit",
+        "NotebookEdit",
+        "Bash",
+        "Read",
+        "Grep",
+        "Glob",
+        "LS",
+        "WebFetch",
+        "WebSearch",
+        "Task",
+        "TodoWrite",
+        "mcp__x__y",
+        "mcp__cairn__search",
+        "Weird",
+    ]
+) | st.text(max_size=20)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    tool=tools,
+    tool_input=json_values,
+    response=json_values,
+    error=json_values,
+    cwd=st.text(max_size=30),
+)
+def test_normaliser_never_raises_and_respects_the_api(
+    tool: str, tool_input: Any, response: Any, error: Any, cwd: str
+) -> None:
+    payload = {
+        "session_id": "s",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_response": response,
+        "error": error,
+        "tool_use_id": "t",
+    }
+    obs = events.observation(payload, "/r", cwd)
+    events.plan(payload)
+    if obs is None:
+        return
+    assert obs["type"] in ("file_write", "command", "research", "web", "delegation", "mcp", "other")
+    assert 1 <= len(obs["title"]) <= 500 and "\n" not in obs["title"]
+    assert len(obs["files"]) <= 50
+    assert len(hook_io.dumps(obs["meta"])) < 4096
+    hook_io.dumps(obs)  # always encodable
