@@ -30,6 +30,21 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def user_home(isolated_home: Path) -> Path:
+    """The tmp HOME the autouse fixture set (where ~/.claude, ~/.cursor ... live in tests)."""
+    return Path(os.environ["HOME"])
+
+
+@pytest.fixture
+def project_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A tmp project folder made the current directory (for --project and cwd-based code)."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    return root
+
+
+@pytest.fixture
 def settings(isolated_home: Path) -> Settings:
     return load_settings()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 from pathlib import Path
 
@@ -13,19 +12,6 @@ from worker.cli import main
 from worker.cli.doctor import Check, run_checks
 from worker.settings import Settings, load_settings
 from worker.store import Store
-
-
-@pytest.fixture
-def user_home(isolated_home: Path) -> Path:
-    return Path(os.environ["HOME"])
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    monkeypatch.chdir(root)
-    return root
 
 
 @pytest.fixture
@@ -48,7 +34,7 @@ def make_db(settings: Settings) -> None:
 
 
 def test_a_fresh_machine_says_what_to_run(
-    user_home: Path, project: Path, free_port: int, capsys: pytest.CaptureFixture[str]
+    user_home: Path, project_cwd: Path, free_port: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["doctor"]) == 1
     out = capsys.readouterr().out
@@ -59,7 +45,7 @@ def test_a_fresh_machine_says_what_to_run(
 
 
 def test_json_output_lists_every_check(
-    user_home: Path, project: Path, free_port: int, capsys: pytest.CaptureFixture[str]
+    user_home: Path, project_cwd: Path, free_port: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["doctor", "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
@@ -81,7 +67,11 @@ def test_json_output_lists_every_check(
 
 
 def test_hooks_pass_after_install_and_fail_when_the_script_moves(
-    user_home: Path, project: Path, free_port: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    user_home: Path,
+    project_cwd: Path,
+    free_port: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert main(["install", "--no-start"]) == 0
     result = checks()
@@ -95,7 +85,7 @@ def test_hooks_pass_after_install_and_fail_when_the_script_moves(
     assert hooks.fix.startswith("cairn install")
 
 
-def test_missing_events_are_named(user_home: Path, project: Path, free_port: int) -> None:
+def test_missing_events_are_named(user_home: Path, project_cwd: Path, free_port: int) -> None:
     assert main(["install", "--no-start"]) == 0
     settings_file = user_home / ".claude" / "settings.json"
     data = json.loads(settings_file.read_text())
@@ -105,7 +95,9 @@ def test_missing_events_are_named(user_home: Path, project: Path, free_port: int
     assert hooks.status == "fail" and "PreCompact" in hooks.detail
 
 
-def test_invalid_settings_json_is_reported(user_home: Path, project: Path, free_port: int) -> None:
+def test_invalid_settings_json_is_reported(
+    user_home: Path, project_cwd: Path, free_port: int
+) -> None:
     path = user_home / ".claude" / "settings.json"
     path.parent.mkdir()
     path.write_text("{oops")
@@ -114,7 +106,7 @@ def test_invalid_settings_json_is_reported(user_home: Path, project: Path, free_
 
 
 def test_plugin_install_counts_as_registered(
-    user_home: Path, project: Path, free_port: int
+    user_home: Path, project_cwd: Path, free_port: int
 ) -> None:
     path = user_home / ".claude" / "settings.json"
     path.parent.mkdir()
@@ -122,7 +114,7 @@ def test_plugin_install_counts_as_registered(
     assert checks()["hooks"].status == "ok"
 
 
-def test_token_mode_is_checked(user_home: Path, project: Path, free_port: int) -> None:
+def test_token_mode_is_checked(user_home: Path, project_cwd: Path, free_port: int) -> None:
     settings = load_settings()
     settings.home.mkdir(parents=True)
     settings.token_path.write_text("secret\n")
@@ -134,7 +126,7 @@ def test_token_mode_is_checked(user_home: Path, project: Path, free_port: int) -
 
 
 def test_database_integrity_and_moved_aside_files(
-    user_home: Path, project: Path, free_port: int
+    user_home: Path, project_cwd: Path, free_port: int
 ) -> None:
     settings = load_settings()
     make_db(settings)
@@ -148,7 +140,7 @@ def test_database_integrity_and_moved_aside_files(
     assert recovery.status == "warn" and str(aside) in recovery.detail
 
 
-def test_spool_backlog_is_counted(user_home: Path, project: Path, free_port: int) -> None:
+def test_spool_backlog_is_counted(user_home: Path, project_cwd: Path, free_port: int) -> None:
     settings = load_settings()
     settings.spool_dir.mkdir(parents=True)
     (settings.spool_dir / "events-1.jsonl").write_text('{"a":1}\n{"a":2}\n\n')
@@ -159,7 +151,7 @@ def test_spool_backlog_is_counted(user_home: Path, project: Path, free_port: int
 
 
 def test_a_taken_port_is_reported(
-    user_home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+    user_home: Path, project_cwd: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -170,7 +162,11 @@ def test_a_taken_port_is_reported(
 
 
 def test_model_check_follows_the_settings(
-    user_home: Path, project: Path, free_port: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    user_home: Path,
+    project_cwd: Path,
+    free_port: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert "CAIRN_EMBED_ENABLED=0" in checks()["model"].detail  # tests run with it off
     monkeypatch.setenv("CAIRN_EMBED_ENABLED", "1")

@@ -43,19 +43,6 @@ FIXTURES: dict[str, str | None] = {
 }
 
 
-@pytest.fixture
-def user_home(isolated_home: Path) -> Path:
-    return Path(os.environ["HOME"])
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    monkeypatch.chdir(root)
-    return root
-
-
 def settings_path(user_home: Path) -> Path:
     return user_home / ".claude" / "settings.json"
 
@@ -77,7 +64,7 @@ def backups(path: Path) -> list[Path]:
 
 @pytest.mark.parametrize("name", list(FIXTURES))
 def test_install_then_uninstall_restores_the_file_byte_for_byte(
-    name: str, user_home: Path, project: Path
+    name: str, user_home: Path, project_cwd: Path
 ) -> None:
     path = settings_path(user_home)
     original = FIXTURES[name]
@@ -115,7 +102,7 @@ def test_install_then_uninstall_restores_the_file_byte_for_byte(
         assert path.read_text(encoding="utf-8") == original
 
 
-def test_install_is_idempotent_and_backs_up_once(user_home: Path, project: Path) -> None:
+def test_install_is_idempotent_and_backs_up_once(user_home: Path, project_cwd: Path) -> None:
     path = settings_path(user_home)
     write_fixture(path, FIXTURES["other-tools"])
     assert cairn("install", "--no-start") == 0
@@ -130,7 +117,7 @@ def test_install_is_idempotent_and_backs_up_once(user_home: Path, project: Path)
 
 
 def test_dry_run_shows_a_diff_and_writes_nothing(
-    user_home: Path, project: Path, capsys: pytest.CaptureFixture[str], isolated_home: Path
+    user_home: Path, project_cwd: Path, capsys: pytest.CaptureFixture[str], isolated_home: Path
 ) -> None:
     path = settings_path(user_home)
     write_fixture(path, FIXTURES["other-tools"])
@@ -142,13 +129,13 @@ def test_dry_run_shows_a_diff_and_writes_nothing(
     assert path.read_text() == FIXTURES["other-tools"]
     assert not (user_home / ".claude.json").exists()
     assert not (user_home / ".cursor").exists()
-    assert not (project / ".cursor").exists()
+    assert not (project_cwd / ".cursor").exists()
     assert backups(path) == []
     assert not (isolated_home / "install.json").exists()
 
 
 def test_invalid_json_is_left_untouched_with_a_clear_error(
-    user_home: Path, project: Path, capsys: pytest.CaptureFixture[str]
+    user_home: Path, project_cwd: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = settings_path(user_home)
     broken = '{\n  "model": "opus",\n  "hooks": {\n'
@@ -171,7 +158,7 @@ def test_invalid_json_is_left_untouched_with_a_clear_error(
     ],
 )
 def test_wrong_shapes_are_refused(
-    text: str, message: str, user_home: Path, project: Path, capsys: pytest.CaptureFixture[str]
+    text: str, message: str, user_home: Path, project_cwd: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = settings_path(user_home)
     write_fixture(path, text)
@@ -180,7 +167,7 @@ def test_wrong_shapes_are_refused(
     assert path.read_text() == text
 
 
-def test_nothing_is_written_when_any_target_is_invalid(user_home: Path, project: Path) -> None:
+def test_nothing_is_written_when_any_target_is_invalid(user_home: Path, project_cwd: Path) -> None:
     path = settings_path(user_home)
     write_fixture(path, FIXTURES["other-tools"])
     write_fixture(user_home / ".cursor" / "mcp.json", "{ not json")
@@ -188,7 +175,7 @@ def test_nothing_is_written_when_any_target_is_invalid(user_home: Path, project:
     assert path.read_text() == FIXTURES["other-tools"]
 
 
-def test_an_old_install_is_replaced_in_place(user_home: Path, project: Path) -> None:
+def test_an_old_install_is_replaced_in_place(user_home: Path, project_cwd: Path) -> None:
     old = {
         "hooks": {
             "PostToolUse": [
@@ -215,7 +202,9 @@ def test_an_old_install_is_replaced_in_place(user_home: Path, project: Path) -> 
     assert str(hook_script().resolve()) in groups[1]["hooks"][0]["command"]
 
 
-def test_uninstall_takes_our_handler_out_of_a_shared_group(user_home: Path, project: Path) -> None:
+def test_uninstall_takes_our_handler_out_of_a_shared_group(
+    user_home: Path, project_cwd: Path
+) -> None:
     cmd = "python /x/cairn_hook.py stop"
     shared = {
         "hooks": {
@@ -237,16 +226,16 @@ def test_uninstall_takes_our_handler_out_of_a_shared_group(user_home: Path, proj
     }
 
 
-def test_project_scope_writes_the_project_file(user_home: Path, project: Path) -> None:
+def test_project_scope_writes_the_project_file(user_home: Path, project_cwd: Path) -> None:
     assert cairn("install", "--no-start", "--project") == 0
-    assert (project / ".claude" / "settings.json").exists()
+    assert (project_cwd / ".claude" / "settings.json").exists()
     assert not settings_path(user_home).exists()
     assert cairn("uninstall", "--project") == 0
-    assert not (project / ".claude").exists()
+    assert not (project_cwd / ".claude").exists()
 
 
 def test_symlinked_settings_stay_a_symlink_and_mode_is_kept(
-    user_home: Path, project: Path, tmp_path: Path
+    user_home: Path, project_cwd: Path, tmp_path: Path
 ) -> None:
     target = tmp_path / "dotfiles" / "claude-settings.json"
     write_fixture(target, FIXTURES["other-tools"])
@@ -263,7 +252,7 @@ def test_symlinked_settings_stay_a_symlink_and_mode_is_kept(
 
 
 def test_install_records_the_interpreter_for_the_hook(
-    user_home: Path, project: Path, isolated_home: Path
+    user_home: Path, project_cwd: Path, isolated_home: Path
 ) -> None:
     assert cairn("install", "--no-start") == 0
     state = json.loads((isolated_home / "install.json").read_text())
@@ -279,7 +268,9 @@ def _mcp_entry(path: Path) -> dict[str, Any]:
     return dict(json.loads(path.read_text())["mcpServers"]["cairn"])
 
 
-def test_mcp_for_claude_code_keeps_the_rest_of_claude_json(user_home: Path, project: Path) -> None:
+def test_mcp_for_claude_code_keeps_the_rest_of_claude_json(
+    user_home: Path, project_cwd: Path
+) -> None:
     claude_json = user_home / ".claude.json"
     original = json.dumps(
         {
@@ -301,15 +292,15 @@ def test_mcp_for_claude_code_keeps_the_rest_of_claude_json(user_home: Path, proj
     assert claude_json.read_text() == original
 
 
-def test_mcp_project_scope_uses_dot_mcp_json(user_home: Path, project: Path) -> None:
+def test_mcp_project_scope_uses_dot_mcp_json(user_home: Path, project_cwd: Path) -> None:
     assert cairn("install", "--no-start", "--no-hooks", "--mcp", "--project") == 0
-    assert _mcp_entry(project / ".mcp.json")["args"] == ["-m", "worker", "mcp"]
+    assert _mcp_entry(project_cwd / ".mcp.json")["args"] == ["-m", "worker", "mcp"]
     assert cairn("uninstall", "--project") == 0
-    assert not (project / ".mcp.json").exists()
+    assert not (project_cwd / ".mcp.json").exists()
 
 
 def test_a_foreign_server_named_cairn_is_not_overwritten(
-    user_home: Path, project: Path, capsys: pytest.CaptureFixture[str]
+    user_home: Path, project_cwd: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = user_home / ".cursor" / "mcp.json"
     text = '{"mcpServers": {"cairn": {"command": "npx", "args": ["cairn-js"]}}}'

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -13,24 +12,11 @@ from worker.installer import textblock
 from worker.installer.editors import cline_mcp_paths, editor_targets
 
 
-@pytest.fixture
-def user_home(isolated_home: Path) -> Path:
-    return Path(os.environ["HOME"])
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    monkeypatch.chdir(root)
-    return root
-
-
 def _entry(path: Path) -> dict[str, object]:
     return dict(json.loads(path.read_text())["mcpServers"]["cairn"])
 
 
-def test_cursor_gets_global_mcp_and_a_project_rule(user_home: Path, project: Path) -> None:
+def test_cursor_gets_global_mcp_and_a_project_rule(user_home: Path, project_cwd: Path) -> None:
     other = {"mcpServers": {"github": {"command": "gh-mcp", "args": []}}}
     mcp = user_home / ".cursor" / "mcp.json"
     mcp.parent.mkdir()
@@ -39,17 +25,17 @@ def test_cursor_gets_global_mcp_and_a_project_rule(user_home: Path, project: Pat
     assert main(["install", "--no-start", "--no-hooks", "--editor", "cursor"]) == 0
     assert _entry(mcp)["args"] == ["-m", "worker", "mcp"]
     assert "github" in json.loads(mcp.read_text())["mcpServers"]
-    rule = project / ".cursor" / "rules" / "cairn.mdc"
+    rule = project_cwd / ".cursor" / "rules" / "cairn.mdc"
     text = rule.read_text()
     assert text.startswith("---\ndescription:") and "alwaysApply: true" in text
     assert "get_observations" in text and textblock.MANAGED in text
     assert main(["uninstall"]) == 0
     assert mcp.read_text() == original
-    assert not (project / ".cursor").exists()
+    assert not (project_cwd / ".cursor").exists()
 
 
 def test_windsurf_rules_go_in_a_block_of_the_users_global_rules(
-    user_home: Path, project: Path
+    user_home: Path, project_cwd: Path
 ) -> None:
     rules = user_home / ".codeium" / "windsurf" / "memories" / "global_rules.md"
     rules.parent.mkdir(parents=True)
@@ -68,15 +54,15 @@ def test_windsurf_rules_go_in_a_block_of_the_users_global_rules(
     assert not mcp.exists()
 
 
-def test_windsurf_project_rule_is_a_workspace_file(user_home: Path, project: Path) -> None:
+def test_windsurf_project_rule_is_a_workspace_file(user_home: Path, project_cwd: Path) -> None:
     assert main(["install", "--no-start", "--no-hooks", "--project", "--editor", "windsurf"]) == 0
-    rule = project / ".windsurf" / "rules" / "cairn.md"
+    rule = project_cwd / ".windsurf" / "rules" / "cairn.md"
     assert rule.read_text().startswith("---\ntrigger: always_on\n---\n")
     assert main(["uninstall", "--project"]) == 0
     assert not rule.exists()
 
 
-def test_cline_writes_where_the_extension_lives(user_home: Path, project: Path) -> None:
+def test_cline_writes_where_the_extension_lives(user_home: Path, project_cwd: Path) -> None:
     storage = (
         user_home / ".config" / "VSCodium" / "User" / "globalStorage" / "saoudrizwan.claude-dev"
     )
@@ -109,8 +95,8 @@ def test_cline_defaults_to_vscode_when_nothing_is_installed(user_home: Path) -> 
     assert "Library/Application Support/Code/User" in str(mac)
 
 
-def test_a_user_file_with_our_rule_name_is_kept(user_home: Path, project: Path) -> None:
-    rule = project / ".clinerules" / "cairn.md"
+def test_a_user_file_with_our_rule_name_is_kept(user_home: Path, project_cwd: Path) -> None:
+    rule = project_cwd / ".clinerules" / "cairn.md"
     rule.parent.mkdir()
     rule.write_text("my own notes about cairns\n")
     assert main(["install", "--no-start", "--no-hooks", "--project", "--editor", "cline"]) == 0
@@ -119,10 +105,10 @@ def test_a_user_file_with_our_rule_name_is_kept(user_home: Path, project: Path) 
     assert rule.read_text() == "my own notes about cairns\n"
 
 
-def test_single_file_clinerules_gets_a_block(user_home: Path, project: Path) -> None:
-    (project / ".clinerules").write_text("use tabs\n")
-    _, rules = editor_targets("cline", user_home, project, project)
-    assert rules.mode == "block" and rules.path == project / ".clinerules"
+def test_single_file_clinerules_gets_a_block(user_home: Path, project_cwd: Path) -> None:
+    (project_cwd / ".clinerules").write_text("use tabs\n")
+    _, rules = editor_targets("cline", user_home, project_cwd, project_cwd)
+    assert rules.mode == "block" and rules.path == project_cwd / ".clinerules"
 
 
 @pytest.mark.parametrize("text", ["", "a\n", "a\n\n", "no newline", "x\n<!-- other -->\n", "\n\n"])
