@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+
+from limits import parse_many
 
 from worker.errors import ConfigError
 
@@ -219,10 +222,29 @@ def load_settings(env: Mapping[str, str] | None = None, **overrides: object) -> 
             values[f.name] = _convert(f.name, env[key], getattr(defaults, f.name))
     values.update({k: v for k, v in overrides.items() if v is not None})
     settings = Settings(**values)  # type: ignore[arg-type]
+    _check(settings)
+    return settings
+
+
+def _check(settings: Settings) -> None:
+    """Refuse values that would only fail later, mid-request (a limit of -1, NaN, '5/fortnight')."""
+    for f in fields(settings):
+        value = getattr(settings, f.name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if not math.isfinite(value) or value < 0:
+            raise ConfigError(f"CAIRN_{f.name.upper()}={value!r} must be a finite number >= 0")
+    for name in ("rate_limit_read", "rate_limit_write", "rate_limit_login"):
+        raw = getattr(settings, name)
+        try:
+            parse_many(raw)
+        except ValueError:
+            raise ConfigError(
+                f"CAIRN_{name.upper()}={raw!r} is not a rate limit (e.g. '600/minute')"
+            ) from None
     if not 0 <= settings.port <= 65535:
         raise ConfigError(f"CAIRN_PORT={settings.port} is outside 0..65535")
     if settings.host not in ("127.0.0.1", "::1", "localhost"):
         raise ConfigError(
             f"CAIRN_HOST={settings.host!r}: Cairn binds loopback only (127.0.0.1, ::1, localhost)"
         )
-    return settings

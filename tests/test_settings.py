@@ -1,0 +1,89 @@
+"""Settings: one place for defaults, CAIRN_* environment overrides, refusal of bad values."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from worker.errors import ConfigError
+from worker.settings import Secret, Settings, load_settings
+
+
+def test_defaults_match_the_issue() -> None:
+    s = load_settings({})
+    assert s.port == 37800 and s.host == "127.0.0.1"
+    assert s.max_body_bytes == 1024 * 1024
+    assert s.home == Path.home() / ".cairn"
+    assert s.db_path == s.home / "cairn.db" and s.token_path == s.home / "token"
+
+
+def test_every_field_is_settable_from_its_env_var(tmp_path: Path) -> None:
+    defaults = Settings()
+    for f in fields(Settings):
+        value = getattr(defaults, f.name)
+        if isinstance(value, bool):
+            raw, expected = ("0", False) if value else ("1", True)
+        elif isinstance(value, int):
+            raw, expected = str(value + 1), value + 1
+        elif isinstance(value, float):
+            raw, expected = str(value + 0.5), value + 0.5
+        elif isinstance(value, Path):
+            raw, expected = str(tmp_path), tmp_path
+        elif f.name.startswith("rate_limit"):
+            raw, expected = "7/second", "7/second"
+        elif f.name == "host":
+            raw, expected = "::1", "::1"
+        else:
+            continue  # free-form strings (model names, lists) are checked by their owners
+        if f.name == "port":
+            raw, expected = "4242", 4242
+        loaded = load_settings({f"CAIRN_{f.name.upper()}": raw})
+        assert getattr(loaded, f.name) == expected, f.name
+
+
+@pytest.mark.parametrize(
+    ("key", "raw", "message"),
+    [
+        ("CAIRN_PORT", "eighty", "not a valid int"),
+        ("CAIRN_PORT", "70000", "outside 0..65535"),
+        ("CAIRN_EMBED_ENABLED", "maybe", "not a valid bool"),
+        ("CAIRN_MAX_BODY_BYTES", "-1", ">= 0"),
+        ("CAIRN_SSE_PING_SECONDS", "nan", "finite"),
+        ("CAIRN_SSE_PING_SECONDS", "inf", "finite"),
+        ("CAIRN_RATE_LIMIT_WRITE", "lots", "not a rate limit"),
+        ("CAIRN_HOST", "0.0.0.0", "loopback only"),
+        ("CAIRN_HOST", "192.168.1.5", "loopback only"),
+    ],
+)
+def test_bad_values_are_refused_at_load_with_the_variable_named(
+    key: str, raw: str, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message) as info:
+        load_settings({key: raw})
+    assert key in str(info.value)
+
+
+def test_overrides_beat_the_environment_and_none_means_unset() -> None:
+    s = load_settings({"CAIRN_PORT": "5000"}, port=6000)
+    assert s.port == 6000
+    assert load_settings({"CAIRN_PORT": "5000"}, port=None).port == 5000
+
+
+def test_home_expands_the_user() -> None:
+    assert load_settings({"CAIRN_HOME": "~/elsewhere"}).home == Path.home() / "elsewhere"
+
+
+def test_secret_never_prints() -> None:
+    secret = Secret("hunter2")
+    assert "hunter2" not in repr(secret) and "hunter2" not in str(secret)
+    assert "hunter2" not in f"{secret}"
+    assert secret.reveal() == "hunter2" and secret == Secret("hunter2")
+
+
+def test_public_dict_is_json_ready() -> None:
+    import json
+
+    data = load_settings({}).public_dict()
+    assert json.loads(json.dumps(data))["port"] == 37800
