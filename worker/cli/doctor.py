@@ -148,6 +148,13 @@ def check_hooks(ctx: Context) -> Check:
         return Check("hooks", "fail", "; ".join(problems), "cairn install (rewrites the paths)")
     if missing:
         return Check("hooks", "fail", "not registered for " + ", ".join(missing), "cairn install")
+    if via_plugin:
+        return Check(
+            "hooks",
+            "warn",
+            "registered twice: by the enabled plugin 'cairn' and in " + ", ".join(where),
+            "cairn uninstall (keep the plugin) or disable the plugin",
+        )
     duplicates = [e for e, lines in found.items() if len(lines) > 1]
     detail = f"{len(found)} events registered in " + ", ".join(where)
     if duplicates:
