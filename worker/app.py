@@ -19,9 +19,10 @@ from starlette.routing import BaseRoute
 from worker import __version__
 from worker.api import context as context_api
 from worker.api import embeddings as embeddings_api
-from worker.api import memories, observations, sessions, system
+from worker.api import memories, observations, portability, sessions, system
 from worker.api import spool as spool_api
 from worker.api import profile as project_profile
+from worker.api import report as report_api
 from worker.api import search as search_api
 from worker.api import summaries as session_summaries
 from worker.api.endpoint import Endpoint, make_route
@@ -53,6 +54,8 @@ def all_endpoints(settings: Settings) -> list[Endpoint]:
         *memories.endpoints(settings),
         *session_summaries.endpoints(settings),
         *project_profile.endpoints(settings),
+        *portability.endpoints(settings),
+        *report_api.endpoints(settings),
         *dashboard_login.endpoints(settings),
     ]
 

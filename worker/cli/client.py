@@ -31,15 +31,23 @@ def base_url(settings: Settings) -> str:
 
 
 def request(
-    settings: Settings, method: str, path: str, body: Any = None, *, timeout: float = 30.0
+    settings: Settings,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    timeout: float = 30.0,
+    raw_body: bytes | None = None,
+    content_type: str = "application/json",
 ) -> Any:
+    """JSON in (`body`, or `raw_body` bytes of `content_type`), JSON out; ApiError on 4xx/5xx."""
     url = base_url(settings) + path
-    data = None if body is None else json.dumps(body).encode()
+    data = raw_body if raw_body is not None else None if body is None else json.dumps(body).encode()
     token = settings.token_path.read_text().strip() if settings.token_path.exists() else ""
     req = urllib.request.Request(url, data=data, method=method)
     req.add_header("Authorization", f"Bearer {token}")
     if data is not None:
-        req.add_header("Content-Type", "application/json")
+        req.add_header("Content-Type", content_type)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             raw = resp.read()

@@ -1,0 +1,140 @@
+"""`cairn export | import | backup | report` as real processes next to a real worker."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.worker_process import WorkerProcess
+
+ROOT = "/home/dev/orders"
+
+
+def _dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    conn = sqlite3.connect(path)
+    try:
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE "
+                "'CREATE VIRTUAL%' AND name NOT LIKE 'sqlite_%' AND name != 'schema_migrations' "
+                "AND name NOT LIKE '%_fts_%' AND name NOT LIKE 'search_index_%' ORDER BY name"
+            )
+        ]
+        return {n: sorted(map(tuple, conn.execute(f"SELECT * FROM {n}")), key=repr) for n in names}
+    finally:
+        conn.close()
+
+
+def _record_a_session(worker: WorkerProcess) -> None:
+    assert worker.request("POST", "/api/sessions", {"session_id": "o-1", "project": ROOT})[0] == 201
+    worker.request("POST", "/api/prompts", {"session_id": "o-1", "text": "Add order export"})
+    for i in range(40):
+        status, _ = worker.request(
+            "POST",
+            "/api/observations",
+            {
+                "project": ROOT,
+                "session_id": "o-1",
+                "type": "file_write",
+                "title": f"Edit src/orders/export_{i}.py",
+                "body": "x" * 300,
+                "files": [f"{ROOT}/src/orders/export_{i}.py"],
+            },
+        )
+        assert status == 201
+    worker.request(
+        "POST",
+        "/api/observations",
+        {
+            "project": ROOT,
+            "session_id": "o-1",
+            "type": "command",
+            "title": "$ pytest",
+            "meta": {"exit_code": 0},
+        },
+    )
+    status, summary = worker.request(
+        "POST",
+        "/api/sessions/o-1/summarize",
+        {"last_assistant_message": "Done. The root cause was a missing index on orders."},
+    )
+    assert status == 201, summary
+
+
+def test_export_backup_report_and_import_round_trip(worker: WorkerProcess, tmp_path: Path) -> None:
+    _record_a_session(worker)
+
+    export_file = tmp_path / "cairn.jsonl"
+    done = worker.cli("export", "-o", str(export_file))
+    assert done.returncode == 0, done.stderr
+    assert "export [" in done.stderr and "100.0%" in done.stderr
+    lines = export_file.read_text().splitlines()
+    assert json.loads(lines[0])["rows"] == len(lines) - 1
+    assert f"exported {len(lines) - 1} rows" in done.stderr
+
+    backup = worker.cli("backup", "--json", "--quiet")
+    assert backup.returncode == 0, backup.stderr
+    backup_path = Path(json.loads(backup.stdout)["path"])
+    assert backup_path.parent == worker.home / "backups"
+    assert _dump(backup_path) == _dump(worker.home / "cairn.db")
+
+    report = worker.cli("report", "--project", ROOT, "--since", "1d")
+    assert report.returncode == 0, report.stderr
+    assert report.stdout.startswith("# Cairn activity report — orders")
+    assert "missing index on orders" in report.stdout
+    assert "| `src/orders/export_0.py` | 1 |" in report.stdout
+
+    # import into a fresh home with no worker: the database file directly
+    fresh = WorkerProcess(home=tmp_path / "fresh-home")
+    first = fresh.cli("import", str(export_file))
+    assert first.returncode == 0, first.stderr
+    assert f"imported {len(lines) - 1} rows: {len(lines) - 1} new" in first.stderr
+    assert _dump(fresh.home / "cairn.db") == _dump(worker.home / "cairn.db")
+    again = fresh.cli("import", str(export_file))
+    assert again.returncode == 0 and ": 0 new," in again.stderr
+    assert _dump(fresh.home / "cairn.db") == _dump(worker.home / "cairn.db")
+
+
+def test_import_through_a_running_worker_in_chunks(worker: WorkerProcess, tmp_path: Path) -> None:
+    _record_a_session(worker)
+    export_file = tmp_path / "cairn.jsonl"
+    assert worker.cli("export", "-o", str(export_file), "--quiet").returncode == 0
+    rows = len(export_file.read_text().splitlines()) - 1
+
+    # a second worker with a small body limit: the CLI must split the import into requests
+    target = WorkerProcess(
+        home=tmp_path / "target-home", env_extra={"CAIRN_MAX_BODY_BYTES": "4096"}
+    )
+    target.start()
+    try:
+        done = target.cli("import", str(export_file))
+        assert done.returncode == 0, done.stderr
+        assert f"imported {rows} rows: {rows} new" in done.stderr
+        status, session = target.request("GET", "/api/sessions/o-1")
+        assert status == 200 and session["summary"]["files"][0] == "src/orders/export_0.py"
+        status, found = target.request("GET", "/api/observations?session_id=o-1&limit=100")
+        assert status == 200 and len(found["items"]) == 41
+        again = target.cli("import", str(export_file))
+        assert again.returncode == 0 and f": 0 new, {rows} unchanged" in again.stderr
+    finally:
+        target.stop()
+    assert _dump(target.home / "cairn.db") == _dump(worker.home / "cairn.db")
+
+
+def test_cli_errors_are_clear(worker: WorkerProcess, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"hello": 1}\n')
+    done = worker.cli("import", str(bad))
+    assert done.returncode == 1
+    assert "not a Cairn export header" in done.stderr and "Traceback" not in done.stderr
+    missing = worker.cli("import", str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 1 and "cannot read" in missing.stderr
+    empty_home = WorkerProcess(home=tmp_path / "empty")
+    for command in (["export"], ["backup"], ["report"]):
+        out = empty_home.cli(*command)
+        assert out.returncode == 1 and "no database" in out.stderr, command
+    report = worker.cli("report", "--since", "someday")
+    assert report.returncode == 1 and "'since' must be" in report.stderr

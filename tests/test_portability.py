@@ -1,0 +1,316 @@
+"""Export / import / backup: round trip into a fresh home, idempotent re-import, conflicts, errors."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from tests.conftest import BASE_URL
+from worker import __version__
+from worker.app import create_app
+from worker.errors import BadRequest, Conflict
+from worker.settings import Settings, load_settings
+from worker.store import Store, portability
+
+ROOT = "/home/dev/api"
+
+
+def populate(client: TestClient, settings: Settings) -> None:
+    """Real-shaped data through the API, plus rows no endpoint of this test writes directly."""
+    client.post("/api/sessions", json={"session_id": "s-1", "project": ROOT, "cwd": ROOT})
+    client.post(
+        "/api/prompts",
+        json={"session_id": "s-1", "text": "Add rate limiting ✓ ünïcode", "event_id": "e-1"},
+    )
+    client.post(
+        "/api/observations",
+        json={
+            "observations": [
+                {
+                    "project": ROOT,
+                    "session_id": "s-1",
+                    "type": "file_write",
+                    "title": "Edit api/limits.py",
+                    "files": [f"{ROOT}/api/limits.py"],
+                    "meta": {"tool": "Edit", "n": 1.5},
+                },
+                {
+                    "project": ROOT,
+                    "session_id": "s-1",
+                    "type": "command",
+                    "title": "$ pytest -q",
+                    "body": "exit code: 0",
+                },
+            ]
+        },
+    )
+    client.put("/api/sessions/s-1/plan", json={"plan": [{"content": "tests", "status": "pending"}]})
+    client.post(
+        "/api/sessions/s-1/summarize",
+        json={"last_assistant_message": "The root cause was a missing header."},
+    )
+    client.post("/api/sessions/s-1/checkpoint", json={"trigger": "manual"})
+    client.post("/api/sessions/s-1/end", json={"reason": "exit"})
+    client.post("/api/sessions", json={"session_id": "s-2", "project": "/other/repo"})
+    assert client.get(f"/api/profile?project={ROOT}").status_code == 200  # cached in kv
+    store = Store(settings.db_path)
+    store.open()
+    try:
+        store.write_sync(_raw_rows)
+    finally:
+        store.close()
+
+
+def _raw_rows(conn: sqlite3.Connection) -> None:
+    pid = conn.execute("SELECT id FROM projects WHERE key = ?", (ROOT,)).fetchone()[0]
+    for kind, content in (("decision", "Use Redis for rate limits"), ("fact", "Limits are per IP")):
+        conn.execute(
+            "INSERT INTO memories(project_id, kind, content, content_hash, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, 1700000000000, 1700000000001)",
+            (pid, kind, content, content[:16]),
+        )
+    conn.execute(
+        "INSERT INTO memory_relations(from_id, to_id, kind, created_at) VALUES (2, 1, 'extends', 5)"
+    )
+    conn.execute(
+        "INSERT INTO embeddings(item_kind, item_id, project_id, model, dim, vector, created_at) "
+        "VALUES ('memory', 1, ?, 'm', 2, ?, 7)",
+        (pid, bytes([0, 1, 2, 255, 0, 0, 128, 63])),
+    )
+
+
+def table_dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    conn = sqlite3.connect(path)
+    conn.row_factory = sqlite3.Row
+    try:
+        out = {}
+        for info in portability.tables(conn):
+            order = ", ".join(info.key) if info.key else "rowid"
+            out[info.name] = [
+                tuple(r) for r in conn.execute(f"SELECT * FROM {info.name} ORDER BY {order}")
+            ]
+        return out
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def second(tmp_path: Path) -> Iterator[tuple[TestClient, Settings]]:
+    """A second, empty Cairn home served by its own app."""
+    other = load_settings(home=tmp_path / "second-home")
+    with TestClient(create_app(other), base_url=BASE_URL) as c:
+        c.headers["Authorization"] = f"Bearer {other.token_path.read_text().strip()}"
+        yield c, other
+
+
+def test_round_trip_into_a_fresh_home(
+    client: TestClient, settings: Settings, second: tuple[TestClient, Settings]
+) -> None:
+    populate(client, settings)
+    r = client.get("/api/export")
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("application/x-ndjson")
+    assert "attachment" in r.headers["content-disposition"]
+    lines = r.text.splitlines()
+    header = json.loads(lines[0])
+    assert header["format"] == "cairn-export" and header["cairn"] == __version__
+    assert header["rows"] == len(lines) - 1
+    exported_tables = {json.loads(line)["table"] for line in lines[1:]}
+    assert {"projects", "sessions", "prompts", "observations", "summaries", "checkpoints"} <= (
+        exported_tables
+    )
+    assert {"memories", "memory_relations", "embeddings", "kv", "received_events"} <= (
+        exported_tables
+    )
+    assert not any(t.endswith(("_fts", "_data", "_idx")) for t in exported_tables)
+
+    other_client, other = second
+    imported = other_client.post("/api/import", content=r.content)
+    assert imported.status_code == 201, imported.text
+    body = imported.json()
+    assert body["inserted"] == header["rows"] and body["unchanged"] == 0
+
+    assert table_dump(other.db_path) == table_dump(settings.db_path)
+    # the keyword index was rebuilt by the triggers: imported rows are searchable
+    conn = sqlite3.connect(other.db_path)
+    try:
+        hits = conn.execute(
+            "SELECT rowid FROM observations_fts WHERE observations_fts MATCH 'limits'"
+        ).fetchall()
+    finally:
+        conn.close()
+    assert hits
+    # the imported session reads back like the original through the API
+    assert (
+        other_client.get("/api/sessions/s-1").json()["summary"]
+        == client.get("/api/sessions/s-1").json()["summary"]
+    )
+
+    # re-import changes nothing
+    before = table_dump(other.db_path)
+    again = other_client.post("/api/import", content=r.content)
+    assert again.status_code == 200
+    assert again.json()["inserted"] == 0 and again.json()["unchanged"] == header["rows"]
+    assert table_dump(other.db_path) == before
+
+    # exporting the copy gives the same lines (the header differs only in its time)
+    copy = other_client.get("/api/export").text.splitlines()
+    assert copy[1:] == lines[1:]
+    strip = lambda h: {k: v for k, v in json.loads(h).items() if k != "exported_at"}  # noqa: E731
+    assert strip(copy[0]) == strip(lines[0])
+
+
+def _export_text(settings: Settings) -> list[str]:
+    store = Store(settings.db_path)
+    store.open()
+    out: list[str] = []
+    try:
+        store.read_sync(lambda c: portability.export_to(c, out.append, version="t"))
+    finally:
+        store.close()
+    return "".join(out).splitlines()
+
+
+def _import(settings: Settings, lines: list[str], mode: Any = "fail") -> portability.ImportResult:
+    store = Store(settings.db_path)
+    store.open()
+    try:
+        return store.write_sync(lambda c: portability.import_lines(c, lines, on_conflict=mode))
+    finally:
+        store.close()
+
+
+def _set_title(settings: Settings, title: str) -> None:
+    store = Store(settings.db_path)
+    store.open()
+    try:
+        store.write_sync(
+            lambda c: c.execute("UPDATE observations SET title = ? WHERE id = 1", (title,))
+        )
+    finally:
+        store.close()
+
+
+def test_conflicts_fail_skip_replace(client: TestClient, settings: Settings) -> None:
+    populate(client, settings)
+    lines = _export_text(settings)
+    original = table_dump(settings.db_path)
+    _set_title(settings, "changed locally")
+    changed = table_dump(settings.db_path)
+    with pytest.raises(Conflict) as err:
+        _import(settings, lines)
+    assert "observations" in err.value.message and "differs" in err.value.message
+    assert table_dump(settings.db_path) == changed  # nothing written
+    skipped = _import(settings, lines, "skip")
+    assert skipped.skipped == 1 and skipped.inserted == 0
+    assert table_dump(settings.db_path) == changed
+    replaced = _import(settings, lines, "replace")
+    assert replaced.replaced == 1
+    assert table_dump(settings.db_path) == original
+
+
+def test_unique_clash_is_a_conflict(client: TestClient, settings: Settings, tmp_path: Path) -> None:
+    populate(client, settings)
+    lines = _export_text(settings)
+    fresh = load_settings(home=tmp_path / "clash")
+    store = Store(fresh.db_path)
+    store.open()
+    try:  # the same project key under another id
+        store.write_sync(
+            lambda c: c.execute(
+                "INSERT INTO projects(id, key, name, created_at) VALUES (99, ?, 'api', 1)", (ROOT,)
+            )
+        )
+    finally:
+        store.close()
+    with pytest.raises(Conflict) as err:
+        _import(fresh, lines)
+    assert "UNIQUE" in err.value.message
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ([], "the import is empty"),
+        (['{"table": "projects", "row": {}}'], "not a Cairn export header"),
+        (['{"format": "cairn-export", "version": 9}'], "format version 9"),
+        (['{"format": "cairn-export", "version": 1, "migrations": [1, 999]}'], "newer Cairn"),
+        (["HEADER", "{nope"], "line 2: not valid JSON"),
+        (["HEADER", '{"table": "nope", "row": {}}'], "line 2: unknown table 'nope'"),
+        (["HEADER", '{"table": "kv", "row": {"key": "a", "bad": 1}}'], "no column 'bad'"),
+        (["HEADER", '{"table": "kv", "row": {"value": "x"}}'], "lacks its key"),
+        (["HEADER", '{"table": "kv", "row": {"key": "a", "value": [1]}}'], "not a column value"),
+        (
+            [
+                "HEADER",
+                '{"table": "prompts", "row": {"id": 1, "session_id": "ghost", "project_id": 5,'
+                ' "number": 1, "text": "x", "created_at": 1}}',
+            ],
+            "pointing at missing rows",
+        ),
+    ],
+)
+def test_bad_imports_are_rejected_precisely(
+    settings: Settings, lines: list[str], message: str
+) -> None:
+    store = Store(settings.db_path)
+    store.open()
+    try:
+        versions = store.read_sync(portability.applied_migrations)
+        header = json.dumps({"format": "cairn-export", "version": 1, "migrations": versions})
+        real = [header if line == "HEADER" else line for line in lines]
+        with pytest.raises(BadRequest) as err:
+            store.write_sync(lambda c: portability.import_lines(c, real))
+        assert message in err.value.message
+        assert (
+            store.read_sync(lambda c: c.execute("SELECT COUNT(*) FROM prompts").fetchone()[0]) == 0
+        )
+    finally:
+        store.close()
+
+
+def test_import_api_errors(client: TestClient) -> None:
+    r = client.post("/api/import", content=b"\xff\xfe")
+    assert r.status_code == 400 and "UTF-8" in r.json()["error"]["message"]
+    r = client.post("/api/import", content=b"hello\n")
+    assert r.status_code == 400 and r.json()["error"]["field"] == "body"
+    r = client.post("/api/import?on_conflict=merge", content=b"")
+    assert r.status_code == 400 and r.json()["error"]["field"] == "on_conflict"
+
+
+def test_backup_api_makes_a_complete_copy(client: TestClient, settings: Settings) -> None:
+    populate(client, settings)
+    r = client.post("/api/backup")
+    assert r.status_code == 201, r.text
+    info = r.json()
+    path = Path(info["path"])
+    assert path.parent == settings.backups_dir and path.name.startswith("cairn-")
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert info["bytes"] == path.stat().st_size
+    assert table_dump(path) == table_dump(settings.db_path)
+    assert not list(settings.backups_dir.glob("*.partial"))
+    listed = client.get("/api/backups").json()["items"]
+    assert [item["path"] for item in listed] == [str(path)]
+
+
+def test_backup_keeps_the_newest(settings: Settings) -> None:
+    store = Store(settings.db_path)
+    store.open()
+    try:
+        made = [
+            store.read_sync(lambda c: portability.backup(c, settings.backups_dir, keep=2))
+            for _ in range(4)
+        ]
+    finally:
+        store.close()
+    names = {Path(m["path"]).name for m in made}
+    assert len(names) == 4  # distinct stamps (millisecond resolution)
+    kept = portability.list_backups(settings.backups_dir)
+    assert [str(p) for p in kept] == sorted((m["path"] for m in made[-2:]), reverse=True)
+    assert made[-1]["pruned"] or made[-2]["pruned"]

@@ -1,0 +1,304 @@
+"""report | export | import | backup: reports and moving the memory between machines.
+
+These read and write the database file directly (SQLite's locking makes that safe next to a
+running worker), except `import` with a running worker, which goes through the worker's API so
+the worker indexes what arrives; `--direct` forces the file path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from worker import __version__
+from worker.cli.client import ApiError, WorkerDown, request
+from worker.errors import CairnError
+from worker.settings import Settings, load_settings
+from worker.store import Store, portability
+
+BAR_WIDTH = 30
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr (redrawn in place on a terminal, final line otherwise)."""
+
+    def __init__(self, label: str, stream: IO[str] | None = None, *, enabled: bool = True) -> None:
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = enabled
+        self.live = enabled and self.stream.isatty()
+        self._last = 0.0
+        self._done = -1
+        self._total = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        self._done, self._total = done, total
+        now = time.monotonic()
+        if self.live and (now - self._last >= 0.1 or done >= total):
+            self._last = now
+            self.stream.write("\r" + self.line(done, total))
+            self.stream.flush()
+
+    def line(self, done: int, total: int) -> str:
+        share = 1.0 if total <= 0 else min(1.0, done / total)
+        filled = int(share * BAR_WIDTH)
+        bar = "#" * filled + "." * (BAR_WIDTH - filled)
+        return f"{self.label} [{bar}] {share * 100:5.1f}% {done}/{total}"
+
+    def finish(self) -> None:
+        if not self.enabled or self._done < 0:
+            return
+        prefix = "\r" if self.live else ""
+        self.stream.write(prefix + self.line(self._done, self._total) + "\n")
+        self.stream.flush()
+
+
+def _fail(message: str) -> int:
+    print(f"cairn: {message}", file=sys.stderr)
+    return 1
+
+
+def _open_existing(settings: Settings) -> Store | None:
+    if not settings.db_path.exists():
+        return None
+    store = Store(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
+    store.open()
+    return store
+
+
+def _no_database(settings: Settings) -> int:
+    return _fail(f"no database at {settings.db_path} yet (nothing recorded)")
+
+
+# ------------------------------------------------------------------------------------ export
+def cmd_export(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    store = _open_existing(settings)
+    if store is None:
+        return _no_database(settings)
+    bar = ProgressBar("export", enabled=not args.quiet)
+    target: Path | None = Path(args.output) if args.output and args.output != "-" else None
+    try:
+        if target is None:
+            out = sys.stdout
+            lines = store.read_sync(
+                lambda c: portability.export_to(c, out.write, version=__version__, progress=bar)
+            )
+            out.flush()
+        else:
+            partial = target.with_name(target.name + ".partial")
+            with open(partial, "w", encoding="utf-8") as handle:
+                lines = store.read_sync(
+                    lambda c: portability.export_to(
+                        c, handle.write, version=__version__, progress=bar
+                    )
+                )
+            partial.replace(target)
+    except OSError as exc:
+        return _fail(f"cannot write the export: {exc}")
+    finally:
+        store.close()
+    bar.finish()
+    if not args.quiet:
+        where = str(target) if target else "stdout"
+        print(f"exported {lines - 1} rows to {where}", file=sys.stderr)
+    return 0
+
+
+# ------------------------------------------------------------------------------------ import
+def _read_lines(source: str) -> list[str]:
+    if source == "-":
+        return sys.stdin.read().splitlines()
+    return Path(source).read_text(encoding="utf-8").splitlines()
+
+
+def _chunks(lines: list[str], limit: int) -> Iterator[list[str]]:
+    """Bodies under `limit` bytes, each starting with the header line."""
+    header, rows = lines[0], [line for line in lines[1:] if line.strip()]
+    base = len(header.encode()) + 1
+    chunk: list[str] = []
+    size = base
+    for line in rows:
+        n = len(line.encode()) + 1
+        if base + n > limit:
+            raise ValueError(
+                "one row is larger than the worker accepts in a request; stop the worker "
+                "or use --direct"
+            )
+        if size + n > limit and chunk:
+            yield [header, *chunk]
+            chunk, size = [], base
+        chunk.append(line)
+        size += n
+    yield [header, *chunk]
+
+
+def _import_via_api(
+    settings: Settings, lines: list[str], mode: str, bar: ProgressBar
+) -> dict[str, Any]:
+    total = sum(1 for line in lines[1:] if line.strip())
+    totals: dict[str, Any] = {"rows": 0, "inserted": 0, "unchanged": 0, "replaced": 0, "skipped": 0}
+    limit = int(settings.max_body_bytes * 0.9)
+    for chunk in _chunks(lines, limit):
+        body = "\n".join(chunk) + "\n"
+        result = request(
+            settings,
+            "POST",
+            f"/api/import?on_conflict={mode}",
+            raw_body=body.encode("utf-8"),
+            content_type="application/x-ndjson",
+            timeout=300,
+        )
+        for key in ("rows", "inserted", "unchanged", "replaced", "skipped"):
+            totals[key] += int(result.get(key, 0))
+        bar(totals["rows"], total)
+    return totals
+
+
+def _worker_up(settings: Settings) -> bool:
+    try:
+        request(settings, "GET", "/health", timeout=2)
+    except (WorkerDown, ApiError):
+        return False
+    return True
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    try:
+        lines = _read_lines(args.file)
+    except (OSError, UnicodeDecodeError) as exc:
+        return _fail(f"cannot read {args.file}: {exc}")
+    if not any(line.strip() for line in lines):
+        return _fail(f"{args.file} is empty: expected a Cairn export (JSON lines)")
+    lines = [line for line in lines if line.strip()]
+    bar = ProgressBar("import", enabled=not args.quiet)
+    try:
+        if not args.direct and _worker_up(settings):
+            result = _import_via_api(settings, lines, args.on_conflict, bar)
+        else:
+            store = Store(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
+            store.open()
+            try:
+                imported = store.write_sync(
+                    lambda c: portability.import_lines(
+                        c, lines, on_conflict=args.on_conflict, progress=bar
+                    )
+                )
+            finally:
+                store.close()
+            result = imported.as_dict()
+    except CairnError as exc:
+        bar.finish()
+        return _fail(f"import failed, nothing written: {exc.message}")
+    except ApiError as exc:
+        bar.finish()
+        return _fail(f"import failed: {exc}")
+    except (ValueError, WorkerDown) as exc:
+        bar.finish()
+        return _fail(f"import failed: {exc}")
+    bar.finish()
+    print(
+        f"imported {result['rows']} rows: {result['inserted']} new, {result['unchanged']} "
+        f"unchanged, {result['replaced']} replaced, {result['skipped']} skipped",
+        file=sys.stderr,
+    )
+    return 0
+
+
+# ------------------------------------------------------------------------------------ backup
+def cmd_backup(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    store = _open_existing(settings)
+    if store is None:
+        return _no_database(settings)
+    directory = Path(args.output_dir).expanduser() if args.output_dir else settings.backups_dir
+    bar = ProgressBar("backup", enabled=not args.quiet)
+    keep = settings.backup_keep if args.keep is None else max(0, args.keep)
+    try:
+        info = store.read_sync(lambda c: portability.backup(c, directory, keep=keep, progress=bar))
+    except (OSError, RuntimeError) as exc:
+        return _fail(f"backup failed: {exc}")
+    finally:
+        store.close()
+    bar.finish()
+    if args.json:
+        print(json.dumps(info, indent=2))
+    else:
+        print(f"backup written: {info['path']} ({info['bytes']} bytes)")
+        for path in info["pruned"]:
+            print(f"removed old backup {path}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------ report
+def cmd_report(args: argparse.Namespace) -> int:
+    from worker.api.report import make_report
+
+    settings = load_settings()
+    store = _open_existing(settings)
+    if store is None:
+        return _no_database(settings)
+    project = args.project
+    if project is not None and project not in ("", "all") and Path(project).exists():
+        project = str(Path(project).resolve())
+    try:
+        data = store.read_sync(
+            lambda c: make_report(c, settings, project or None, args.since, args.until)
+        )
+    except CairnError as exc:
+        return _fail(exc.message)
+    finally:
+        store.close()
+    text = json.dumps(data, indent=2) if args.json else data["markdown"]
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"report written to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "report", help="activity report (Markdown): sessions, files, learned, decisions"
+    )
+    p.add_argument("--project", help="project key, path or name (default: every project)")
+    p.add_argument("--since", help="start: 7d, 24h, 2w or an ISO date (default: 7 days ago)")
+    p.add_argument("--until", help="end: same forms (default: now)")
+    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    p.add_argument("--json", action="store_true", help="the figures as JSON")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("export", help="export every table as JSON lines (ids and times kept)")
+    p.add_argument("-o", "--output", help="file to write (default: stdout)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("import", help="import an export; importing twice changes nothing")
+    p.add_argument("file", help="export file, or - for stdin")
+    p.add_argument(
+        "--on-conflict",
+        choices=["fail", "skip", "replace"],
+        default="fail",
+        help="a row whose id exists with other values: fail (default), skip, replace",
+    )
+    p.add_argument(
+        "--direct", action="store_true", help="write the database file even if the worker runs"
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("backup", help="online backup of the database to a timestamped file")
+    p.add_argument("--output-dir", help="folder for the backup (default: $CAIRN_HOME/backups)")
+    p.add_argument(
+        "--keep", type=int, default=None, help="keep only the newest N backups (0 keeps all)"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_backup)

@@ -1,0 +1,429 @@
+"""Export / import (JSON lines, every table, ids and times kept) and online backups.
+
+Export format, one JSON object per line:
+  line 1: {"format": "cairn-export", "version": 1, "cairn": "<version>", "exported_at": iso,
+           "migrations": [1, 2, ...], "tables": {"projects": 3, ...}, "rows": N}
+  then:   {"table": "<name>", "row": {"<column>": value, ...}}   (BLOBs as {"$b64": "..."})
+Tables come parents first (foreign keys), rows in primary-key order, so the same database always
+exports to the same lines. FTS indexes are not exported: the triggers rebuild them on import.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from worker.clock import now_ms, to_iso
+from worker.errors import BadRequest, Conflict
+
+FORMAT = "cairn-export"
+FORMAT_VERSION = 1
+# Tables that describe the database itself rather than hold Cairn's data.
+SKIPPED_TABLES = frozenset({"schema_migrations"})
+# Derived from other rows (triggers drop a vector when its item changes): imported last.
+LAST_TABLES = ("embeddings",)
+ITEM_TABLES = {"observations": "observation", "memories": "memory", "prompts": "prompt"}
+ITEM_TABLES_SUMMARY = "summaries"
+
+OnConflict = Literal["fail", "skip", "replace"]
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class TableInfo:
+    name: str
+    columns: list[str]
+    key: list[str]  # primary-key columns (empty: compare whole rows)
+
+
+@dataclass
+class ImportResult:
+    rows: int = 0
+    inserted: int = 0
+    unchanged: int = 0
+    replaced: int = 0
+    skipped: int = 0
+    tables: dict[str, dict[str, int]] = field(default_factory=dict)
+    # New item ids by kind (observation, memory, prompt, summary) for the embedder.
+    new_items: dict[str, list[int]] = field(default_factory=dict)
+
+    def count(self, table: str, outcome: str) -> None:
+        per = self.tables.setdefault(
+            table, {"inserted": 0, "unchanged": 0, "replaced": 0, "skipped": 0}
+        )
+        per[outcome] += 1
+        setattr(self, outcome, getattr(self, outcome) + 1)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows,
+            "inserted": self.inserted,
+            "unchanged": self.unchanged,
+            "replaced": self.replaced,
+            "skipped": self.skipped,
+            "tables": self.tables,
+        }
+
+
+# ---------------------------------------------------------------------------- schema discovery
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def tables(conn: sqlite3.Connection) -> list[TableInfo]:
+    """Ordinary data tables (no FTS/virtual or their shadow tables), parents before children."""
+    rows = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name"
+    ).fetchall()
+    virtual = [r["name"] for r in rows if (r["sql"] or "").upper().startswith("CREATE VIRTUAL")]
+    names = [
+        r["name"]
+        for r in rows
+        if not r["name"].startswith("sqlite_")
+        and r["name"] not in SKIPPED_TABLES
+        and r["name"] not in virtual
+        and not any(r["name"].startswith(v + "_") for v in virtual)
+    ]
+    parents: dict[str, set[str]] = {}
+    infos: dict[str, TableInfo] = {}
+    for name in names:
+        cols = conn.execute(f"PRAGMA table_info({_quote(name)})").fetchall()
+        key = [c["name"] for c in sorted(cols, key=lambda c: c["pk"]) if c["pk"] > 0]
+        infos[name] = TableInfo(name, [c["name"] for c in cols], key)
+        fks = conn.execute(f"PRAGMA foreign_key_list({_quote(name)})").fetchall()
+        parents[name] = {fk["table"] for fk in fks if fk["table"] != name and fk["table"] in names}
+    ordered: list[str] = []
+    pending = sorted(names)
+    while pending:
+        ready = [n for n in pending if parents[n] <= set(ordered)] or pending[:1]
+        ordered.extend(ready)
+        pending = [n for n in pending if n not in ready]
+    ordered.sort(key=lambda n: n in LAST_TABLES)  # stable: keeps parents-first otherwise
+    return [infos[n] for n in ordered]
+
+
+def applied_migrations(conn: sqlite3.Connection) -> list[int]:
+    return [int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations ORDER BY 1")]
+
+
+# ---------------------------------------------------------------------------- export
+def _encode(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return {"$b64": base64.b64encode(value).decode("ascii")}
+    return value
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"$b64"} and isinstance(value["$b64"], str):
+            return base64.b64decode(value["$b64"], validate=True)
+        raise ValueError("an object value must be {'$b64': '...'}")
+    if isinstance(value, list):
+        raise ValueError("a list is not a column value")
+    return value
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def export_lines(
+    conn: sqlite3.Connection, *, version: str, progress: Progress | None = None
+) -> Iterator[str]:
+    """The export, line by line (no newline). Run it inside one read transaction (see export_to)."""
+    infos = tables(conn)
+    counts = {
+        t.name: int(conn.execute(f"SELECT COUNT(*) FROM {_quote(t.name)}").fetchone()[0])
+        for t in infos
+    }
+    total = sum(counts.values())
+    yield _dumps(
+        {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "cairn": version,
+            "exported_at": to_iso(now_ms()),
+            "migrations": applied_migrations(conn),
+            "tables": counts,
+            "rows": total,
+        }
+    )
+    done = 0
+    for info in infos:
+        order = ", ".join(_quote(c) for c in info.key) if info.key else "rowid"
+        cursor = conn.execute(f"SELECT * FROM {_quote(info.name)} ORDER BY {order}")
+        columns = [d[0] for d in cursor.description]
+        for row in cursor:
+            values = {c: _encode(v) for c, v in zip(columns, row, strict=True)}
+            yield _dumps({"table": info.name, "row": values})
+            done += 1
+            if progress is not None and (done % 500 == 0 or done == total):
+                progress(done, total)
+    if progress is not None:
+        progress(total, total)
+
+
+def export_to(
+    conn: sqlite3.Connection,
+    write: Callable[[str], Any],
+    *,
+    version: str,
+    progress: Progress | None = None,
+) -> int:
+    """Write the export through `write` (one call per line, with newline) from one snapshot."""
+    lines = 0
+    conn.execute("BEGIN")  # a read transaction: every table from the same snapshot
+    try:
+        for line in export_lines(conn, version=version, progress=progress):
+            write(line + "\n")
+            lines += 1
+    finally:
+        conn.execute("COMMIT")
+    return lines
+
+
+# ---------------------------------------------------------------------------- import
+def _header(line: str) -> dict[str, Any]:
+    try:
+        header = json.loads(line)
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise BadRequest(
+            'line 1 is not a Cairn export header (expected {"format": "cairn-export", ...})',
+            field="body",
+        )
+    if header.get("version") != FORMAT_VERSION:
+        raise BadRequest(
+            f"export format version {header.get('version')!r} is not supported "
+            f"(this Cairn reads version {FORMAT_VERSION})",
+            field="body",
+        )
+    return header
+
+
+def _check_schema(conn: sqlite3.Connection, header: dict[str, Any]) -> None:
+    wanted = header.get("migrations")
+    if not isinstance(wanted, list) or not all(isinstance(v, int) for v in wanted):
+        raise BadRequest("the export header lists no schema migrations", field="body")
+    missing = sorted(set(wanted) - set(applied_migrations(conn)))
+    if missing:
+        raise BadRequest(
+            f"the export comes from a newer Cairn {header.get('cairn', '?')} (schema steps "
+            f"{missing} unknown here); upgrade Cairn before importing",
+            field="body",
+        )
+
+
+def _parse_row(
+    number: int, line: str, infos: dict[str, TableInfo]
+) -> tuple[TableInfo, dict[str, Any]]:
+    try:
+        item = json.loads(line)
+    except ValueError as exc:
+        raise BadRequest(f"line {number}: not valid JSON ({exc})", field="body") from None
+    if not isinstance(item, dict) or not isinstance(item.get("row"), dict):
+        raise BadRequest(f'line {number}: expected {{"table": ..., "row": {{...}}}}', field="body")
+    name = item.get("table")
+    info = infos.get(name) if isinstance(name, str) else None
+    if info is None:
+        raise BadRequest(f"line {number}: unknown table {name!r}", field="body")
+    row: dict[str, Any] = {}
+    for column, value in item["row"].items():
+        if column not in info.columns:
+            raise BadRequest(
+                f"line {number}: table {info.name!r} has no column {column!r}", field="body"
+            )
+        try:
+            row[column] = _decode(value)
+        except ValueError as exc:
+            raise BadRequest(f"line {number}: column {column!r}: {exc}", field="body") from None
+    missing_key = [k for k in info.key if row.get(k) is None]
+    if missing_key:
+        raise BadRequest(
+            f"line {number}: table {info.name!r} row lacks its key {missing_key}", field="body"
+        )
+    return info, row
+
+
+def _existing(conn: sqlite3.Connection, info: TableInfo, row: dict[str, Any]) -> sqlite3.Row | None:
+    keys = info.key or list(row)
+    where = " AND ".join(f"{_quote(k)} IS ?" for k in keys)
+    found: sqlite3.Row | None = conn.execute(
+        f"SELECT * FROM {_quote(info.name)} WHERE {where}", [row.get(k) for k in keys]
+    ).fetchone()
+    return found
+
+
+def _import_row(
+    conn: sqlite3.Connection,
+    number: int,
+    info: TableInfo,
+    row: dict[str, Any],
+    on_conflict: OnConflict,
+    result: ImportResult,
+) -> None:
+    current = _existing(conn, info, row)
+    cols = list(row)
+    if current is not None and all(current[c] == row[c] for c in cols):
+        result.count(info.name, "unchanged")
+        return
+    if current is None:
+        try:
+            conn.execute("SAVEPOINT cairn_import_row")
+            conn.execute(
+                f"INSERT INTO {_quote(info.name)} ({', '.join(_quote(c) for c in cols)}) "
+                f"VALUES ({', '.join('?' * len(cols))})",
+                [row[c] for c in cols],
+            )
+            conn.execute("RELEASE cairn_import_row")
+        except sqlite3.IntegrityError as exc:
+            conn.execute("ROLLBACK TO cairn_import_row")
+            conn.execute("RELEASE cairn_import_row")
+            if on_conflict == "skip":
+                result.count(info.name, "skipped")
+                return
+            raise Conflict(
+                f"line {number}: table {info.name!r}: {exc} (another row already holds this "
+                "value; import into an empty home, or use on_conflict=skip)",
+                field="body",
+            ) from None
+        result.count(info.name, "inserted")
+        kind = ITEM_TABLES.get(info.name) or (
+            "summary" if info.name == ITEM_TABLES_SUMMARY else None
+        )
+        if kind is not None and isinstance(row.get("id"), int):
+            result.new_items.setdefault(kind, []).append(int(row["id"]))
+        return
+    if on_conflict == "skip":
+        result.count(info.name, "skipped")
+        return
+    if on_conflict == "fail":
+        key = {k: row[k] for k in info.key}
+        raise Conflict(
+            f"line {number}: table {info.name!r} row {key} differs from the stored one "
+            "(use on_conflict=replace to overwrite, or skip to keep the stored row)",
+            field="body",
+        )
+    sets = [c for c in cols if c not in info.key]
+    if sets:
+        conn.execute(
+            f"UPDATE {_quote(info.name)} SET {', '.join(f'{_quote(c)} = ?' for c in sets)} "
+            f"WHERE {' AND '.join(f'{_quote(k)} = ?' for k in info.key)}",
+            [row[c] for c in sets] + [row[k] for k in info.key],
+        )
+    result.count(info.name, "replaced")
+
+
+def import_lines(
+    conn: sqlite3.Connection,
+    lines: Iterable[str],
+    *,
+    on_conflict: OnConflict = "fail",
+    progress: Progress | None = None,
+) -> ImportResult:
+    """Import an export inside the caller's write transaction. Re-importing changes nothing.
+
+    Rows whose key exists and whose values are equal are left alone; a differing row is a
+    conflict (fail: 409 and nothing is written; skip: keep the stored row; replace: overwrite).
+    """
+    infos = {t.name: t for t in tables(conn)}
+    result = ImportResult()
+    header: dict[str, Any] | None = None
+    total = 0
+    conn.execute("PRAGMA defer_foreign_keys = ON")
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        if header is None:
+            header = _header(line)
+            _check_schema(conn, header)
+            total = int(header.get("rows") or 0)
+            continue
+        info, row = _parse_row(number, line, infos)
+        _import_row(conn, number, info, row, on_conflict, result)
+        result.rows += 1
+        if progress is not None and result.rows % 500 == 0:
+            progress(result.rows, max(total, result.rows))
+    if header is None:
+        raise BadRequest("the import is empty: expected a Cairn export (JSON lines)", field="body")
+    broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+    if broken:
+        first = broken[0]
+        raise BadRequest(
+            f"the import would leave {len(broken)} row(s) pointing at missing rows, e.g. "
+            f"{first[0]} rowid {first[1]} -> {first[2]}; import the full export",
+            field="body",
+        )
+    if progress is not None:
+        progress(result.rows, max(total, result.rows))
+    return result
+
+
+# ---------------------------------------------------------------------------- backup
+def backup_name(at_ms: int) -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(at_ms / 1000))
+    return f"cairn-{stamp}{at_ms % 1000:03d}Z.db"
+
+
+def backup(
+    conn: sqlite3.Connection, directory: Path, *, keep: int = 0, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Copy the live database with SQLite's online backup API to a timestamped file.
+
+    Written under a temporary name, checked (quick_check), then renamed, so a backup file is
+    always complete. Keeps the newest `keep` backups (0 keeps all).
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    os.chmod(directory, 0o700)
+    started = now_ms()
+    target = directory / backup_name(started)
+    partial = target.with_name(target.name + ".partial")
+    dest = sqlite3.connect(partial)
+    try:
+        os.chmod(partial, 0o600)
+
+        def step(status: int, remaining: int, total: int) -> None:
+            if progress is not None:
+                progress(total - remaining, total)
+
+        conn.backup(dest, pages=1024, progress=step)
+        check = dest.execute("PRAGMA quick_check").fetchone()
+        if check is None or check[0] != "ok":
+            raise RuntimeError(f"the backup failed its integrity check: {check}")
+    except BaseException:
+        dest.close()
+        partial.unlink(missing_ok=True)
+        raise
+    dest.close()
+    partial.replace(target)
+    removed = prune_backups(directory, keep) if keep > 0 else []
+    return {
+        "path": str(target),
+        "bytes": target.stat().st_size,
+        "created_at": to_iso(started),
+        "seconds": round((now_ms() - started) / 1000, 3),
+        "pruned": [str(p) for p in removed],
+    }
+
+
+def list_backups(directory: Path) -> list[Path]:
+    """Backups, newest first."""
+    if not directory.is_dir():
+        return []
+    return sorted(directory.glob("cairn-*Z.db"), reverse=True)
+
+
+def prune_backups(directory: Path, keep: int) -> list[Path]:
+    old = list_backups(directory)[keep:]
+    for path in old:
+        path.unlink(missing_ok=True)
+    return old

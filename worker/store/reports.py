@@ -1,0 +1,109 @@
+"""Rows behind the activity report: a project's (or every project's) activity in a time window."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from worker.store.rows import load_json
+from worker.store.summaries import split_lines
+
+MAX_SESSIONS = 200
+MAX_FILE_ROWS = 20_000
+MAX_MEMORIES = 200
+
+
+def report_rows(
+    conn: sqlite3.Connection, project_id: int | None, since: int, until: int
+) -> dict[str, Any]:
+    """Sessions, file writes, summaries, memories and counts for [since, until)."""
+    scope = "" if project_id is None else " AND {alias}.project_id = ?"
+    args: list[Any] = [] if project_id is None else [project_id]
+
+    def where(alias: str, column: str) -> tuple[str, list[Any]]:
+        return (
+            f"{alias}.{column} >= ? AND {alias}.{column} < ?" + scope.format(alias=alias),
+            [since, until, *args],
+        )
+
+    clause, params = where("s", "started_at")
+    active = (
+        "s.id IN (SELECT session_id FROM observations WHERE created_at >= ? AND created_at < ?"
+        " AND session_id IS NOT NULL UNION SELECT session_id FROM prompts"
+        " WHERE created_at >= ? AND created_at < ?)"
+    )
+    sessions = conn.execute(
+        "SELECT s.id, s.project_id, p.name AS project_name, p.key AS project_key, s.started_at, "
+        "s.ended_at, s.status, su.request, su.next_steps, su.updated_at AS summary_at, "
+        "(SELECT COUNT(*) FROM prompts pr WHERE pr.session_id = s.id) AS prompts, "
+        "(SELECT COUNT(*) FROM observations o WHERE o.session_id = s.id) AS observations "
+        "FROM sessions s JOIN projects p ON p.id = s.project_id "
+        "LEFT JOIN summaries su ON su.session_id = s.id "
+        f"WHERE (({clause}) OR ({active}{scope.format(alias='s')})) "
+        "ORDER BY s.started_at, s.id LIMIT ?",
+        [*params, since, until, since, until, *args, MAX_SESSIONS],
+    ).fetchall()
+
+    clause, params = where("o", "created_at")
+    writes = conn.execute(
+        "SELECT o.files, o.project_id, p.key AS project_key, p.name AS project_name "
+        "FROM observations o JOIN projects p ON p.id = o.project_id "
+        f"WHERE o.type = 'file_write' AND {clause} ORDER BY o.id LIMIT ?",
+        [*params, MAX_FILE_ROWS],
+    ).fetchall()
+    types = conn.execute(
+        f"SELECT o.type, COUNT(*) FROM observations o WHERE {clause} GROUP BY o.type", params
+    ).fetchall()
+    clause, params = where("pr", "created_at")
+    prompt_count = conn.execute(
+        f"SELECT COUNT(*) FROM prompts pr WHERE {clause}", params
+    ).fetchone()[0]
+
+    clause, params = where("su", "updated_at")
+    learned = conn.execute(
+        f"SELECT su.session_id, su.learned, su.updated_at FROM summaries su WHERE {clause} "
+        "ORDER BY su.updated_at, su.id",
+        params,
+    ).fetchall()
+    clause, params = where("m", "created_at")
+    memories = conn.execute(
+        "SELECT m.id, m.kind, m.content, m.importance, m.created_at, m.superseded_by, "
+        f"m.archived_at FROM memories m WHERE {clause} "
+        "AND m.kind IN ('decision', 'fact', 'lesson') ORDER BY m.created_at, m.id LIMIT ?",
+        [*params, MAX_MEMORIES],
+    ).fetchall()
+    return {
+        "sessions": [{**dict(r), "next_steps": split_lines(r["next_steps"])} for r in sessions],
+        "file_writes": [
+            {
+                "files": load_json(r["files"], []),
+                "project_key": r["project_key"],
+                "project_name": r["project_name"],
+            }
+            for r in writes
+        ],
+        "observation_types": {str(r[0]): int(r[1]) for r in types},
+        "prompt_count": int(prompt_count),
+        "learned": [
+            {
+                "session_id": r["session_id"],
+                "items": split_lines(r["learned"]),
+                "at": r["updated_at"],
+            }
+            for r in learned
+        ],
+        "memories": [dict(r) for r in memories],
+    }
+
+
+def resolve_project(conn: sqlite3.Connection, text: str) -> list[sqlite3.Row]:
+    """Projects matching `text`: its key exactly, else its display name (may be several)."""
+    rows = conn.execute("SELECT id, key, name FROM projects WHERE key = ?", (text,)).fetchall()
+    if rows:
+        return rows
+    stripped = text.rstrip("/")
+    rows = conn.execute(
+        "SELECT id, key, name FROM projects WHERE key = ? OR name = ? ORDER BY id",
+        (stripped, stripped),
+    ).fetchall()
+    return rows
