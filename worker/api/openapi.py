@@ -6,10 +6,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Route
 
 from worker import __version__
 from worker.api.endpoint import Endpoint
+from worker.auth import is_public
 from worker.settings import Settings
 
 ERROR_SCHEMA: dict[str, Any] = {
@@ -106,11 +107,11 @@ def _operation(ep: Endpoint) -> dict[str, Any]:
     for status in ep.extra_statuses:
         if status < 300:
             responses[str(status)] = {**ok, "description": STATUS_TEXT.get(status, "OK")}
-    errors = [400, 401, 403, 413, 421, 429] if ep.path != "/health" else [421]
+    errors = [400, 401, 403, 413, 421, 429, 503] if ep.path != "/health" else [421]
     if "{" in ep.path:
         errors.append(404)
     if ep.method != "GET":
-        errors.extend([503, 507])
+        errors.append(507)
     for status in [*errors, *[s for s in ep.extra_statuses if s >= 400]]:
         responses[str(status)] = {
             "description": STATUS_TEXT.get(status, "Error"),
@@ -135,14 +136,53 @@ def _operation(ep: Endpoint) -> dict[str, Any]:
     return op
 
 
+def _raw_operations(route: Route) -> dict[str, dict[str, Any]]:
+    """Routes that are not JSON Endpoints (dashboard pages, login, static files, this document):
+    listed with their path parameters; any status may come back, documented or not."""
+    name = getattr(route.endpoint, "__name__", "page")
+    doc = (getattr(route.endpoint, "__doc__", None) or "").strip().splitlines()
+    tag = "system" if route.path == "/openapi.json" else "dashboard"
+    params = [
+        {
+            "name": pname,
+            "in": "path",
+            "required": True,
+            "schema": {"type": "integer"} if conv == "int" else {"type": "string", "minLength": 1},
+        }
+        for pname, conv in _PARAM.findall(route.path)
+    ]
+    media = "application/json" if route.path == "/openapi.json" else "text/html"
+    out: dict[str, dict[str, Any]] = {}
+    for method in sorted((route.methods or set()) - {"HEAD"}):
+        op: dict[str, Any] = {
+            "summary": doc[0] if doc else f"{method} {route.path}",
+            "operationId": f"{tag}_{name}_{method.lower()}",
+            "tags": [tag],
+            "parameters": params,
+            "responses": {
+                "default": {
+                    "description": "A page, a redirect, or an error",
+                    "content": {media: {"schema": {}}},
+                }
+            },
+        }
+        if is_public(route.path):
+            op["security"] = []
+        out[method.lower()] = op
+    return out
+
+
 def build_openapi(routes: Sequence[BaseRoute], settings: Settings) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for route in routes:
         ep: Endpoint | None = getattr(route, "cairn_endpoint", None)
-        if ep is None:
-            continue
-        path = _PARAM.sub(lambda m: "{" + m.group(1) + "}", ep.path)
-        paths.setdefault(path, {})[ep.method.lower()] = _operation(ep)
+        if ep is not None:
+            path = _PARAM.sub(lambda m: "{" + m.group(1) + "}", ep.path)
+            paths.setdefault(path, {})[ep.method.lower()] = _operation(ep)
+        elif isinstance(route, Route):
+            path = _PARAM.sub(lambda m: "{" + m.group(1) + "}", route.path)
+            for method, op in _raw_operations(route).items():
+                paths.setdefault(path, {}).setdefault(method, op)
     return {
         "openapi": "3.1.0",
         "info": {
