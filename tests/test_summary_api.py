@@ -196,3 +196,36 @@ def test_plan_put_validates_and_creates_with_project(client: TestClient) -> None
     assert r.status_code == 200, r.text
     assert r.json()["plan"] == [{"content": "ship it", "status": "pending"}]
     assert r.json()["project"] == ROOT
+
+
+def _facts(client: TestClient) -> list[dict[str, Any]]:
+    r = client.get("/api/memories", params={"project": ROOT, "kind": "fact"})
+    assert r.status_code == 200, r.text
+    items: list[dict[str, Any]] = r.json()["items"]
+    return items
+
+
+def test_learned_items_become_fact_memories_once(client: TestClient) -> None:
+    _busy_session(client)
+    message = "Done. The root cause was that the cart cache expires after 5 minutes."
+    r = client.post(f"/api/sessions/{SID}/summarize", json={"last_assistant_message": message})
+    assert r.status_code == 201
+    facts = _facts(client)
+    assert [f["content"] for f in facts] == [
+        "The root cause was that the cart cache expires after 5 minutes."
+    ]
+    assert r.json()["facts_saved"] == [facts[0]["id"]]
+    assert facts[0]["session_id"] == SID and facts[0]["kind"] == "fact"
+    # Stop fires again: no duplicate, no inflated hit count
+    again = client.post(f"/api/sessions/{SID}/summarize", json={"last_assistant_message": message})
+    assert again.json()["facts_saved"] == []
+    assert _facts(client) == facts
+    # another session learning the same thing merges into the one memory
+    _start(client, "sess-summary-2")
+    client.post("/api/prompts", json={"session_id": "sess-summary-2", "text": "check the cache"})
+    other = client.post(
+        "/api/sessions/sess-summary-2/summarize", json={"last_assistant_message": message}
+    )
+    assert other.json()["facts_saved"] == []
+    merged = _facts(client)
+    assert len(merged) == 1 and merged[0]["hit_count"] == facts[0]["hit_count"] + 1

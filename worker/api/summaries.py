@@ -9,10 +9,20 @@ from worker.api.common import EVENT_ID, project_field, text_field
 from worker.api.endpoint import Call, Endpoint, with_status
 from worker.api.schema import Schema
 from worker.errors import NotFound
+from worker.memory.activity import unique as unique_texts
 from worker.memory.checkpoint import build_checkpoint
+from worker.memory.merge import save as save_memory
 from worker.memory.summary import SummaryLimits, build_summary
 from worker.settings import Settings
-from worker.store import checkpoints, profiles, projects, received, sessions, summaries
+from worker.store import (
+    checkpoints,
+    memories,
+    profiles,
+    projects,
+    received,
+    sessions,
+    summaries,
+)
 
 TAG = "sessions"
 PLAN_STATUSES = ("pending", "in_progress", "completed")
@@ -81,18 +91,54 @@ def summarize_schema(s: Settings) -> Schema:
     }
 
 
+def _remember_facts(
+    conn: sqlite3.Connection,
+    s: Settings,
+    session: dict[str, Any],
+    facts: list[str],
+    already: list[str],
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """Learned items become `fact` memories of the project (write-time merge de-duplicates).
+
+    Items the previous summary of this session already saved are skipped, so a repeated Stop
+    neither duplicates a fact nor inflates its hit count. Returns (changed rows, created ids).
+    """
+    seen = {" ".join(f.lower().split()) for f in already}
+    changed: list[dict[str, Any]] = []
+    created: list[int] = []
+    for fact in facts:
+        if " ".join(fact.lower().split()) in seen:
+            continue
+        saved = save_memory(
+            conn,
+            {
+                "kind": "fact",
+                "content": fact,
+                "project": session["project"],
+                "session_id": session["id"],
+                "meta": {"source": "session_summary", "session_id": session["id"]},
+            },
+            s,
+        )
+        changed.append(saved.row)
+        changed += [m for m in memories.get_many(conn, saved.superseded)]
+        if saved.created:
+            created.append(int(saved.row["id"]))
+    return changed, created
+
+
 async def summarize(call: Call) -> Any:
     sid = call.path["session_id"]
     body = call.body or {}
     s = call.cairn.settings
     message = body.get("last_assistant_message")
 
-    def write(conn: sqlite3.Connection) -> tuple[dict[str, Any], bool, dict[str, Any] | None]:
+    def write(conn: sqlite3.Connection) -> dict[str, Any]:
         seen = received.seen(conn, body.get("event_id"))
         if seen is not None:
             existing = summaries.get(conn, sid)
             if existing is not None:
-                return existing, False, None
+                return {"summary": existing, "created": False}
         activity = summaries.session_activity(conn, sid)
         if activity is None:
             raise _unknown(sid)
@@ -105,10 +151,12 @@ async def summarize(call: Call) -> Any:
             root=session["project"],
             limits=_limits(s),
         )
+        previous = summaries.get(conn, sid)
+        previous_facts = list(((previous or {}).get("meta") or {}).get("facts") or [])
         meta = {
             "prompt_count": len(activity["prompts"]),
             "observation_count": len(activity["observations"]),
-            "facts": draft.facts,
+            "facts": unique_texts(previous_facts + draft.facts),
             "has_assistant_message": bool(message),
         }
         summary, created = summaries.upsert(
@@ -125,15 +173,29 @@ async def summarize(call: Call) -> Any:
         checkpoint, checkpoint_new = _checkpoint_from(
             conn, s, activity, trigger="stop", last_assistant_message=message
         )
+        changed, new_ids = _remember_facts(conn, s, session, draft.facts, previous_facts)
         received.record(conn, body.get("event_id"), "summary", sid)
-        return summary, created, checkpoint if checkpoint_new else None
+        return {
+            "summary": summary,
+            "created": created,
+            "checkpoint": checkpoint if checkpoint_new else None,
+            "memories": changed,
+            "new_memory_ids": new_ids,
+        }
 
-    summary, created, checkpoint = await call.cairn.store.write(write)
-    call.cairn.events.publish("summary.created", summary)
+    out = await call.cairn.store.write(write)
+    summary = out["summary"]
+    events = call.cairn.events
+    events.publish("summary.created", summary)
     call.cairn.after_items("summary", [summary["id"]])
-    if checkpoint is not None:
-        call.cairn.events.publish("checkpoint.created", checkpoint)
-    return with_status({**summary, "created": created}, 201 if created else 200)
+    if out.get("checkpoint") is not None:
+        events.publish("checkpoint.created", out["checkpoint"])
+    new_ids = set(out.get("new_memory_ids") or [])
+    for row in out.get("memories") or []:
+        events.publish("memory.created" if row["id"] in new_ids else "memory.updated", row)
+    call.cairn.after_items("memory", sorted(new_ids))
+    payload = {**summary, "created": out["created"], "facts_saved": sorted(new_ids)}
+    return with_status(payload, 201 if out["created"] else 200)
 
 
 def checkpoint_schema(s: Settings) -> Schema:
