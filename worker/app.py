@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -102,11 +104,13 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _rate_limited(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RateLimitExceeded)
+    # Seconds until the window that refused this request lets one through again.
     retry = 60
-    limit = getattr(exc, "limit", None)
-    if limit is not None:
+    current = getattr(request.state, "view_rate_limit", None)
+    if current is not None:
         with contextlib.suppress(Exception):
-            retry = max(1, int(limit.limit.get_expiry()))
+            reset, _ = request.app.state.limiter.limiter.get_window_stats(current[0], *current[1])
+            retry = max(1, math.ceil(reset - time.time()))
     return JSONResponse(
         error_body(429, "rate_limited", f"too many requests: limit {exc.detail}; retry later"),
         status_code=429,
