@@ -382,12 +382,11 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
         ] = "project",
         project: Annotated[str | None, Field(description="Project key (default: this one)")] = None,
     ) -> str:
-        body: dict[str, Any] = {
-            "kind": kind,
-            "content": content,
-            "project": None if scope == "global" else project_scope(project),
-            "pinned": pinned,
-        }
+        body: dict[str, Any] = {"kind": kind, "content": content, "pinned": pinned}
+        if scope == "global":
+            body["scope"] = "global"
+        else:
+            body.update(scope="project", project=project_scope(project))
         if importance is not None:
             body["importance"] = importance
         if tags:
@@ -456,7 +455,6 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
                 "project": project_scope(project),
                 "query": query,
                 "budget": budget,
-                "source": "mcp",
             },
         )
         text = str(data.get("text") or "").strip()
@@ -505,11 +503,10 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
         data = await gateway.acall(
             "GET",
             "/api/report",
-            query={"project": project_scope(project), "days": days, "format": "markdown"},
+            query={"project": project_scope(project), "since": f"{days}d", "format": "json"},
         )
-        if isinstance(data, Mapping):
-            return str(data.get("text") or data.get("markdown") or data)
-        return str(data)
+        text = data.get("markdown") if isinstance(data, Mapping) else None
+        return str(text or "Nothing happened in this period.")
 
     return server
 

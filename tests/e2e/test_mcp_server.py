@@ -162,28 +162,96 @@ def test_invalid_arguments_are_rejected_with_the_field_named(
     assert "ids" in text_of(result)
 
 
-def test_save_and_search_memory_or_a_clear_error(worker: WorkerProcess, project: Path) -> None:
-    async def body(session: ClientSession) -> tuple[Any, Any]:
-        saved = await session.call_tool(
+def test_memory_workflow_end_to_end(worker: WorkerProcess, project: Path) -> None:
+    async def body(session: ClientSession) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        out["saved"] = await session.call_tool(
             "save_memory",
-            {"content": "We chose SQLite WAL mode for concurrent hook writes", "kind": "decision"},
+            {
+                "content": "We chose SQLite WAL mode so concurrent hook writes never block readers",
+                "kind": "decision",
+                "tags": ["sqlite"],
+            },
         )
-        found = await session.call_tool("search", {"query": "SQLite WAL"})
-        return saved, found
+        out["global"] = await session.call_tool(
+            "save_memory",
+            {
+                "content": "The user prefers pytest over unittest",
+                "kind": "preference",
+                "scope": "global",
+            },
+        )
+        out["found"] = await session.call_tool("search", {"query": "SQLite WAL mode"})
+        out["context"] = await session.call_tool("get_context", {"query": "sqlite wal hook writes"})
+        return out
 
-    saved, found = run_with_session(worker.home, project, body)
-    routes = worker.request("GET", "/openapi.json")[1]["paths"]
-    if "/api/memories" in routes:
-        assert not saved.is_error, text_of(saved)
-        assert "SQLite WAL" in text_of(saved)
-    else:
-        assert saved.is_error
-        assert "has no POST /api/memories endpoint" in text_of(saved)
-    if "/api/search" in routes:
-        assert not found.is_error, text_of(found)
-    else:
-        assert found.is_error
-        assert "has no GET /api/search endpoint" in text_of(found)
+    out = run_with_session(worker.home, project, body)
+    saved = text_of(out["saved"])
+    assert not out["saved"].is_error, saved
+    assert saved.startswith("Saved memory:") and "[decision]" in saved and str(project) in saved
+    assert "(global;" in text_of(out["global"])
+    memory_id = int(saved.split("memory:", 1)[1].split(" ", 1)[0])
+    found = text_of(out["found"])
+    assert not out["found"].is_error, found
+    assert f"memory:{memory_id}" in found and "WAL" in found
+    assert not out["context"].is_error, text_of(out["context"])
+
+    async def edit(session: ClientSession) -> dict[str, Any]:
+        return {
+            "updated": await session.call_tool(
+                "update_memory", {"id": memory_id, "importance": 5, "pinned": True}
+            ),
+            "empty": await session.call_tool("update_memory", {"id": memory_id}),
+            "forgot": await session.call_tool("forget", {"id": memory_id}),
+            "after": await session.call_tool(
+                "search", {"query": "SQLite WAL mode", "kind": "memory"}
+            ),
+            "missing": await session.call_tool("update_memory", {"id": 987654, "content": "x"}),
+        }
+
+    out = run_with_session(worker.home, project, edit)
+    assert "importance 5" in text_of(out["updated"]) and "pinned" in text_of(out["updated"])
+    assert out["empty"].is_error and "Nothing to update" in text_of(out["empty"])
+    assert "Archived memory" in text_of(out["forgot"])
+    assert f"memory:{memory_id}" not in text_of(out["after"])
+    missing = text_of(out["missing"])
+    assert out["missing"].is_error
+    assert "PATCH /api/memories/987654 failed with HTTP 404" in missing
+
+
+def test_resume_session_and_report(worker: WorkerProcess, project: Path) -> None:
+    sid = "s-resume-1"
+    assert worker.request("POST", "/api/sessions", {"session_id": sid, "project": str(project)})[
+        0
+    ] in (200, 201)
+    worker.request("POST", "/api/prompts", {"session_id": sid, "text": "fix the flaky parser test"})
+    worker.request(
+        "POST",
+        "/api/observations",
+        {
+            "project": str(project),
+            "session_id": sid,
+            "type": "file_write",
+            "title": "Edit src/parser.py",
+            "files": ["src/parser.py"],
+        },
+    )
+    status, _ = worker.request("POST", f"/api/sessions/{sid}/checkpoint", {"trigger": "manual"})
+    assert status in (200, 201)
+
+    async def body(session: ClientSession) -> tuple[Any, Any]:
+        return (
+            await session.call_tool("resume_session", {}),
+            await session.call_tool("report", {"days": 7}),
+        )
+
+    resumed, report = run_with_session(worker.home, project, body)
+    text = text_of(resumed)
+    assert not resumed.is_error, text
+    assert f"Session {sid}" in text and "Checkpoint" in text
+    assert "fix the flaky parser test" in text and "Edit src/parser.py" in text
+    assert not report.is_error, text_of(report)
+    assert text_of(report).strip()
 
 
 def test_starts_the_worker_when_it_is_down(isolated_home: Path, project: Path) -> None:
