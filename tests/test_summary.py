@@ -36,6 +36,13 @@ def test_command_text_sources() -> None:
     assert command_text({"body": "$ cargo build --release\nok"}) == "cargo build --release"
     assert command_text({"title": "Ran npm test (exit 1)"}) == "npm test"
     assert command_text({"title": "Bash: uv run pytest"}) == "uv run pytest"
+    # the hook's shape: title from the description, the command on a body line
+    hook_shaped = {
+        "title": "Run: Run the tests (exit 1)",
+        "body": "command: pytest -q\nexit code: 1",
+    }
+    assert command_text(hook_shaped) == "pytest -q" and exit_code(hook_shaped) == 1
+    assert command_text({"title": "Run: make lint (exit 2)"}) == "make lint"
 
 
 def test_looking_commands_are_not_work() -> None:
@@ -86,8 +93,13 @@ def test_summary_learned_facts_exclude_exploration() -> None:
         {"type": "web", "title": "WebSearch: sqlite wal", "body": "WAL allows readers"},
     ]
     draft = build_summary([{"text": "look into WAL"}], observations, root=ROOT)
-    assert draft.learned[-1] == "Explored a.py"
-    assert draft.facts == ["WebSearch: sqlite wal: WAL allows readers"]
+    assert draft.learned == ["Looked up: WebSearch: sqlite wal", "Explored a.py"]
+    assert draft.facts == []
+    concluded = build_summary(
+        [], observations, last_assistant_message="It turns out WAL lets readers run during writes."
+    )
+    assert concluded.facts == ["It turns out WAL lets readers run during writes."]
+    assert concluded.learned[0] == concluded.facts[0]
 
 
 def test_trivial_prompts_do_not_make_the_request() -> None:

@@ -21,6 +21,7 @@ from starlette.routing import BaseRoute
 from worker import __version__
 from worker.api import context as context_api
 from worker.api import embeddings as embeddings_api
+from worker.api import lifecycle as lifecycle_api
 from worker.api import memories, observations, portability, sessions, system
 from worker.api import spool as spool_api
 from worker.api import profile as project_profile
@@ -33,6 +34,7 @@ from worker.clock import now_ms
 from worker.context import Cairn
 from worker.errors import CairnError, error_body
 from worker.events import Broadcaster
+from worker.memory.scheduler import DecayService
 from worker.pages import login as dashboard_login
 from worker.pages import routes as dashboard_routes
 from worker.retrieval.service import EmbeddingService
@@ -54,6 +56,7 @@ def all_endpoints(settings: Settings) -> list[Endpoint]:
         *embeddings_api.endpoints(settings),
         *spool_api.endpoints(settings),
         *memories.endpoints(settings),
+        *lifecycle_api.endpoints(settings),
         *session_summaries.endpoints(settings),
         *project_profile.endpoints(settings),
         *portability.endpoints(settings),
@@ -155,6 +158,11 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
         cairn.services["embeddings"] = embedder_service
         cairn.item_listeners.append(embedder_service.enqueue)
         embedder_service.start()
+        # Scheduled decay pass and observation caps (memory lifecycle).
+        decay_service = DecayService(settings, store, events)
+        cairn.services["decay"] = decay_service
+        cairn.item_listeners.append(decay_service.on_items)
+        decay_service.start()
         # The hooks' spool: replayed through this app at start and periodically.
         from worker.spool import start_spool_replayer
 

@@ -23,6 +23,9 @@ EVENT_TYPES = (
     "memory.created",
     "memory.updated",
     "memory.deleted",
+    "observation.updated",
+    "observation.deleted",
+    "decay.completed",
     "stream.reset",  # sent on resume when the gap cannot be filled: reload the view
 )
 

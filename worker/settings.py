@@ -148,7 +148,7 @@ class Settings:
     obs_cap_check_seconds: float = 10.0
     memory_auto_tags: int = 5
     compress_threshold: float = 0.88
-    compress_lexical_threshold: float = 0.75
+    compress_lexical_threshold: float = 0.8
     supersede_enabled: bool = True
     supersede_min_similarity: float = 0.5
 

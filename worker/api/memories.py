@@ -166,6 +166,8 @@ async def create_memory(call: Call) -> Any:
         cairn.after_items("memory", [saved.row["id"]])
     elif saved.merged:
         cairn.events.publish("memory.updated", saved.row)
+        if saved.retagged:
+            cairn.after_items("memory", [saved.row["id"]])
     for old in superseded:
         cairn.events.publish("memory.updated", old)
     row = _out(call, [saved.row])[0]
@@ -332,12 +334,12 @@ async def patch_memory(call: Call) -> Any:
 
 
 def forget_vectors(call: Call, kind: str, ids: list[int]) -> None:
-    """Tell the in-memory vector index (if the retrieval service runs one) to drop these items."""
-    for name in ("vectors", "embedder"):
-        service = call.cairn.services.get(name)
-        drop = getattr(service, "forget", None) or getattr(service, "remove", None)
-        if drop is not None:
-            drop(kind, ids)
+    """Drop items from the embedding service's in-memory vector index (the rows are gone)."""
+    index = getattr(call.cairn.services.get("embeddings"), "index", None)
+    drop = getattr(index, "drop", None)
+    if drop is not None:
+        for item_id in ids:
+            drop((kind, item_id))
 
 
 async def delete_memory(call: Call) -> Any:

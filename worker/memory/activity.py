@@ -80,7 +80,7 @@ _EXIT_KEYS = ("exit_code", "exitCode", "returncode", "return_code", "status_code
 _EXIT_RE = re.compile(r"\bexit(?:[ _]?code|[ _]status)?\s*[:=]?\s*(-?\d{1,3})\b", re.IGNORECASE)
 _COMMAND_LINE_RE = re.compile(r"^\s*(?:\$|command:|cmd:)\s*(.+)$", re.IGNORECASE | re.MULTILINE)
 _TITLE_PREFIX_RE = re.compile(
-    r"^\s*(?:\$\s*|ran\s+|run\s+|running\s+|bash\s*[:>]\s*|command\s*:\s*|shell\s*:\s*)",
+    r"^\s*(?:\$\s*|ran\s*:?\s+|run\s*:?\s+|running\s+|bash\s*[:>]\s*|command\s*:\s*|shell\s*:\s*)",
     re.IGNORECASE,
 )
 _TITLE_SUFFIX_RE = re.compile(

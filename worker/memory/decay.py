@@ -9,13 +9,17 @@ fade faster, by type (settings), scaled by their importance around the default o
 from __future__ import annotations
 
 import math
+import sqlite3
+import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from worker.errors import ConfigError
 from worker.settings import Settings
+from worker.store import lifecycle
 
 DAY_MS = 86_400_000
 LN2 = math.log(2.0)
@@ -168,3 +172,139 @@ def observation_half_lives_array(
     n = np.clip(reinforcements, 0, MAX_REINFORCEMENTS)
     out: npt.NDArray[np.float64] = base * scale * (1.0 + policy.reinforcement) ** n
     return out
+
+
+# ---------------------------------------------------------------------------- the decay pass
+LISTED_IDS = 200  # ids listed per kind in a pass report (counts are always complete)
+
+
+def _memory_plan(
+    rows: list[tuple[Any, ...]], policy: DecayPolicy, now: int
+) -> tuple[list[int], list[int]]:
+    """(decayed ids, expired ids) among live memory rows from store.lifecycle."""
+    if not rows:
+        return [], []
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    importance = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+    uses = np.fromiter((r[2] for r in rows), dtype=np.int64, count=len(rows))
+    pinned = np.fromiter((bool(r[3]) for r in rows), dtype=bool, count=len(rows))
+    anchor = np.fromiter((r[4] for r in rows), dtype=np.float64, count=len(rows))
+    expires = np.fromiter(
+        (r[5] if r[5] is not None else np.inf for r in rows), dtype=np.float64, count=len(rows)
+    )
+    expired = expires <= now
+    kept = retention_array(now - anchor, memory_half_lives_array(policy, importance, uses))
+    decayed = (kept < policy.threshold) & ~pinned & ~expired
+    return ids[decayed].tolist(), ids[expired].tolist()
+
+
+def _observation_retention(
+    rows: list[tuple[Any, ...]], policy: DecayPolicy, now: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    types = [str(r[1]) for r in rows]
+    importance = np.fromiter((r[2] for r in rows), dtype=np.int64, count=len(rows))
+    uses = np.fromiter((r[3] for r in rows), dtype=np.int64, count=len(rows))
+    anchor = np.fromiter((r[4] for r in rows), dtype=np.float64, count=len(rows))
+    halves = observation_half_lives_array(policy, types, importance, uses)
+    return ids, retention_array(now - anchor, halves)
+
+
+def cap_evictions(
+    ids: npt.NDArray[np.int64],
+    kept: npt.NDArray[np.float64],
+    chatter: npt.NDArray[np.bool_],
+    cap: int,
+    chatter_share: float,
+) -> list[int]:
+    """Ids to evict so at most `cap` stay, chatter at most `chatter_share` of the cap.
+
+    Lowest retention goes first; ties go to the older (smaller) id.
+    """
+    evict = np.zeros(len(ids), dtype=bool)
+    chatter_limit = int(cap * chatter_share)
+    chatter_idx = np.flatnonzero(chatter)
+    if len(chatter_idx) > chatter_limit:
+        order = np.lexsort((ids[chatter_idx], kept[chatter_idx]))
+        evict[chatter_idx[order[: len(chatter_idx) - chatter_limit]]] = True
+    remaining = np.flatnonzero(~evict)
+    if len(remaining) > cap:
+        order = np.lexsort((ids[remaining], kept[remaining]))
+        evict[remaining[order[: len(remaining) - cap]]] = True
+    out: list[int] = ids[evict].tolist()
+    return out
+
+
+def enforce_caps(
+    conn: sqlite3.Connection,
+    policy: DecayPolicy,
+    now: int,
+    *,
+    project_id: int | None = None,
+    dry_run: bool = False,
+) -> list[int]:
+    """Archive the lowest-retention live observations of projects over their cap."""
+    cap = policy.observation_cap
+    if cap <= 0:
+        return []
+    chatter_limit = int(cap * policy.chatter_share)
+    evicted: list[int] = []
+    for pid, live, chatter in lifecycle.live_observation_counts(conn, policy.chatter_types):
+        if project_id is not None and pid != project_id:
+            continue
+        if live <= cap and chatter <= chatter_limit:
+            continue
+        rows = lifecycle.observation_decay_rows(conn, pid)
+        ids, kept = _observation_retention(rows, policy, now)
+        is_chatter = np.fromiter(
+            (r[1] in policy.chatter_types for r in rows), dtype=bool, count=len(rows)
+        )
+        evicted.extend(cap_evictions(ids, kept, is_chatter, cap, policy.chatter_share))
+    if not dry_run:
+        lifecycle.archive(conn, "observation", evicted, now, "cap")
+    return evicted
+
+
+def run_pass(
+    conn: sqlite3.Connection,
+    policy: DecayPolicy,
+    now: int,
+    *,
+    project_id: int | None = None,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """Archive faded and expired items, then enforce the observation caps. Returns counts."""
+    started = time.perf_counter()
+    mem_rows = lifecycle.memory_decay_rows(conn, project_id, all_projects=project_id is None)
+    decayed, expired = _memory_plan(mem_rows, policy, now)
+    obs_rows = lifecycle.observation_decay_rows(conn, project_id)
+    faded: list[int] = []
+    if obs_rows:
+        ids, kept = _observation_retention(obs_rows, policy, now)
+        faded = ids[kept < policy.threshold].tolist()
+    if not dry_run:
+        lifecycle.archive(conn, "memory", decayed, now, "decay")
+        lifecycle.archive(conn, "memory", expired, now, "expired")
+        lifecycle.archive(conn, "observation", faded, now, "decay")
+    evicted = enforce_caps(conn, policy, now, project_id=project_id, dry_run=dry_run)
+    if dry_run:
+        evicted = sorted(set(evicted) - set(faded))
+    return {
+        "dry_run": dry_run,
+        "threshold": policy.threshold,
+        "memories": {
+            "scanned": len(mem_rows),
+            "decayed": len(decayed),
+            "expired": len(expired),
+            "archived": len(decayed) + len(expired),
+            "ids": sorted(decayed + expired)[:LISTED_IDS],
+        },
+        "observations": {
+            "scanned": len(obs_rows),
+            "decayed": len(faded),
+            "evicted": len(evicted),
+            "archived": len(faded) + len(evicted),
+            "ids": sorted(faded + evicted)[:LISTED_IDS],
+        },
+        "took_ms": round((time.perf_counter() - started) * 1000, 1),
+    }

@@ -31,6 +31,7 @@ class Saved:
     row: dict[str, Any]
     created: bool  # a new memory was stored
     merged: bool = False  # the same content existed: it counted a hit instead
+    retagged: bool = False  # a merge added tags (the indexed text changed)
     superseded: list[int] = field(default_factory=list)  # older memories this one replaced
     superseded_by: int | None = None  # an import older than a memory already stored
 
@@ -63,7 +64,6 @@ def merge_fields(
         "kind": kind,
         "importance": importance,
         "importance_auto": 1 if importance_auto else 0,
-        "tags": dump_json(tags),
         "pinned": 1 if existing["pinned"] or incoming.get("pinned") else 0,
         "expires_at": expires,
         "hit_count": int(existing["hit_count"]) + 1,
@@ -71,6 +71,9 @@ def merge_fields(
         "archived_at": None,
         "archive_reason": None,
     }
+    # Only when they change: an update of the tags column drops the stored vector.
+    if tags != old_tags:
+        changes["tags"] = dump_json(tags)
     if existing["meta"] is None and incoming.get("meta") is not None:
         changes["meta"] = dump_json(incoming["meta"])
     return changes
@@ -112,7 +115,7 @@ def save(conn: sqlite3.Connection, item: Mapping[str, Any], settings: Settings) 
         was_superseded = same["superseded_by"] is not None
         memories.update(conn, int(same["id"]), changes)
         memory_id = int(same["id"])
-        result = Saved({}, created=False, merged=True)
+        result = Saved({}, created=False, merged=True, retagged="tags" in changes)
         if was_superseded:
             # Re-stating an old value makes it current again.
             memories.update(conn, memory_id, {"superseded_by": None})

@@ -20,9 +20,12 @@ RELATION_KINDS = ("updates", "extends", "derives")
 MAX_WORDS = 300
 
 NEGATIONS = word_set(
-    "not no never don't dont doesn't isn't aren't wasn't won't can't cannot shouldn't mustn't "
-    "without nor neither stop stopped disable disabled drop dropped avoid"
+    "never don't dont doesn't isn't aren't wasn't won't can't cannot shouldn't mustn't "
+    "without neither stop stopped disable disabled drop dropped avoid"
 )
+# "not" negates a statement after an auxiliary ("do not deploy"); after a comma it only contrasts
+# ("use pnpm, not npm"). "no" negates in "no longer" / "no more".
+AUXILIARIES = word_set("do does did is are was were be must should can could will would may")
 # Words that announce a change rather than name its subject.
 CHANGE_WORDS = word_set(
     "use uses using used now instead switch switched switching move moved moving migrate migrated "
@@ -47,6 +50,7 @@ def features(text: str) -> Features:
     values: set[str] = set()
     negated = False
     sentence_start = True
+    previous = ""
     for match in WORD.finditer(text):
         if len(sequence) >= MAX_WORDS:
             break
@@ -56,7 +60,13 @@ def features(text: str) -> Features:
         after = text[match.end() : match.end() + 1]
         starts = sentence_start
         sentence_start = after in (".", "!", "?", ":", "\n")
-        if word in NEGATIONS or word.endswith("n't"):
+        before, previous = previous, word
+        if (
+            word in NEGATIONS
+            or word.endswith("n't")
+            or (word == "not" and before in AUXILIARIES)
+            or (word in ("longer", "more") and before == "no")
+        ):
             negated = True
             continue
         if word in STOP_WORDS or word in CHANGE_WORDS or (len(word) < 2 and not word.isdigit()):

@@ -105,13 +105,12 @@ def _commands_done(observations: Sequence[Mapping[str, Any]]) -> tuple[list[str]
 
 
 def _other_actions(observations: Sequence[Mapping[str, Any]]) -> list[str]:
-    labels = {"delegation": "Delegated", "mcp": "Used", "note": "Noted"}
-    out = []
-    for obs in observations:
-        label = labels.get(str(obs.get("type")))
-        if label:
-            out.append(f"{label}: {obs.get('title') or ''}")
-    return unique(out)
+    """Delegations, MCP calls and notes, by their titles ("Delegate to reviewer: ...")."""
+    return unique(
+        str(obs.get("title") or "")
+        for obs in observations
+        if obs.get("type") in ("delegation", "mcp", "note")
+    )
 
 
 def completed_items(
@@ -183,15 +182,13 @@ def _explored_line(observations: Sequence[Mapping[str, Any]], root: str | None) 
     return f"Explored {shown}" + (f" (+{more} more)" if more > 0 else "")
 
 
-def _web_findings(observations: Sequence[Mapping[str, Any]], item_chars: int) -> list[str]:
-    out = []
-    for obs in observations:
-        if obs.get("type") != "web":
-            continue
-        title = str(obs.get("title") or "").strip()
-        body = str(obs.get("body") or "").strip()
-        out.append(f"{title}: {clip(body, item_chars // 2)}" if body else title)
-    return unique(out)
+def _looked_up(observations: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Web searches and fetches, by title: what was looked into (not itself a fact)."""
+    return unique(
+        f"Looked up: {obs.get('title')}"
+        for obs in observations
+        if obs.get("type") == "web" and obs.get("title")
+    )
 
 
 def build_summary(
@@ -211,8 +208,11 @@ def build_summary(
         request = "; ".join(plan_items(plan, "completed", "in_progress", "pending")[:3])
 
     parts = message_parts(last_assistant_message or "")
-    facts = unique([clip(s, chars) for s in parts["learned"]] + _web_findings(observations, chars))
+    # Only statements from the agent's own conclusion become facts; what was looked at and looked
+    # up is context for the summary, not knowledge worth keeping as a memory.
+    facts = unique([clip(s, chars) for s in parts["learned"]])
     learned = list(facts)
+    learned += [clip(item, chars) for item in _looked_up(observations)[:3]]
     explored = _explored_line(observations, root)
     if explored:
         learned.append(clip(explored, chars))

@@ -6,7 +6,7 @@ import sqlite3
 from typing import Any
 
 from worker.clock import now_ms
-from worker.store import projects, received
+from worker.store import lifecycle, projects, received
 from worker.store.rows import dump_json, iso, load_json, normalised_hash, placeholders
 
 KINDS = ("lesson", "decision", "fact", "preference", "note")
@@ -198,7 +198,7 @@ def delete(conn: sqlite3.Connection, memory_id: int) -> dict[str, Any] | None:
     # Memories this one superseded become the latest again; the FK would null it anyway.
     conn.execute("UPDATE memories SET superseded_by = NULL WHERE superseded_by = ?", (memory_id,))
     conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
-    drop_embedding(conn, "memory", [memory_id])
+    lifecycle.forget_traces(conn, "memory", [memory_id])
     return row
 
 
