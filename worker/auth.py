@@ -196,7 +196,7 @@ class SecurityMiddleware:
 
         length = headers.get("content-length")
         if length is not None:
-            if not length.isdigit():
+            if not (length.isascii() and length.isdigit()):
                 await _reject(send_with_headers, 400, "bad_request", "invalid Content-Length")
                 return
             if int(length) > self.max_body_bytes:
