@@ -268,3 +268,20 @@ def test_events_are_published(client: TestClient) -> None:
     assert names == ["memory.created", "memory.updated", "memory.updated", "memory.deleted"]
     # New and edited content is handed to the embedder; a merge changes no text.
     assert seen == [("memory", [m["id"]]), ("memory", [m["id"]])]
+
+
+def test_global_preferences_reach_session_start_context(client: TestClient) -> None:
+    r = client.post(
+        "/api/memories",
+        json={"kind": "preference", "content": "Answer concisely", "scope": "global"},
+    )
+    assert r.json()["importance"] >= 4  # scored: a standing instruction for every project
+    given = client.post(
+        "/api/memories",
+        json={"kind": "preference", "content": "Use emoji", "scope": "global", "importance": 1},
+    )
+    assert given.json()["importance"] == 1  # a given importance always wins
+    for project in ("/repo/one", "/repo/two"):
+        context = client.get("/api/context", params={"project": project})
+        assert context.status_code == 200
+        assert "Answer concisely" in context.json()["text"]

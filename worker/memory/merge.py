@@ -24,6 +24,7 @@ from worker.store.rows import dump_json, load_json, normalised_hash
 # Kinds whose saves are checked for supersession (a note is free-form, never a value to replace).
 SUPERSEDING_KINDS = ("decision", "fact", "preference", "lesson")
 MAX_SUPERSEDED_PER_SAVE = 3
+GLOBAL_PREFERENCE_IMPORTANCE = 4
 
 
 @dataclass
@@ -83,7 +84,13 @@ def prepare(item: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
     """Fill importance and tags when not given (scored from the text)."""
     out = dict(item)
     if out.get("importance") is None:
-        out["importance"] = importance_mod.score(out["content"], out["kind"])
+        scored = importance_mod.score(out["content"], out["kind"])
+        is_global = out.get("scope") == "global" or not out.get("project")
+        if is_global and out["kind"] == "preference":
+            # A global preference is a standing instruction for every project: it must reach
+            # session-start context, which takes important memories only.
+            scored = max(scored, GLOBAL_PREFERENCE_IMPORTANCE)
+        out["importance"] = scored
         out["importance_auto"] = True
     given = out.get("tags")
     if given:
