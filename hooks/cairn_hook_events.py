@@ -22,6 +22,7 @@ WEB = ("WebFetch", "WebSearch")
 DELEGATION = ("Task", "Agent")
 OWN_MCP_PREFIX = "mcp__cairn__"
 # Tools whose calls say nothing worth remembering on their own.
+PLAN_STATUSES = ("pending", "in_progress", "completed")
 NOISE = ("TodoRead", "BashOutput", "KillShell", "KillBash", "ListMcpResourcesTool")
 
 
@@ -393,6 +394,12 @@ def plan(payload: dict[str, object], field_chars: int = FIELD_CHARS) -> list[dic
         if not isinstance(todo, dict):
             continue
         content = head(_str(todo, "content"), field_chars)
-        if content:
-            out.append({"content": content, "status": _str(todo, "status")[:20] or "pending"})
+        if not content:
+            continue
+        status = _str(todo, "status")
+        item = {"content": content, "status": status if status in PLAN_STATUSES else "pending"}
+        active = head(_str(todo, "activeForm"), field_chars)
+        if active:
+            item["activeForm"] = active
+        out.append(item)
     return out

@@ -401,7 +401,7 @@ def spool_append(home: str, records: list[dict[str, object]]) -> int:
         log(home, f"spool: {len(records)} event(s) larger than the spool bound dropped")
         return 0
     for _ in range(20):
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             st = os.fstat(fd)

@@ -71,6 +71,13 @@ class Hook:
         self.pending: list[Request] = []
         self.worker: io.Worker | None = None
         self.spawned = False
+        # CAIRN_AUTOSTART=0 (or "autostart": false in config.json): never start the worker.
+        self.autostart = os.environ.get("CAIRN_AUTOSTART", "1").strip().lower() not in (
+            "0",
+            "false",
+            "no",
+            "off",
+        )
 
     def remaining(self) -> float:
         return self.deadline - SAFETY - time.monotonic()
@@ -84,7 +91,7 @@ class Hook:
         return self.start_worker()
 
     def start_worker(self) -> io.Worker | None:
-        if not self.spawned:
+        if not self.spawned and self.autostart:
             self.spawned = True
             try:
                 io.spawn_worker(self.home)
@@ -129,7 +136,7 @@ class Hook:
         records = [r.record(self.event) for r in self.pending]
         io.spool_append(self.home, records)
         self.pending = []
-        if not self.spawned and io.find_worker(self.home) is None:
+        if not self.spawned and self.autostart and io.find_worker(self.home) is None:
             self.spawned = True
             try:
                 io.spawn_worker(self.home)  # it replays the spool when it starts
@@ -314,7 +321,12 @@ def plan_requests(
         if tool == "TodoWrite":
             todos = ev.plan(payload, chars)
             if todos is not None:
-                hook.pending.append(Request("PUT", session_path(payload, "/plan"), {"plan": todos}))
+                body = {
+                    "plan": todos,
+                    "project": project,
+                    "event_id": ev.event_id("tool", payload, "plan"),
+                }
+                hook.pending.append(Request("PUT", session_path(payload, "/plan"), body))
             return
         obs = ev.observation(payload, project, cwd, chars)
         if obs is None:
@@ -427,6 +439,8 @@ def handle(hook: Hook, event: str) -> str:
     cfg = config(home)
     if cfg.get("disabled") is True:
         return ""
+    if cfg.get("autostart") is False:
+        hook.autostart = False
     cwd = payload.get("cwd")
     if not isinstance(cwd, str) or not cwd:
         cwd = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()

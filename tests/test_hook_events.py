@@ -137,7 +137,7 @@ def test_noise_own_mcp_and_todowrite_are_not_observations() -> None:
         "todos": [{"content": "write tests", "status": "in_progress", "activeForm": "Writing"}]
     }
     assert events.plan({"tool_input": todos}) == [
-        {"content": "write tests", "status": "in_progress"}
+        {"content": "write tests", "status": "in_progress", "activeForm": "Writing"}
     ]
 
 
