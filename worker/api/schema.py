@@ -138,12 +138,15 @@ def _check_object(schema: Schema, value: dict[str, Any], field: str) -> None:
 
 
 def _check_deep_strings(value: Any, where: str) -> None:
-    """Free-form JSON (meta) must still be storable: no lone surrogates anywhere."""
+    """Free-form JSON (meta) must still be storable and renderable as strict JSON: no lone
+    surrogates and no NaN/Infinity anywhere (callers other than HTTP may parse leniently)."""
     if isinstance(value, str):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise BadRequest(f"'{where}' contains invalid Unicode", field=where) from None
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise BadRequest(f"'{where}' contains a non-finite number", field=where)
     elif isinstance(value, dict):
         for k, v in value.items():
             _check_deep_strings(k, where)
