@@ -127,13 +127,10 @@
 
   // After a filter change the feed body is replaced: forget events queued for the old filters.
   document.addEventListener("htmx:afterSwap", function (evt) {
-    if (evt.target && evt.target.id === "feed-body") { queued = []; }
-  });
-  document.addEventListener("htmx:afterRequest", function (evt) {
-    var form = evt.detail.elt;
-    if (form && form.id === "new-memory" && evt.detail.successful &&
-        document.querySelector("#new-memory-result.ok")) {
-      form.reset();
+    if (document.getElementById("feed-live") && evt.detail.requestConfig &&
+        evt.detail.requestConfig.path.split("?")[0] === "/") {
+      queued = [];
+      if (!paused) setStatus("connecting", "Connecting…");
     }
   });
 })();

@@ -250,17 +250,21 @@ async def memory_create(request: Request) -> Response:
     else:
         body["scope"] = "global"
     result = await api(request, "POST", "/api/memories", body=body)
-    if not result.ok:
-        return render(
-            request,
-            "_memory_new_result.html",
-            {"error": result.message, "m": None, "kinds": memories.KINDS, "can_edit": True},
-        )
-    return render(
-        request,
-        "_memory_new_result.html",
-        {"error": "", "m": result.body, "kinds": memories.KINDS, "can_edit": True},
-    )
+    all_projects = await request.state.cairn.store.read(projects.list_all)
+    context: dict[str, Any] = {
+        "kinds": memories.KINDS,
+        "projects": all_projects,
+        "can_edit": True,
+        "draft": {"project": project, "kind": body["kind"]},
+        "error": "",
+        "saved": None,
+    }
+    if result.ok:
+        context["saved"] = result.body
+    else:
+        context["draft"] = form
+        context["error"] = result.message
+    return render(request, "_memory_new_form.html", context)
 
 
 def routes() -> list[BaseRoute]:

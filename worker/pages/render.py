@@ -174,5 +174,12 @@ def render(
     return HTMLResponse(
         html,
         status_code=status,
-        headers={"Cache-Control": "no-store", **(headers or {})},
+        headers={
+            "Cache-Control": "no-store",
+            # With `no-referrer` a browser sends `Origin: null` on plain form posts (the login
+            # form), which the Origin check must refuse; `same-origin` still sends nothing
+            # to other sites.
+            "Referrer-Policy": "same-origin",
+            **(headers or {}),
+        },
     )

@@ -1,0 +1,61 @@
+"""`cairn open`: a one-time dashboard login link, printed and opened in the browser."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import webbrowser
+
+from worker.cli import lifecycle
+from worker.cli.client import ApiError, WorkerDown, request
+from worker.settings import Settings, load_settings
+
+PAGES = ("feed", "search", "sessions", "memories", "context", "stats", "settings")
+
+
+def _ensure_worker(settings: Settings, wait: float) -> bool:
+    """Start the worker in the background if it is not running; True when it answers."""
+    try:
+        request(settings, "GET", "/health", timeout=2)
+        return True
+    except (WorkerDown, ApiError):
+        pass
+    print("cairn: the worker is not running; starting it…", file=sys.stderr)
+    lifecycle.spawn_detached(settings)
+    return lifecycle._wait_healthy(settings, wait) is not None
+
+
+def cmd_open(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    if not _ensure_worker(settings, args.wait):
+        print(
+            f"cairn: the worker did not start; see {settings.logs_dir / 'worker.log'}",
+            file=sys.stderr,
+        )
+        return 1
+    target = "/" if args.page in (None, "feed") else f"/{args.page}"
+    try:
+        link = request(settings, "POST", "/api/login-links", {"next": target})
+    except (WorkerDown, ApiError) as exc:
+        print(f"cairn: could not create a login link: {exc}", file=sys.stderr)
+        return 1
+    url = str(link["url"])
+    print(f"Dashboard login link (one use, expires in {link['expires_in_seconds']} s):")
+    print(f"  {url}")
+    if not args.no_browser:
+        opened = False
+        try:
+            opened = webbrowser.open(url)
+        except webbrowser.Error:
+            opened = False
+        if not opened:
+            print("cairn: no browser could be opened here; paste the link into one.")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("open", help="open the dashboard (prints a one-time login link)")
+    p.add_argument("page", nargs="?", choices=PAGES, help="page to open (default: feed)")
+    p.add_argument("--no-browser", action="store_true", help="only print the link")
+    p.add_argument("--wait", type=float, default=20.0, help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_open)
