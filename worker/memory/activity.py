@@ -130,6 +130,25 @@ def exit_code(observation: Mapping[str, Any]) -> int | None:
     return None
 
 
+def command_succeeded(observation: Mapping[str, Any]) -> bool | None:
+    """True for exit code 0, False for a failure, None when the observation cannot tell.
+
+    Claude Code reports a Bash exit code only when the command fails (PostToolUseFailure, or
+    "Exit code N" in the error), and Cairn's hook records every such code; so a command the hook
+    recorded (meta.source "claude-code") without one and not interrupted ran successfully.
+    """
+    code = exit_code(observation)
+    if code is not None:
+        return code == 0
+    title = str(observation.get("title") or "")
+    if title.endswith(("(interrupted)", "(failed)")):
+        return False
+    meta = observation.get("meta")
+    if isinstance(meta, Mapping) and meta.get("source") == "claude-code":
+        return True
+    return None
+
+
 def command_text(observation: Mapping[str, Any]) -> str:
     """The shell command of a command observation (meta.command, a `$ ...` body line, or title)."""
     meta = observation.get("meta")

@@ -19,8 +19,8 @@ from typing import Any
 from worker.clock import now_ms, to_iso
 from worker.memory.activity import (
     clip,
+    command_succeeded,
     command_text,
-    exit_code,
     is_looking_command,
     meaningful_prompts,
     observation_files,
@@ -153,7 +153,7 @@ def _working_commands(observations: Sequence[Mapping[str, Any]]) -> list[dict[st
     kinds: dict[str, str] = {}
     last: dict[str, str] = {}
     for obs in observations:
-        if obs.get("type") != "command" or exit_code(obs) != 0:
+        if obs.get("type") != "command" or command_succeeded(obs) is not True:
             continue
         command = command_text(obs)
         if not command or is_looking_command(command):

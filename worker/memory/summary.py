@@ -12,8 +12,8 @@ from typing import Any
 
 from worker.memory.activity import (
     clip,
+    command_succeeded,
     command_text,
-    exit_code,
     failing_commands,
     is_looking_command,
     meaningful_prompts,
@@ -92,10 +92,10 @@ def _commands_done(observations: Sequence[Mapping[str, Any]]) -> tuple[list[str]
         if obs.get("type") != "command":
             continue
         command = command_text(obs)
-        code = exit_code(obs)
-        if not command or (code is not None and code != 0) or is_looking_command(command):
+        ok = command_succeeded(obs)
+        if not command or ok is False or is_looking_command(command):
             continue
-        line = f"Ran `{clip(command, 120)}`" + (" (succeeded)" if code == 0 else "")
+        line = f"Ran `{clip(command, 120)}`" + (" (succeeded)" if ok else "")
         lowered = command.lower()
         if any(word in lowered for word in _SIGNIFICANT_COMMAND_WORDS):
             significant.append(line)
