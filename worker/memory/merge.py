@@ -13,7 +13,7 @@ from typing import Any
 
 from worker.clock import now_ms
 from worker.memory import importance as importance_mod
-from worker.memory.relations import features, supersedes
+from worker.memory.relations import features, search_terms, supersedes
 from worker.memory.tags import normalise_tags, pick_tags
 from worker.settings import Settings
 from worker.store import memories, received
@@ -156,7 +156,7 @@ def _detect_supersession(
         return
     created = int(item.get("created_at_ms") or now_ms())
     scored: list[tuple[float, sqlite3.Row]] = []
-    for row in memories.text_candidates(conn, project_id, sorted(mine.terms), exclude_id=memory_id):
+    for row in memories.text_candidates(conn, project_id, search_terms(mine), exclude_id=memory_id):
         if row["kind"] not in SUPERSEDING_KINDS:
             continue
         score = supersedes(mine, features(row["content"]), settings.supersede_min_similarity)

@@ -93,10 +93,19 @@ def supersedes(new: Features, old: Features, min_similarity: float = 0.5) -> flo
     subject = len(shared) / len(union) if union else 0.0
     if subject < max(0.6, min_similarity):
         return None
-    order = difflib.SequenceMatcher(None, new.words, old.words, autojunk=False).ratio()
+    matcher = difflib.SequenceMatcher(None, new.words, old.words, autojunk=False)
+    if matcher.real_quick_ratio() < min_similarity or matcher.quick_ratio() < min_similarity:
+        return None  # cheap upper bounds first: most candidates stop here
+    order = matcher.ratio()
     if order < min_similarity:
         return None
     return round(subject * 0.5 + order * 0.5, 4)
+
+
+def search_terms(found: Features, limit: int = 12) -> list[str]:
+    """Words to find candidate memories by: the values first, then the longest subject words."""
+    subject = sorted(found.terms - found.values, key=lambda w: (-len(w), w))
+    return [*sorted(found.values), *subject][:limit]
 
 
 def chain(
