@@ -109,7 +109,8 @@ def _check_string(schema: Schema, value: str, where: str) -> None:
             f"'{where}' is {len(value)} characters; the limit is {schema['maxLength']}", field=where
         )
     if "pattern" in schema and not re.fullmatch(schema["pattern"], value):
-        raise BadRequest(f"'{where}' does not match {schema['pattern']}", field=where)
+        explained = schema.get("x-patternMessage") or f"does not match {schema['pattern']}"
+        raise BadRequest(f"'{where}' {explained}", field=where)
     if schema.get("format") == "date-time":
         try:
             parse_iso(value)

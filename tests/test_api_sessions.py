@@ -1,0 +1,110 @@
+"""Sessions and prompts API: start/resume, end, list + cursor, detail, numbered prompts."""
+
+from __future__ import annotations
+
+from starlette.testclient import TestClient
+
+
+def start(client: TestClient, sid: str, **extra: object) -> dict[str, object]:
+    r = client.post("/api/sessions", json={"session_id": sid, "project": "/repo", **extra})
+    assert r.status_code in (200, 201), r.text
+    return r.json()  # type: ignore[no-any-return]
+
+
+def test_start_is_idempotent_and_resume_reactivates(client: TestClient) -> None:
+    first = client.post(
+        "/api/sessions",
+        json={"session_id": "s1", "project": "/repo", "source": "startup", "cwd": "/repo"},
+    )
+    assert first.status_code == 201 and first.json()["created"] is True
+    assert first.json()["status"] == "active" and first.json()["project_name"] == "repo"
+    ended = client.post("/api/sessions/s1/end", json={"reason": "exit"})
+    assert ended.status_code == 200 and ended.json()["status"] == "ended"
+    assert ended.json()["end_reason"] == "exit" and ended.json()["duration_seconds"] >= 0
+    resumed = client.post(
+        "/api/sessions", json={"session_id": "s1", "project": "/repo", "source": "resume"}
+    )
+    assert resumed.status_code == 200 and resumed.json()["created"] is False
+    assert resumed.json()["status"] == "active" and resumed.json()["source"] == "resume"
+
+
+def test_end_without_body_and_unknown_session(client: TestClient) -> None:
+    start(client, "s2")
+    assert client.post("/api/sessions/s2/end").status_code == 200
+    missing = client.post("/api/sessions/nope/end", json={})
+    assert missing.status_code == 404 and missing.json()["error"]["field"] == "session_id"
+    assert client.get("/api/sessions/nope").status_code == 404
+
+
+def test_prompts_are_numbered_and_idempotent(client: TestClient) -> None:
+    start(client, "s3")
+    a = client.post("/api/prompts", json={"session_id": "s3", "text": "first", "event_id": "p1"})
+    b = client.post("/api/prompts", json={"session_id": "s3", "text": "second"})
+    again = client.post(
+        "/api/prompts", json={"session_id": "s3", "text": "first", "event_id": "p1"}
+    )
+    assert (a.status_code, b.status_code, again.status_code) == (201, 201, 200)
+    assert [a.json()["number"], b.json()["number"]] == [1, 2]
+    assert again.json()["id"] == a.json()["id"] and again.json()["duplicate"] is True
+
+
+def test_prompt_for_an_unknown_session_needs_a_project(client: TestClient) -> None:
+    r = client.post("/api/prompts", json={"session_id": "new", "text": "hi"})
+    assert r.status_code == 400 and r.json()["error"]["field"] == "project"
+    ok = client.post("/api/prompts", json={"session_id": "new", "text": "hi", "project": "/repo"})
+    assert ok.status_code == 201 and ok.json()["number"] == 1
+
+
+def test_detail_has_prompts_observations_summary(client: TestClient) -> None:
+    start(client, "s4")
+    client.post("/api/prompts", json={"session_id": "s4", "text": "do it"})
+    for i in range(3):
+        client.post(
+            "/api/observations",
+            json={"project": "/repo", "session_id": "s4", "type": "command", "title": f"c{i}"},
+        )
+    detail = client.get("/api/sessions/s4").json()
+    assert [p["text"] for p in detail["prompts"]] == ["do it"]
+    assert [o["title"] for o in detail["observations"]] == ["c0", "c1", "c2"]  # oldest first
+    assert detail["prompt_count"] == 1 and detail["observation_count"] == 3
+    assert "summary" in detail and "checkpoint" in detail
+
+
+def test_list_newest_first_with_cursor_and_filters(client: TestClient) -> None:
+    for i in range(5):
+        start(client, f"L{i}", started_at=f"2026-01-0{i + 1}T00:00:00Z")
+    client.post("/api/sessions/L0/end")
+    page = client.get("/api/sessions", params={"limit": 2}).json()
+    assert [s["id"] for s in page["items"]] == ["L4", "L3"]
+    rest = client.get("/api/sessions", params={"limit": 10, "cursor": page["next_cursor"]}).json()
+    assert [s["id"] for s in rest["items"]] == ["L2", "L1", "L0"]
+    ended = client.get("/api/sessions", params={"status": "ended"}).json()["items"]
+    assert [s["id"] for s in ended] == ["L0"]
+    assert client.get("/api/sessions", params={"project": "/other"}).json()["items"] == []
+
+
+def test_session_ids_with_odd_characters_round_trip(client: TestClient) -> None:
+    sid = "weird id:with?query#hash é"
+    start(client, sid)
+    from urllib.parse import quote
+
+    r = client.get("/api/sessions/" + quote(sid, safe=""))
+    assert r.status_code == 200 and r.json()["id"] == sid
+
+
+def test_bad_session_input(client: TestClient) -> None:
+    cases = [
+        ({"project": "/repo"}, "session_id"),
+        ({"session_id": "", "project": "/repo"}, "session_id"),
+        ({"session_id": "x" * 201, "project": "/repo"}, "session_id"),
+        ({"session_id": "a/b", "project": "/repo"}, "session_id"),
+        ({"session_id": "s", "project": "/repo", "started_at": "nope"}, "started_at"),
+        ({"session_id": "s", "project": "/repo", "meta": "x"}, "meta"),
+    ]
+    for body, field in cases:
+        r = client.post("/api/sessions", json=body)
+        assert r.status_code == 400 and r.json()["error"]["field"] == field, (body, r.text)
+    assert (
+        client.get("/api/sessions", params={"status": "paused"}).json()["error"]["field"]
+        == "status"
+    )
