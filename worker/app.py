@@ -28,6 +28,7 @@ from worker.api import profile as project_profile
 from worker.api import report as report_api
 from worker.api import search as search_api
 from worker.api import summaries as session_summaries
+from worker.api import timeline as timeline_api
 from worker.api.endpoint import Endpoint, make_route
 from worker.auth import SecurityMiddleware, TokenKeeper
 from worker.clock import now_ms
@@ -61,6 +62,7 @@ def all_endpoints(settings: Settings) -> list[Endpoint]:
         *project_profile.endpoints(settings),
         *portability.endpoints(settings),
         *report_api.endpoints(settings),
+        *timeline_api.endpoints(settings),
         *dashboard_login.endpoints(settings),
     ]
 

@@ -324,46 +324,29 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
         return "\n\n".join(parts)
 
     @server.tool(
-        description="What happened around one observation (the items just before and after it in "
-        "the same project), or the latest activity of a project or session."
+        description="What happened around one item (observations, prompts, summaries and memories "
+        "just before and after it in the same project), or the latest activity of a project."
     )
     async def timeline(
-        anchor_id: Annotated[int | None, Field(description="Observation id to centre on")] = None,
+        anchor_id: Annotated[int | None, Field(ge=1, description="Item id to centre on")] = None,
+        anchor_kind: Annotated[
+            SearchKind, Field(description="Kind of the anchor item")
+        ] = "observation",
         before: Annotated[int, Field(ge=0, le=50)] = 5,
         after: Annotated[int, Field(ge=0, le=50)] = 5,
-        session_id: Annotated[str | None, Field(description="Only this session")] = None,
         project: Annotated[str | None, Field(description="Project key (default: this one)")] = None,
     ) -> str:
+        query: dict[str, Any] = {"before": before, "after": after}
         if anchor_id is None:
-            data = await gateway.acall(
-                "GET",
-                "/api/observations",
-                query={
-                    "project": None if session_id else project_scope(project),
-                    "session_id": session_id,
-                    "limit": max(before + after, 1),
-                },
-            )
-            items = list(reversed(data.get("items") or []))
-            if not items:
-                return "No activity recorded yet for this project."
-            return "\n".join(index_line(o) for o in items)
-        anchor = await gateway.acall("GET", f"/api/observations/{int(anchor_id)}")
-        base = {"project": anchor.get("project"), "session_id": session_id}
-        older = await gateway.acall(
-            "GET",
-            "/api/observations",
-            query={**base, "until": anchor["created_at"], "limit": before + 1},
-        )
-        newer = await gateway.acall(
-            "GET", "/api/observations", query={**base, "since": anchor["created_at"], "limit": 500}
-        )
-        earlier = [o for o in older.get("items") or [] if o["id"] != anchor["id"]][:before]
-        later = [o for o in reversed(newer.get("items") or []) if o["id"] != anchor["id"]][:after]
-        lines = [index_line(o) for o in reversed(earlier)]
-        lines.append("> " + index_line(anchor))
-        lines.extend(index_line(o) for o in later)
-        return "\n".join(lines)
+            query.update(project=project_scope(project), before=max(before + after, 1), after=0)
+        else:
+            query.update(anchor_id=anchor_id, anchor_kind=anchor_kind, project=project)
+        data = await gateway.acall("GET", "/api/timeline", query=query)
+        lines = [index_line(item) for item in data.get("before") or []]
+        if data.get("anchor"):
+            lines.append("> " + index_line(data["anchor"]))
+        lines.extend(index_line(item) for item in data.get("after") or [])
+        return "\n".join(lines) if lines else "No activity recorded yet for this project."
 
     @server.tool(
         description="Save a durable memory: a decision and its reason, a lesson from a bug, a user "

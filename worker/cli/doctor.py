@@ -20,7 +20,6 @@ from worker.installer.jsonfile import InstallError, parse_object, read_text
 from worker.installer.state import read_state, state_path
 from worker.runtime import read_runtime
 from worker.settings import Settings, load_settings
-from worker.store.integrity import quick_check
 
 Status = Literal["ok", "warn", "fail"]
 MODEL_FILES = ("model.onnx", "tokenizer.json", "config.json")
@@ -256,6 +255,8 @@ def check_database(ctx: Context) -> Check:
     path = ctx.settings.db_path
     if not path.exists():
         return Check("database", "ok", f"{path} not created yet (the worker creates it)")
+    from worker.store.integrity import quick_check  # the store package pulls in anyio
+
     result = quick_check(path)
     if result != "ok":
         return Check(
