@@ -1,0 +1,159 @@
+"""Three sessions through real hook processes against a real worker: a newer fact supersedes an older.
+
+Session 1 concludes the shop API uses PostgreSQL 15, session 2 that it moved to PostgreSQL 16
+(both through the Stop hook's last assistant message, which the worker turns into fact memories).
+Session 3's start context carries 16 and not 15; the API and the timeline show the whole chain.
+Also: forget over HTTP leaves nothing behind, and the decay pass archives, restores and counts.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.hook_runner import base, hook_env, run_hook, tool_payload
+from tests.e2e.worker_process import WorkerProcess
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "work" / "shop-api"
+    (root / ".git").mkdir(parents=True)
+    (root / ".transcript.jsonl").write_text('{"type":"user"}\n')
+    return root
+
+
+def get(worker: WorkerProcess, path: str, **params: Any) -> Any:
+    query = ("?" + urllib.parse.urlencode(params)) if params else ""
+    status, body = worker.request("GET", path + query)
+    assert status == 200, body
+    return body
+
+
+def session(worker: WorkerProcess, repo: Path, sid: str, version: int) -> None:
+    env = hook_env(worker.home, CAIRN_PORT=str(worker.port))
+    steps: list[tuple[str, dict[str, Any]]] = [
+        ("SessionStart", {**base(sid, repo, "SessionStart"), "source": "startup"}),
+        (
+            "UserPromptSubmit",
+            {**base(sid, repo, "UserPromptSubmit"), "prompt": "Set up the database server"},
+        ),
+        (
+            "PostToolUse",
+            tool_payload(
+                sid,
+                repo,
+                "Edit",
+                {
+                    "file_path": f"{repo}/docker-compose.yml",
+                    "old_string": "image: postgres",
+                    "new_string": f"image: postgres:{version}",
+                },
+                {"filePath": f"{repo}/docker-compose.yml"},
+                f"toolu_{sid}",
+            ),
+        ),
+        (
+            "Stop",
+            {
+                **base(sid, repo, "Stop"),
+                "stop_hook_active": False,
+                "last_assistant_message": "The compose file is updated.\n\n## Findings\n"
+                f"- The shop API uses PostgreSQL {version} for the database server.\n",
+            },
+        ),
+        ("SessionEnd", {**base(sid, repo, "SessionEnd"), "reason": "logout"}),
+    ]
+    for event, payload in steps:
+        result = run_hook(event, payload, env, cwd=repo)
+        assert result.returncode == 0, result.stderr
+
+
+def test_newer_fact_supersedes_older_across_three_sessions(
+    worker: WorkerProcess, repo: Path
+) -> None:
+    project = str(repo)
+    session(worker, repo, "sess-one", 15)
+    session(worker, repo, "sess-two", 16)
+
+    facts = get(worker, "/api/memories", project=project, kind="fact")["items"]
+    by_version = {m["content"]: m for m in facts if "PostgreSQL" in m["content"]}
+    old = next(m for c, m in by_version.items() if "15" in c)
+    new = next(m for c, m in by_version.items() if "16" in c)
+    assert old["superseded_by"] == new["id"] and old["is_latest"] is False
+    assert new["is_latest"] is True and old["archived"] is False  # history is kept
+    chain = get(worker, f"/api/memories/{old['id']}/relations")
+    assert [m["id"] for m in chain["chain"]] == [old["id"], new["id"]]
+    assert chain["latest_id"] == new["id"]
+    latest = get(worker, "/api/memories", project=project, latest_only="true")["items"]
+    assert old["id"] not in {m["id"] for m in latest}
+
+    # The timeline shows both memories.
+    timeline = get(worker, "/api/timeline", project=project, before=50)
+    shown = {(e["kind"], e["id"]) for e in timeline["before"]}
+    assert {("memory", old["id"]), ("memory", new["id"])} <= shown
+
+    # Session 3 starts with 16, never 15.
+    env = hook_env(worker.home, CAIRN_PORT=str(worker.port))
+    start = run_hook(
+        "SessionStart", {**base("sess-three", repo, "SessionStart"), "source": "startup"}, env, repo
+    )
+    assert start.returncode == 0, start.stderr
+    out = start.context()
+    assert out is not None
+    text = out["hookSpecificOutput"]["additionalContext"]
+    assert "PostgreSQL 16" in text
+    assert "PostgreSQL 15" not in text
+    # Searching memories finds the current fact only.
+    hits = get(worker, "/api/search", q="PostgreSQL database server", project=project,
+               kind="memory", mode="keyword")["hits"]  # fmt: skip
+    assert [h["id"] for h in hits if h["kind"] == "memory"] == [new["id"]]
+
+
+def test_forget_archive_restore_and_decay_over_http(worker: WorkerProcess) -> None:
+    project = "/e2e/lifecycle"
+    status, m = worker.request(
+        "POST",
+        "/api/memories",
+        {"kind": "lesson", "content": "The zebracorn cache must be warmed before load tests",
+         "project": project},
+    )  # fmt: skip
+    assert status == 201
+    status, faded = worker.request(
+        "POST",
+        "/api/memories",
+        {"kind": "note", "content": "Lunch is at noon", "project": project, "importance": 1,
+         "created_at": "2020-01-01T00:00:00Z"},
+    )  # fmt: skip
+    assert status == 201
+
+    status, result = worker.request("POST", "/api/decay/run", {"project": project})
+    assert status == 200 and result["memories"]["archived"] == 1
+    assert result["memories"]["ids"] == [faded["id"]]
+    assert get(worker, f"/api/memories/{faded['id']}")["archive_reason"] == "decay"
+    status, back = worker.request("POST", f"/api/memories/{faded['id']}/restore", {})
+    assert status == 200 and back["archived"] is False
+    status, again = worker.request("POST", "/api/decay/run", {"project": project})
+    assert again["memories"]["archived"] == 0
+
+    status, gone = worker.request("DELETE", f"/api/memories/{m['id']}")
+    assert status == 200 and gone["deleted"] is True
+    assert worker.request("GET", f"/api/memories/{m['id']}")[0] == 404
+    hits = get(worker, "/api/search", q="zebracorn", mode="keyword")["hits"]
+    assert hits == []
+    worker.stop()
+    with sqlite3.connect(worker.home / "cairn.db") as conn:
+        for sql in (
+            "SELECT COUNT(*) FROM memories WHERE id = ?",
+            "SELECT COUNT(*) FROM embeddings WHERE item_kind = 'memory' AND item_id = ?",
+            "SELECT COUNT(*) FROM search_index WHERE kind = 'memory' AND item_id = ?",
+        ):
+            assert conn.execute(sql, (m["id"],)).fetchone()[0] == 0
+        fts = "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'zebracorn'"
+        assert conn.execute(fts).fetchone()[0] == 0
