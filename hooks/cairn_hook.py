@@ -13,6 +13,11 @@ import sys
 def main() -> None:
     out = ""
     try:
+        # This runs on every tool call: keep the modules' bytecode under $CAIRN_HOME/cache even
+        # where the install folder is read-only or PYTHONDONTWRITEBYTECODE is set.
+        home = os.environ.get("CAIRN_HOME") or os.path.join(os.path.expanduser("~"), ".cairn")
+        sys.pycache_prefix = os.path.join(os.path.expanduser(home), "cache", "pycache")
+        sys.dont_write_bytecode = False
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from cairn_hook_run import run
 
