@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from starlette.testclient import TestClient
 
+from tests.conftest import BASE_URL
+from worker.app import create_app
 from worker.memory.profile import build_profile, command_kind, language_of, render_profile
-from worker.settings import Settings
+from worker.settings import Settings, load_settings
 from worker.store import Store
 
 ROOT = "/work/shop"
@@ -106,11 +109,13 @@ def test_profile_endpoint_caches_and_invalidates(client: TestClient, settings: S
     assert client.get(f"/api/projects/{pid}/profile").json()["cached"] is True
     assert client.get(f"/api/profile?project={ROOT}").json()["cached"] is True
 
-    # a new observation invalidates the cache
+    # a new observation shows at once in the dynamic part; the static part waits for
+    # profile_min_refresh_seconds (60 s by default) so a busy session does not rescan each time
     _obs(client, "p1", type="file_write", title="Edit", files=[f"{ROOT}/web/app.ts"])
     again = client.get(f"/api/projects/{pid}/profile").json()
-    assert again["cached"] is False
+    assert again["cached"] is True
     assert again["dynamic"]["files_in_flight"][0] == "web/app.ts"
+    assert [x["language"] for x in again["static"]["languages"]] == ["Python"]
     # so does a new important decision
     _add_memory(settings, "decision", "Deploy with blue-green releases", 5)
     _add_memory(settings, "decision", "a minor one", 2)
@@ -134,3 +139,19 @@ def test_profile_unknown_project(client: TestClient) -> None:
     assert r.status_code == 404
     r = client.get("/api/profile")
     assert r.status_code == 400 and r.json()["error"]["field"] == "project"
+
+
+def test_new_observations_refresh_the_static_part(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CAIRN_PROFILE_MIN_REFRESH_SECONDS", "0")
+    settings = load_settings()
+    with TestClient(create_app(settings), base_url=BASE_URL) as client:
+        client.headers["Authorization"] = f"Bearer {settings.token_path.read_text().strip()}"
+        client.post("/api/sessions", json={"session_id": "p2", "project": ROOT})
+        _obs(client, "p2", type="file_write", title="Edit", files=[f"{ROOT}/src/a.py"])
+        first = client.get(f"/api/profile?project={ROOT}").json()
+        assert client.get(f"/api/profile?project={ROOT}").json()["cached"] is True
+        _obs(client, "p2", type="file_write", title="Edit", files=[f"{ROOT}/web/b.ts"])
+        second = client.get(f"/api/profile?project={ROOT}").json()
+        assert second["cached"] is False
+        assert [x["language"] for x in first["static"]["languages"]] == ["Python"]
+        assert {x["language"] for x in second["static"]["languages"]} == {"Python", "TypeScript"}

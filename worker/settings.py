@@ -124,6 +124,8 @@ class Settings:
     plan_max_items: int = 200
     # Project profile cache (seconds) and report window default (days)
     profile_ttl_seconds: float = 600.0
+    # New observations refresh the cached static profile at most this often
+    profile_min_refresh_seconds: float = 60.0
     report_default_days: int = 7
     # Backups kept under $CAIRN_HOME/backups (older ones pruned; 0 keeps all)
     backup_keep: int = 10

@@ -148,6 +148,13 @@ def _folders(files: Sequence[str]) -> list[dict[str, Any]]:
     ]
 
 
+def _iso(value: Any) -> str:
+    """Observation times arrive as epoch ms (lean profile rows) or ISO strings (API rows)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return to_iso(value) or ""
+    return str(value or "")
+
+
 def _working_commands(observations: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     runs: Counter[str] = Counter()
     kinds: dict[str, str] = {}
@@ -164,7 +171,7 @@ def _working_commands(observations: Sequence[Mapping[str, Any]]) -> list[dict[st
         command = clip(command, 120)
         runs[command] += 1
         kinds[command] = kind
-        last[command] = str(obs.get("created_at") or "")
+        last[command] = _iso(obs.get("created_at"))
     ranked = sorted(runs, key=lambda c: (-runs[c], last[c] == "", c))[:MAX_COMMANDS]
     return [
         {"command": c, "kind": kinds[c], "runs": runs[c], "last_at": last[c] or None}
@@ -181,17 +188,14 @@ def _memory_lines(memories: Sequence[Mapping[str, Any]], kind: str) -> list[dict
     ]
 
 
-def build_profile(
+def build_static(
     project: Mapping[str, Any],
     observations: Sequence[Mapping[str, Any]],
-    prompts: Sequence[Mapping[str, Any]],
     memories: Sequence[Mapping[str, Any]],
-    latest_session: Mapping[str, Any] | None,
-    latest_session_observations: Sequence[Mapping[str, Any]],
 ) -> dict[str, Any]:
-    """Static (languages, working commands, folders, decisions, preferences) and dynamic parts.
+    """Languages, working commands, main folders, important decisions and preferences.
 
-    Observations and prompts oldest first; memories are the live important ones of the project.
+    Observations oldest first; memories are the live important ones of the project.
     """
     root = str(project["key"])
     touched = [
@@ -200,26 +204,49 @@ def build_profile(
         if obs.get("type") in ("file_write", "research")
         for path in observation_files(obs, root)
     ]
+    return {
+        "languages": _languages(touched),
+        "commands": _working_commands(observations),
+        "folders": _folders(touched),
+        "decisions": _memory_lines(memories, "decision"),
+        "preferences": _memory_lines(memories, "preference"),
+    }
+
+
+def build_dynamic(
+    project: Mapping[str, Any],
+    prompts: Sequence[Mapping[str, Any]],
+    latest_session: Mapping[str, Any] | None,
+    latest_session_observations: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """Current task (latest real prompt), in-progress plan items, files in flight."""
     asked = meaningful_prompts(prompts)
     plan = latest_session.get("plan") if latest_session else None
-    in_progress = plan_items(plan, "in_progress")
-    flight = files_in_flight(latest_session_observations, root, MAX_FLIGHT_FILES)
+    last = latest_session_observations[-1] if latest_session_observations else None
     return {
-        "project": {"id": project["id"], "key": root, "name": project["name"]},
-        "static": {
-            "languages": _languages(touched),
-            "commands": _working_commands(observations),
-            "folders": _folders(touched),
-            "decisions": _memory_lines(memories, "decision"),
-            "preferences": _memory_lines(memories, "preference"),
-        },
-        "dynamic": {
-            "current_task": clip(asked[-1], 300) if asked else None,
-            "in_progress": in_progress,
-            "session_id": latest_session.get("id") if latest_session else None,
-            "files_in_flight": flight,
-            "last_activity_at": observations[-1].get("created_at") if observations else None,
-        },
+        "current_task": clip(asked[-1], 300) if asked else None,
+        "in_progress": plan_items(plan, "in_progress"),
+        "session_id": latest_session.get("id") if latest_session else None,
+        "files_in_flight": files_in_flight(
+            latest_session_observations, str(project["key"]), MAX_FLIGHT_FILES
+        ),
+        "last_edit_at": _iso(last.get("created_at")) or None if last else None,
+    }
+
+
+def build_profile(
+    project: Mapping[str, Any],
+    observations: Sequence[Mapping[str, Any]],
+    prompts: Sequence[Mapping[str, Any]],
+    memories: Sequence[Mapping[str, Any]],
+    latest_session: Mapping[str, Any] | None,
+    latest_session_observations: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """The whole profile from its rows (pure)."""
+    return {
+        "project": {"id": project["id"], "key": project["key"], "name": project["name"]},
+        "static": build_static(project, observations, memories),
+        "dynamic": build_dynamic(project, prompts, latest_session, latest_session_observations),
     }
 
 
@@ -257,46 +284,66 @@ def render_profile(profile: Mapping[str, Any], *, max_items: int = 5) -> str:
     return "\n".join(lines)
 
 
-def compute_profile(conn: sqlite3.Connection, project_id: int) -> dict[str, Any] | None:
-    """A fresh profile from the database (None if the project does not exist)."""
-    rows = profiles.profile_rows(conn, project_id)
-    if rows is None:
+def _static(
+    conn: sqlite3.Connection, project: Mapping[str, Any], settings: Settings, *, force: bool
+) -> tuple[dict[str, Any], bool, dict[str, Any] | None]:
+    """(static part, from cache?, cache entry to store or None)."""
+    pid = int(project["id"])
+    marks = profiles.marks(conn, pid)
+    if not force:
+        hit = profiles.cached_static(
+            conn,
+            pid,
+            marks,
+            ttl_seconds=settings.profile_ttl_seconds,
+            min_refresh_seconds=settings.profile_min_refresh_seconds,
+        )
+        if hit is not None:
+            return hit["static"], True, None
+    observations, memories = profiles.static_rows(conn, pid)
+    static = build_static(project, observations, memories)
+    entry = {**marks, "at": now_ms(), "computed_at": to_iso(now_ms()), "static": static}
+    return static, False, entry
+
+
+def _assemble(
+    conn: sqlite3.Connection, settings: Settings, project_id: int, *, force: bool, store: bool
+) -> dict[str, Any] | None:
+    project = profiles.project_row(conn, project_id)
+    if project is None:
         return None
-    profile = build_profile(
-        rows["project"],
-        rows["observations"],
-        rows["prompts"],
-        rows["memories"],
-        rows["latest_session"],
-        rows["latest_session_observations"],
-    )
-    profile["computed_at"] = to_iso(now_ms())
-    return profile
+    static, cached, entry = _static(conn, project, settings, force=force)
+    if entry is not None and store:
+        profiles.store_static(conn, project_id, entry)
+    prompts, session, flight = profiles.dynamic_rows(conn, project_id)
+    return {
+        "project": {"id": project["id"], "key": project["key"], "name": project["name"]},
+        "static": static,
+        "dynamic": build_dynamic(project, prompts, session, flight),
+        "cached": cached,
+        "computed_at": to_iso(now_ms()),
+    }
+
+
+def compute_profile(conn: sqlite3.Connection, project_id: int) -> dict[str, Any] | None:
+    """A fresh profile from the database, cache ignored (None if the project does not exist)."""
+    return _assemble(conn, Settings(), project_id, force=True, store=False)
 
 
 def load_profile(
     conn: sqlite3.Connection, project_id: int, settings: Settings
 ) -> dict[str, Any] | None:
-    """The cached profile if still valid, else a fresh one (never writes; safe in a read)."""
-    mark = profiles.data_mark(conn, project_id)
-    cached = profiles.cached(conn, project_id, mark, settings.profile_ttl_seconds)
-    if cached is not None:
-        return {**cached, "cached": True}
-    fresh = compute_profile(conn, project_id)
-    return None if fresh is None else {**fresh, "cached": False}
+    """The profile; its static part from the cache when valid. Never writes (safe in a read).
+
+    The static part (a scan of recent observations) is cached: it is recomputed when important
+    memories change, when `profile_ttl_seconds` pass, or after new observations once the cached
+    copy is older than `profile_min_refresh_seconds`. The dynamic part is always fresh (cheap).
+    """
+    return _assemble(conn, settings, project_id, force=False, store=False)
 
 
 def refresh_profile(
     conn: sqlite3.Connection, project_id: int, settings: Settings, *, force: bool = False
 ) -> dict[str, Any] | None:
-    """Like load_profile, but stores a freshly computed profile in the cache (inside a write)."""
-    mark = profiles.data_mark(conn, project_id)
-    if not force:
-        cached = profiles.cached(conn, project_id, mark, settings.profile_ttl_seconds)
-        if cached is not None:
-            return {**cached, "cached": True}
-    fresh = compute_profile(conn, project_id)
-    if fresh is None:
-        return None
-    profiles.store_cache(conn, project_id, mark, fresh)
-    return {**fresh, "cached": False}
+    """Like load_profile, but stores a recomputed static part in the cache (inside a write)."""
+    return _assemble(conn, settings, project_id, force=force, store=True)

@@ -1,4 +1,4 @@
-"""Rows behind the project profile, its data mark and its cache (in the kv table)."""
+"""Rows behind the project profile and the cache of its static part (in the kv table)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ from worker.clock import now_ms
 from worker.store.observations import COLUMNS as OBSERVATION_COLUMNS
 from worker.store.observations import FROM as OBSERVATION_FROM
 from worker.store.observations import to_dict as observation_dict
+from worker.store.rows import load_json
 from worker.store.sessions import get as get_session
 
 # The static profile reads this many recent observations (bounded cost on huge projects).
 PROFILE_OBSERVATIONS = 3000
 PROFILE_PROMPTS = 20
+FLIGHT_OBSERVATIONS = 200
 MIN_IMPORTANCE = 4
 
 
@@ -22,28 +24,33 @@ def _key(project_id: int) -> str:
     return f"profile:{project_id}"
 
 
-def data_mark(conn: sqlite3.Connection, project_id: int) -> str:
-    """Changes whenever an observation, prompt, session or memory of the project changes."""
+def project_row(conn: sqlite3.Connection, project_id: int) -> dict[str, Any] | None:
+    row = conn.execute("SELECT id, key, name FROM projects WHERE id = ?", (project_id,)).fetchone()
+    return dict(row) if row is not None else None
+
+
+def marks(conn: sqlite3.Connection, project_id: int) -> dict[str, str]:
+    """What the static part depends on: the project's observations and its memories."""
     obs = conn.execute(
         "SELECT MAX(created_at) FROM observations WHERE project_id = ?", (project_id,)
     ).fetchone()[0]
-    prompt = conn.execute(
-        "SELECT MAX(created_at) FROM prompts WHERE project_id = ?", (project_id,)
-    ).fetchone()[0]
-    session = conn.execute(
-        "SELECT MAX(started_at), COUNT(*) FROM sessions WHERE project_id = ?", (project_id,)
-    ).fetchone()
     memory = conn.execute(
-        "SELECT MAX(updated_at), COUNT(*), COUNT(archived_at), COUNT(superseded_by) "
-        "FROM memories WHERE project_id = ?",
+        "SELECT MAX(updated_at), COUNT(*), COUNT(archived_at), COUNT(superseded_by), "
+        "SUM(importance), SUM(pinned) FROM memories WHERE project_id = ?",
         (project_id,),
     ).fetchone()
-    return json.dumps([obs, prompt, list(session), list(memory)])
+    return {"obs_mark": json.dumps(obs), "memory_mark": json.dumps(list(memory))}
 
 
-def cached(
-    conn: sqlite3.Connection, project_id: int, mark: str, ttl_seconds: float
+def cached_static(
+    conn: sqlite3.Connection,
+    project_id: int,
+    current: dict[str, str],
+    *,
+    ttl_seconds: float,
+    min_refresh_seconds: float,
 ) -> dict[str, Any] | None:
+    """The cache entry if still valid for `current` marks, else None."""
     row = conn.execute("SELECT value FROM kv WHERE key = ?", (_key(project_id),)).fetchone()
     if row is None:
         return None
@@ -51,26 +58,60 @@ def cached(
         entry = json.loads(row[0])
     except ValueError:
         return None
-    if entry.get("mark") != mark or now_ms() - int(entry.get("at", 0)) > ttl_seconds * 1000:
+    if not isinstance(entry, dict) or not isinstance(entry.get("static"), dict):
         return None
-    profile = entry.get("profile")
-    return profile if isinstance(profile, dict) else None
+    age_ms = now_ms() - int(entry.get("at", 0))
+    if entry.get("memory_mark") != current["memory_mark"] or age_ms > ttl_seconds * 1000:
+        return None
+    if entry.get("obs_mark") != current["obs_mark"] and age_ms > min_refresh_seconds * 1000:
+        return None
+    return entry
 
 
-def store_cache(
-    conn: sqlite3.Connection, project_id: int, mark: str, profile: dict[str, Any]
-) -> None:
-    now = now_ms()
-    value = json.dumps({"mark": mark, "at": now, "profile": profile}, ensure_ascii=False)
+def store_static(conn: sqlite3.Connection, project_id: int, entry: dict[str, Any]) -> None:
     conn.execute(
         "INSERT INTO kv(key, value, updated_at) VALUES (?, ?, ?) "
         "ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-        (_key(project_id), value, now),
+        (_key(project_id), json.dumps(entry, ensure_ascii=False), now_ms()),
     )
 
 
 def invalidate(conn: sqlite3.Connection, project_id: int) -> None:
     conn.execute("DELETE FROM kv WHERE key = ?", (_key(project_id),))
+
+
+def static_rows(
+    conn: sqlite3.Connection, project_id: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(recent file/research/command observations oldest first, live important memories)."""
+    # Lean rows: bodies and meta only for commands (exit codes), files only for the others.
+    observations = [
+        {
+            "type": r["type"],
+            "title": r["title"],
+            "body": r["body"],
+            "files": load_json(r["files"], []),
+            "meta": load_json(r["meta"]),
+            "created_at": r["created_at"],
+        }
+        for r in conn.execute(
+            "SELECT * FROM (SELECT id, type, title, "
+            "CASE WHEN type = 'command' THEN body ELSE '' END AS body, "
+            "CASE WHEN type = 'command' THEN '[]' ELSE files END AS files, "
+            "CASE WHEN type = 'command' THEN meta END AS meta, created_at FROM observations "
+            "WHERE project_id = ? AND type IN ('file_write', 'research', 'command') "
+            "ORDER BY created_at DESC, id DESC LIMIT ?) ORDER BY created_at, id",
+            (project_id, PROFILE_OBSERVATIONS),
+        )
+    ]
+    memories = conn.execute(
+        "SELECT id, kind, content, importance, pinned, updated_at AS updated_ms FROM memories "
+        "WHERE project_id = ? AND kind IN ('decision', 'preference') AND archived_at IS NULL "
+        "AND superseded_by IS NULL AND (importance >= ? OR pinned = 1) "
+        "AND (expires_at IS NULL OR expires_at > ?)",
+        (project_id, MIN_IMPORTANCE, now_ms()),
+    ).fetchall()
+    return observations, [dict(r) for r in memories]
 
 
 def _latest_session_id(conn: sqlite3.Connection, project_id: int) -> str | None:
@@ -94,47 +135,25 @@ def _latest_session_id(conn: sqlite3.Connection, project_id: int) -> str | None:
     return None if row is None else str(row[0])
 
 
-def profile_rows(conn: sqlite3.Connection, project_id: int) -> dict[str, Any] | None:
-    project = conn.execute(
-        "SELECT id, key, name FROM projects WHERE id = ?", (project_id,)
-    ).fetchone()
-    if project is None:
-        return None
-    observations = conn.execute(
-        f"SELECT * FROM (SELECT {OBSERVATION_COLUMNS} {OBSERVATION_FROM} WHERE o.project_id = ? "
-        "AND o.type IN ('file_write', 'research', 'command') "
-        "ORDER BY o.created_at DESC, o.id DESC LIMIT ?) ORDER BY created_at, id",
-        (project_id, PROFILE_OBSERVATIONS),
-    ).fetchall()
+def dynamic_rows(
+    conn: sqlite3.Connection, project_id: int
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None, list[dict[str, Any]]]:
+    """(recent prompts oldest first, the latest active session, its file writes oldest first)."""
     prompts = conn.execute(
         "SELECT * FROM (SELECT id, session_id, number, text, created_at FROM prompts "
         "WHERE project_id = ? ORDER BY created_at DESC, id DESC LIMIT ?) ORDER BY created_at, id",
         (project_id, PROFILE_PROMPTS),
     ).fetchall()
-    memories = conn.execute(
-        "SELECT id, kind, content, importance, pinned, updated_at AS updated_ms FROM memories "
-        "WHERE project_id = ? AND kind IN ('decision', 'preference') AND archived_at IS NULL "
-        "AND superseded_by IS NULL AND (importance >= ? OR pinned = 1) "
-        "AND (expires_at IS NULL OR expires_at > ?)",
-        (project_id, MIN_IMPORTANCE, now_ms()),
-    ).fetchall()
     session_id = _latest_session_id(conn, project_id)
     session = get_session(conn, session_id) if session_id else None
-    flight_rows = (
+    flight = (
         conn.execute(
             f"SELECT * FROM (SELECT {OBSERVATION_COLUMNS} {OBSERVATION_FROM} "
             "WHERE o.session_id = ? AND o.type = 'file_write' "
-            "ORDER BY o.created_at DESC, o.id DESC LIMIT 200) ORDER BY created_at, id",
-            (session_id,),
+            "ORDER BY o.created_at DESC, o.id DESC LIMIT ?) ORDER BY created_at, id",
+            (session_id, FLIGHT_OBSERVATIONS),
         ).fetchall()
         if session_id
         else []
     )
-    return {
-        "project": dict(project),
-        "observations": [observation_dict(r) for r in observations],
-        "prompts": [dict(r) for r in prompts],
-        "memories": [dict(r) for r in memories],
-        "latest_session": session,
-        "latest_session_observations": [observation_dict(r) for r in flight_rows],
-    }
+    return [dict(r) for r in prompts], session, [observation_dict(r) for r in flight]
