@@ -316,3 +316,13 @@ def test_hypothesis_free_helpers_round_trip_other_hooks() -> None:
         data, {"Stop": {"hooks": [{"type": "command", "command": "p cairn_hook.py stop"}]}}
     )
     assert unmerge_hooks(merged) == data
+
+
+def test_local_scope_keeps_machine_paths_out_of_the_committed_file(
+    user_home: Path, project_cwd: Path
+) -> None:
+    assert cairn("install", "--no-start", "--local") == 0
+    assert (project_cwd / ".claude" / "settings.local.json").exists()
+    assert not (project_cwd / ".claude" / "settings.json").exists()
+    assert cairn("uninstall", "--project") == 0
+    assert not (project_cwd / ".claude").exists()

@@ -36,38 +36,46 @@ SearchKind = Literal["observation", "memory", "prompt", "summary"]
 
 
 # ------------------------------------------------------------------------------ project identity
-def project_root(cwd: Path) -> Path:
-    """The repository that contains `cwd` (a worktree maps to its main repository), else cwd."""
-    for folder in (cwd, *cwd.parents):
-        dot_git = folder / ".git"
-        if dot_git.is_dir():
-            return folder
-        if dot_git.is_file():
-            return _worktree_main(folder, dot_git)
-    return cwd
+def project_root(cwd: str) -> str:
+    """The repository that contains `cwd` (a worktree maps to its main repository), else cwd.
+
+    The same rule, on the same un-resolved absolute path, as the hook's project identity
+    (hooks/cairn_hook_events.py), so MCP calls and hooks name a project by the same key."""
+    path = os.path.abspath(cwd)
+    probe = path
+    while True:
+        dot_git = os.path.join(probe, ".git")
+        if os.path.isdir(dot_git):
+            return probe
+        if os.path.isfile(dot_git):
+            return _worktree_main(probe, dot_git) or probe
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return path
+        probe = parent
 
 
-def _worktree_main(folder: Path, dot_git: Path) -> Path:
+def _worktree_main(work_tree: str, dot_git: str) -> str | None:
     try:
-        line = dot_git.read_text(encoding="utf-8").strip()
+        line = Path(dot_git).read_text(encoding="utf-8", errors="replace")[:4096].strip()
     except OSError:
-        return folder
+        return None
     if not line.startswith("gitdir:"):
-        return folder
-    gitdir = (folder / line[len("gitdir:") :].strip()).resolve()
+        return None
+    gitdir = os.path.normpath(os.path.join(work_tree, line[len("gitdir:") :].strip()))
     try:
-        common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+        common = Path(gitdir, "commondir").read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
-        return folder  # a submodule: its own project
-    return common.parent if common.name == ".git" else folder
+        return None  # a submodule: its own project
+    common = os.path.normpath(os.path.join(gitdir, common))
+    return os.path.dirname(common) if os.path.basename(common) == ".git" else None
 
 
 def default_project(env: Mapping[str, str] | None = None) -> str:
     env = os.environ if env is None else env
     if env.get("CAIRN_PROJECT"):
         return env["CAIRN_PROJECT"]
-    base = env.get("CLAUDE_PROJECT_DIR") or os.getcwd()
-    return str(project_root(Path(base).resolve()))
+    return project_root(env.get("CLAUDE_PROJECT_DIR") or os.getcwd())
 
 
 # ------------------------------------------------------------------------------------ the worker

@@ -32,9 +32,10 @@ def home_env(settings: Settings) -> dict[str, str]:
     return {} if settings.home == default else {"CAIRN_HOME": str(settings.home)}
 
 
-def claude_settings_path(project: Path | None) -> Path:
-    root = project if project is not None else Path.home()
-    return root / ".claude" / "settings.json"
+def claude_settings_path(project: Path | None, local: bool = False) -> Path:
+    if project is None:
+        return Path.home() / ".claude" / "settings.json"
+    return project / ".claude" / ("settings.local.json" if local else "settings.json")
 
 
 def rules_body() -> str:
@@ -48,13 +49,14 @@ def _short(path: Path) -> str:
 
 
 def plan_install(args: argparse.Namespace, settings: Settings) -> list[installer.FileChange]:
-    project = Path.cwd() if args.project else None
+    project = Path.cwd() if args.project or args.local else None
     python = interpreter()
     env = home_env(settings)
     changes: list[installer.FileChange] = []
     if not args.no_hooks:
         script = hook_script().resolve()
-        changes.append(installer.install_hooks(claude_settings_path(project), python, script, env))
+        hooks_file = claude_settings_path(project, args.local)
+        changes.append(installer.install_hooks(hooks_file, python, script, env))
     entry = server_entry(python, env)
     if args.mcp:
         changes.append(installer.install_mcp(claude_mcp_target(Path.home(), project), entry))
@@ -223,6 +225,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "with --project), keeping everything else; back up, write atomically, start the worker.",
     )
     p.add_argument("--project", action="store_true", help="this project's files, not the user's")
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="hooks in ./.claude/settings.local.json (not committed) instead of settings.json",
+    )
     p.add_argument(
         "--dry-run", action="store_true", help="show the changes as diffs, write nothing"
     )
