@@ -128,7 +128,23 @@ class Hook:
             self.pending.pop(0)
             if status >= 400 and status != 404:
                 io.log(self.home, f"{self.event}: {request.path} rejected: {status} {_msg(body)}")
+        if not self.pending and self.worker is not None:
+            self.nudge_replay()
         self.spool_pending()
+
+    def nudge_replay(self) -> None:
+        """The worker is back and a backlog waits: ask for a replay now (never waiting for it)."""
+        try:
+            if os.stat(os.path.join(io.spool_dir(self.home), io.SPOOL_FILE)).st_size == 0:
+                return
+        except OSError:
+            return
+        timeout = min(0.3, self.remaining())
+        if self.worker is not None and timeout > 0.02:
+            try:
+                self.worker.request("POST", "/api/spool/replay", {"wait": False}, timeout)
+            except io.Unavailable as exc:
+                io.log(self.home, f"{self.event}: replay nudge not answered ({exc})")
 
     def spool_pending(self) -> None:
         if not self.pending:

@@ -610,3 +610,39 @@ def test_hook_never_writes_outside_its_home(
         cwd=project,
     )
     assert set(os.listdir(project)) == before
+
+
+def test_a_hook_that_reaches_the_worker_nudges_a_waiting_backlog(
+    isolated_home: Path, project: Path
+) -> None:
+    from tests.hook_modules import hook_io
+
+    worker = WorkerProcess(home=isolated_home, env_extra={"CAIRN_SPOOL_REPLAY_SECONDS": "600"})
+    worker.start()
+    try:
+        wait_for(lambda: worker.request("GET", "/api/spool")[1]["runs"] >= 1)
+        # Spooled during a blip (after the start-up replay; the next periodic one is far away).
+        record = {
+            "v": 1,
+            "method": "POST",
+            "path": "/api/observations",
+            "body": {
+                "project": str(project),
+                "session_id": "sess-n",
+                "type": "note",
+                "title": "spooled during a blip",
+                "event_id": "blip-1",
+            },
+        }
+        hook_io.spool_append(str(isolated_home), [record])
+        live = tool_payload("sess-n", project, "Bash", {"command": "true"}, {"stdout": ""}, "t-n")
+        assert run_hook("post-tool-use", live, env_for(worker)).returncode == 0
+        titles = wait_for(
+            lambda: (
+                {o["title"] for o in observations(worker, "sess-n")}
+                >= {"spooled during a blip", "Run: true"}
+            )
+        )
+        assert titles
+    finally:
+        worker.stop()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.api.endpoint import Call, Endpoint
+from worker.api.endpoint import Call, Endpoint, with_status
 from worker.errors import ServiceUnavailable
 from worker.settings import Settings
 from worker.spool import SpoolReplayer, backlog
@@ -28,6 +28,9 @@ async def replay_now(call: Call) -> Any:
     replayer = _replayer(call)
     if replayer is None:
         raise ServiceUnavailable("the spool replayer is not running")
+    if isinstance(call.body, dict) and call.body.get("wait") is False:
+        replayer.wake()  # hooks nudge the worker when they see a backlog; they never wait
+        return with_status({"scheduled": True}, 202)
     result = await replayer.replay()
     return {**result.as_dict(), "backlog": backlog(call.cairn.settings)}
 
@@ -45,8 +48,16 @@ def endpoints(s: Settings) -> list[Endpoint]:
             "POST",
             "/api/spool/replay",
             replay_now,
-            "Replay the spool now (exactly once by event_id); returns what was done",
+            "Replay the spool now (exactly once by event_id) and return what was done; "
+            "with {wait: false}, schedule a replay and return 202 at once",
             TAG,
-            extra_statuses=(503,),
+            body={
+                "type": "object",
+                "properties": {
+                    "wait": {"type": "boolean", "description": "false: schedule, do not wait"}
+                },
+            },
+            body_required=False,
+            extra_statuses=(202, 503),
         ),
     ]
