@@ -26,7 +26,11 @@ def populate(client: TestClient, settings: Settings) -> None:
     client.post("/api/sessions", json={"session_id": "s-1", "project": ROOT, "cwd": ROOT})
     client.post(
         "/api/prompts",
-        json={"session_id": "s-1", "text": "Add rate limiting ✓ ünïcode", "event_id": "e-1"},
+        json={
+            "session_id": "s-1",
+            "text": "Add rate limiting ✓ ünïcode\u2028line\x85next\x1cfs \U0001f680",
+            "event_id": "e-1",
+        },
     )
     client.post(
         "/api/observations",
@@ -117,7 +121,7 @@ def test_round_trip_into_a_fresh_home(
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("application/x-ndjson")
     assert "attachment" in r.headers["content-disposition"]
-    lines = r.text.splitlines()
+    lines = portability.split_lines(r.text)
     header = json.loads(lines[0])
     assert header["format"] == "cairn-export" and header["cairn"] == __version__
     assert header["rows"] == len(lines) - 1
@@ -160,7 +164,7 @@ def test_round_trip_into_a_fresh_home(
     assert table_dump(other.db_path) == before
 
     # exporting the copy gives the same lines (the header differs only in its time)
-    copy = other_client.get("/api/export").text.splitlines()
+    copy = portability.split_lines(other_client.get("/api/export").text)
     assert copy[1:] == lines[1:]
     strip = lambda h: {k: v for k, v in json.loads(h).items() if k != "exported_at"}  # noqa: E731
     assert strip(copy[0]) == strip(lines[0])
@@ -174,7 +178,7 @@ def _export_text(settings: Settings) -> list[str]:
         store.read_sync(lambda c: portability.export_to(c, out.append, version="t"))
     finally:
         store.close()
-    return "".join(out).splitlines()
+    return portability.split_lines("".join(out))
 
 
 def _import(settings: Settings, lines: list[str], mode: Any = "fail") -> portability.ImportResult:

@@ -69,7 +69,7 @@ async def import_export(call: Call) -> Any:
     mode = call.query.get("on_conflict", "fail")
 
     def write(conn: sqlite3.Connection) -> portability.ImportResult:
-        return portability.import_lines(conn, text.splitlines(), on_conflict=mode)
+        return portability.import_lines(conn, portability.split_lines(text), on_conflict=mode)
 
     result = await call.cairn.store.write(write)
     for kind, ids in result.new_items.items():

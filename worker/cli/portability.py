@@ -113,8 +113,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------ import
 def _read_lines(source: str) -> list[str]:
     if source == "-":
-        return sys.stdin.read().splitlines()
-    return Path(source).read_text(encoding="utf-8").splitlines()
+        return portability.split_lines(sys.stdin.read())
+    return portability.split_lines(Path(source).read_text(encoding="utf-8"))
 
 
 def _chunks(lines: list[str], limit: int) -> Iterator[list[str]]:

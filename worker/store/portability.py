@@ -190,6 +190,12 @@ def export_to(
 
 
 # ---------------------------------------------------------------------------- import
+def split_lines(text: str) -> list[str]:
+    """Export lines: split on newline only (str.splitlines would also cut at U+2028, U+0085...,
+    which JSON strings written with ensure_ascii=False may contain)."""
+    return [line for line in text.split("\n") if line.strip()]
+
+
 def _header(line: str) -> dict[str, Any]:
     try:
         header = json.loads(line)
