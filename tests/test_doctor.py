@@ -57,6 +57,7 @@ def test_json_output_lists_every_check(
         "token",
         "hooks",
         "interpreter",
+        "mcp",
         "model",
         "database",
         "spool",
@@ -174,3 +175,18 @@ def test_model_check_follows_the_settings(
     monkeypatch.setenv("CAIRN_EMBED_MODEL_PATH", str(tmp_path / "nowhere"))
     model = checks()["model"]
     assert model.status == "fail" and "model.onnx is missing" in model.detail
+
+
+def test_mcp_registrations_are_listed_and_checked(
+    user_home: Path, project_cwd: Path, free_port: int
+) -> None:
+    assert "not registered" in checks()["mcp"].detail
+    assert main(["install", "--no-start", "--no-hooks", "--mcp", "--editor", "cursor"]) == 0
+    mcp = checks()["mcp"]
+    assert mcp.status == "ok" and "Claude Code, Cursor" in mcp.detail
+    path = user_home / ".cursor" / "mcp.json"
+    data = json.loads(path.read_text())
+    data["mcpServers"]["cairn"]["command"] = "/gone/python"
+    path.write_text(json.dumps(data))
+    mcp = checks()["mcp"]
+    assert mcp.status == "fail" and "Cursor: /gone/python is missing" in mcp.detail

@@ -130,6 +130,7 @@ def test_install_hook_doctor_uninstall(
         "token": "ok",
         "hooks": "ok",
         "interpreter": "ok",
+        "mcp": "ok",
         "model": "ok",
         "database": "ok",
         "spool": "ok",

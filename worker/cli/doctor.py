@@ -17,6 +17,7 @@ from typing import Any, Literal
 from worker.cli.client import ApiError, WorkerDown, request
 from worker.installer.claude_settings import EVENTS, registered_commands
 from worker.installer.jsonfile import InstallError, parse_object, read_text
+from worker.installer.mcp_config import registered_entry
 from worker.installer.state import read_state, state_path
 from worker.runtime import read_runtime
 from worker.settings import Settings, load_settings
@@ -166,6 +167,42 @@ def check_hooks(ctx: Context) -> Check:
     return Check("hooks", "ok", detail)
 
 
+def _mcp_files(project: Path) -> list[tuple[str, Path]]:
+    from worker.installer.editors import cline_mcp_paths
+
+    home = Path.home()
+    files = [
+        ("Claude Code", home / ".claude.json"),
+        ("Claude Code (project)", project / ".mcp.json"),
+        ("Cursor", home / ".cursor" / "mcp.json"),
+        ("Cursor (project)", project / ".cursor" / "mcp.json"),
+        ("Windsurf", home / ".codeium" / "windsurf" / "mcp_config.json"),
+    ]
+    files += [("Cline", path) for path in cline_mcp_paths(home)]
+    return files
+
+
+def check_mcp(ctx: Context) -> Check:
+    clients: list[str] = []
+    problems: list[str] = []
+    for client, path in _mcp_files(ctx.project):
+        try:
+            entry = registered_entry(parse_object(read_text(path)))
+        except InstallError:
+            continue  # not ours to judge here; the client reports its own broken file
+        if entry is None:
+            continue
+        clients.append(client)
+        command = str(entry.get("command", ""))
+        if os.sep in command and not os.access(command, os.X_OK):
+            problems.append(f"{client}: {command} is missing")
+    if problems:
+        return Check("mcp", "fail", "; ".join(problems), "cairn install --mcp (or --editor NAME)")
+    if not clients:
+        return Check("mcp", "ok", "MCP server not registered (optional: cairn install --mcp)")
+    return Check("mcp", "ok", "MCP server registered for " + ", ".join(clients))
+
+
 def check_install_record(ctx: Context) -> Check:
     state = read_state(ctx.settings.home)
     python = state.get("python")
@@ -310,6 +347,7 @@ CHECKS: tuple[Callable[[Context], Check], ...] = (
     check_token,
     check_hooks,
     check_install_record,
+    check_mcp,
     check_model,
     check_database,
     check_spool,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -178,6 +179,14 @@ def cmd_install(args: argparse.Namespace) -> int:
     print(f"recorded interpreter in {_short(state_path(settings.home))}")
     if not args.no_hooks:
         print("Claude Code picks up the hooks in new sessions (restart running ones).")
+    if args.mcp:
+        entry = server_entry(interpreter(), home_env(settings))
+        print(
+            "Claude Code rewrites ~/.claude.json while it runs: if `/mcp` does not list cairn, "
+            "quit Claude Code and run this again, or register it with Claude Code's own CLI:\n"
+            f"  claude mcp add --scope {'project' if args.project else 'user'} cairn -- "
+            + " ".join(shlex.quote(str(part)) for part in [entry["command"], *entry["args"]])
+        )
     if args.editor:
         print("Restart the editor (or reload its MCP servers) to connect to Cairn.")
     if args.no_start:
