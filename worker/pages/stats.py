@@ -17,8 +17,8 @@ from worker.settings import Settings
 from worker.store import feed, stats
 
 DAYS = 30
-# Retention is computed for the newest live rows only, so the page stays fast at any size.
-RETENTION_SAMPLE = 20_000
+# Retention is computed over an even sample of live rows, so the page stays fast at any size.
+RETENTION_SAMPLE = 10_000
 BUCKETS = 10
 
 
@@ -32,44 +32,46 @@ def per_day(counts: list[tuple[str, int]], days: int, today: datetime) -> list[B
     return out
 
 
-def retention_histogram(settings: Settings, rows: list[Any], now: int) -> list[Bar] | None:
-    """Rows bucketed by retention (0-10% ... 90-100%) with the lifecycle's decay curve."""
+def retention_histogram(
+    settings: Settings, rows: list[tuple[int, int, int, str | None, int]], now: int
+) -> list[Bar] | None:
+    """Rows bucketed by retention (0-10% ... 90-100%) under the lifecycle's decay curve."""
     try:
         import numpy as np
 
         from worker.memory import decay
     except ImportError:
         return None
+    if not rows:
+        return [Bar(_bucket(i), 0) for i in range(BUCKETS)]
     policy = decay.DecayPolicy.from_settings(settings)
-    counts = [0] * BUCKETS
-    for row in rows:
-        if row["pinned"]:
-            value = 1.0
-        elif row["type"] is None:
-            half = policy.memory_half_life_days(int(row["importance"]), int(row["uses"]))
-            value = decay.retention(now - int(row["anchor"]), half)
-        else:
-            half = policy.observation_half_life_days(
-                str(row["type"]), int(row["importance"]), int(row["uses"])
-            )
-            value = decay.retention(now - int(row["anchor"]), half)
-        counts[min(BUCKETS - 1, int(np.floor(value * BUCKETS)))] += 1
-    return [
-        Bar(f"{i * 100 // BUCKETS}-{(i + 1) * 100 // BUCKETS}%", c) for i, c in enumerate(counts)
-    ]
+    importance = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    uses = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+    pinned = np.fromiter((bool(r[2]) for r in rows), dtype=bool, count=len(rows))
+    age = np.fromiter((now - r[4] for r in rows), dtype=np.float64, count=len(rows))
+    if rows[0][3] is None:
+        half = decay.memory_half_lives_array(policy, importance, uses)
+    else:
+        types = [str(r[3]) for r in rows]
+        half = decay.observation_half_lives_array(policy, types, importance, uses)
+    value = np.where(pinned, 1.0, decay.retention_array(age, half))
+    index = np.minimum(BUCKETS - 1, np.floor(value * BUCKETS).astype(np.int64))
+    counts = np.bincount(index, minlength=BUCKETS)
+    return [Bar(_bucket(i), int(c)) for i, c in enumerate(counts)]
+
+
+def _bucket(i: int) -> str:
+    return f"{i * 100 // BUCKETS}-{(i + 1) * 100 // BUCKETS}%"
 
 
 async def stats_page(request: Request) -> Response:
     cairn = request.state.cairn
     today = datetime.now(tz=UTC)
-    since = int((today - timedelta(days=DAYS - 1)).replace(hour=0, minute=0, second=0).timestamp())
 
     def read(conn: Any) -> dict[str, Any]:
         return {
             "counts": stats.counts(conn),
-            "by_day": feed.counts_by_day(conn, since * 1000),
-            "by_type": feed.counts_by_type(conn),
-            "by_project": feed.counts_by_project(conn),
+            "breakdown": stats.breakdown(conn, None, DAYS),
             "coverage": feed.embedding_coverage(conn),
             "memories": feed.retention_inputs(conn, "memories", RETENTION_SAMPLE),
             "observations": feed.retention_inputs(conn, "observations", RETENTION_SAMPLE),
@@ -90,12 +92,16 @@ async def stats_page(request: Request) -> Response:
     done = sum(v["embedded"] for v in coverage_rows.values())
     fraction = float(embed["coverage"]) if "coverage" in embed else (done / total if total else 0.0)
 
-    day_bars = per_day(data["by_day"], DAYS, today)
+    breakdown = data["breakdown"]
+    day_bars = per_day([(d["day"], d["count"]) for d in breakdown["by_day"]], DAYS, today)
     charts = {
         "per_day": column_chart(day_bars, title=f"Observations per day, last {DAYS} days"),
-        "by_type": bar_chart([Bar(t, n) for t, n in data["by_type"]], title="Observations by type"),
+        "by_type": bar_chart(
+            [Bar(t, n) for t, n in breakdown["by_type"].items()], title="Observations by type"
+        ),
         "by_project": bar_chart(
-            [Bar(p, n) for p, n in data["by_project"]], title="Observations by project"
+            [Bar(p["name"], p["count"]) for p in breakdown["by_project"][:12]],
+            title="Observations by project",
         ),
         "coverage": gauge(fraction, title="Embedding coverage"),
         "memory_retention": (

@@ -63,8 +63,13 @@ def _kinds_for(type_: str | None) -> list[str]:
 
 
 def _part(
-    kind: str, project_id: int | None, type_: str | None, cmp: str, archived: bool
+    kind: str,
+    project_id: int | None,
+    type_: str | None,
+    edge: tuple[str, tuple[int, str, int]] | None,
+    archived: bool,
 ) -> tuple[str, list[Any]]:
+    """One kind's newest (or, going forward, oldest) rows past the cursor edge."""
     a = _ALIAS[kind]
     at = f"{a}.{_TIME.get(kind, 'created_at')}"
     where: list[str] = []
@@ -77,10 +82,21 @@ def _part(
         args.append(type_)
     if kind in ("observation", "memory") and not archived:
         where.append(f"{a}.archived_at IS NULL")
-    if cmp:
-        where.append(f"({at}, '{kind}', {a}.id) {cmp} (?, ?, ?)")
+    forward = edge is not None and edge[0] == ">"
+    if edge is not None:
+        # (at, kind, id) compared with the cursor, spelt so the time index serves the range.
+        cmp, (t, k, i) = edge
+        if kind == k:
+            where.append(f"{at} {cmp}= ? AND ({at} {cmp} ? OR {a}.id {cmp} ?)")
+            args.extend([t, t, i])
+        elif (kind < k) == (cmp == "<"):
+            where.append(f"{at} {cmp}= ?")
+            args.append(t)
+        else:
+            where.append(f"{at} {cmp} ?")
+            args.append(t)
     clause = (" WHERE " + " AND ".join(where)) if where else ""
-    order = "ASC" if cmp == ">" else "DESC"
+    order = "ASC" if forward else "DESC"
     sql = (
         f"SELECT * FROM ({_SELECT[kind].format(n=BODY_CHARS)}{clause} "
         f"ORDER BY {at} {order}, {a}.id {order} LIMIT ?)"
@@ -106,17 +122,17 @@ def stream(
         project_id = projects.find(conn, project)
         if project_id is None:
             return [], None
-    cmp, edge = ("<", before) if after is None else (">", after)
+    edge: tuple[str, tuple[int, str, int]] | None = None
+    if after is not None:
+        edge = (">", after)
+    elif before is not None:
+        edge = ("<", before)
     parts: list[str] = []
     args: list[Any] = []
     for kind in _kinds_for(type_):
-        sql, part_args = _part(
-            kind, project_id, type_, cmp if edge is not None else "", include_archived
-        )
+        sql, part_args = _part(kind, project_id, type_, edge, include_archived)
         parts.append(sql)
         args.extend(part_args)
-        if edge is not None:
-            args.extend(edge)
         args.append(limit + 1)
     order = "ASC" if after is not None else "DESC"
     rows = conn.execute(
@@ -157,31 +173,6 @@ def decode_cursor(text: str | None) -> tuple[int, str, int] | None:
     return int(parts[0]), parts[1], int(parts[2])
 
 
-def counts_by_day(conn: sqlite3.Connection, since_ms: int) -> list[tuple[str, int]]:
-    rows = conn.execute(
-        "SELECT date(created_at / 1000, 'unixepoch') AS d, COUNT(*) FROM observations "
-        "WHERE created_at >= ? GROUP BY d ORDER BY d",
-        (since_ms,),
-    ).fetchall()
-    return [(str(r[0]), int(r[1])) for r in rows]
-
-
-def counts_by_type(conn: sqlite3.Connection) -> list[tuple[str, int]]:
-    rows = conn.execute(
-        "SELECT type, COUNT(*) FROM observations GROUP BY type ORDER BY 2 DESC"
-    ).fetchall()
-    return [(str(r[0]), int(r[1])) for r in rows]
-
-
-def counts_by_project(conn: sqlite3.Connection, limit: int = 12) -> list[tuple[str, int]]:
-    rows = conn.execute(
-        "SELECT p.name, COUNT(*) FROM observations o JOIN projects p ON p.id = o.project_id "
-        "GROUP BY o.project_id ORDER BY 2 DESC LIMIT ?",
-        (limit,),
-    ).fetchall()
-    return [(str(r[0]), int(r[1])) for r in rows]
-
-
 def embedding_coverage(conn: sqlite3.Connection) -> dict[str, Any]:
     """Embedded items vs items per kind (the table every embedder writes to)."""
     tables = {"observation": "observations", "memory": "memories", "prompt": "prompts"}
@@ -206,14 +197,19 @@ def memory_importance(conn: sqlite3.Connection) -> list[tuple[int, int]]:
     return [(int(r[0]), int(r[1])) for r in rows]
 
 
-def retention_inputs(conn: sqlite3.Connection, table: str, limit: int) -> list[sqlite3.Row]:
-    """The newest live rows' decay inputs: importance, uses, anchor time, pinned, type."""
+def retention_inputs(
+    conn: sqlite3.Connection, table: str, sample: int
+) -> list[tuple[int, int, int, str | None, int]]:
+    """Decay inputs (importance, uses, pinned, type, anchor ms) of live rows: all of them, or an
+    even sample across the whole history when there are more than `sample`."""
+    total = int(conn.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0])
+    stride = max(1, total // max(1, sample))
     if table == "memories":
-        sql = """SELECT importance, retrieval_count + hit_count AS uses, pinned, NULL AS type,
-                 COALESCE(last_retrieved_at, updated_at, created_at) AS anchor
-                 FROM memories WHERE archived_at IS NULL ORDER BY id DESC LIMIT ?"""
+        sql = """SELECT importance, retrieval_count + hit_count, pinned, NULL,
+                 COALESCE(last_retrieved_at, updated_at, created_at)
+                 FROM memories WHERE archived_at IS NULL AND id % ? = 0"""
     else:
-        sql = """SELECT importance, retrieval_count AS uses, 0 AS pinned, type,
-                 COALESCE(last_retrieved_at, created_at) AS anchor
-                 FROM observations WHERE archived_at IS NULL ORDER BY id DESC LIMIT ?"""
-    return list(conn.execute(sql, (limit,)).fetchall())
+        sql = """SELECT importance, retrieval_count, 0, type,
+                 COALESCE(last_retrieved_at, created_at)
+                 FROM observations WHERE archived_at IS NULL AND id % ? = 0"""
+    return [tuple(r) for r in conn.execute(sql, (stride,)).fetchall()]

@@ -5,13 +5,14 @@ from __future__ import annotations
 import sqlite3
 
 from worker.clock import now_ms
-from worker.store import m001_core, m002_retrieval, m003_lifecycle
+from worker.store import m001_core, m002_retrieval, m003_lifecycle, m007_dashboard
 
 # (version, name, statements). Append only; never edit a released step.
 MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (1, "core", m001_core.STATEMENTS),
     (2, "retrieval", m002_retrieval.STATEMENTS),
     (3, "memory_lifecycle", m003_lifecycle.STATEMENTS),
+    (7, "dashboard_time_indexes", m007_dashboard.STATEMENTS),
 ]
 
 

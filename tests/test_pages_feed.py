@@ -1,0 +1,119 @@
+"""The feed's read model: one newest-first stream over four tables, paged by cursor."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from worker.store import Store, feed, observations, projects, sessions
+
+T0 = 1_700_000_000_000
+
+
+def make_store(path: Path) -> Store:
+    store = Store(path)
+    store.open()
+    return store
+
+
+def fill(store: Store, times: list[int]) -> list[tuple[str, int]]:
+    """Observations, prompts and memories at the given times (ties on purpose)."""
+
+    def write(conn: Any) -> list[tuple[str, int]]:
+        pid = projects.ensure(conn, "/repo/a")
+        sessions.ensure(conn, "s", pid)
+        made: list[tuple[str, int]] = []
+        for n, at in enumerate(times):
+            if n % 3 == 0:
+                row, _ = observations.insert(
+                    conn,
+                    {"project": "/repo/a", "type": "note", "title": f"o{n}", "created_at_ms": at},
+                )
+                made.append(("observation", row["id"]))
+            elif n % 3 == 1:
+                made.append(("prompt", sessions.add_prompt(conn, "s", pid, f"p{n}", at)["id"]))
+            else:
+                cur = conn.execute(
+                    "INSERT INTO memories(project_id, kind, content, content_hash, created_at, "
+                    "updated_at) VALUES (?, 'fact', ?, ?, ?, ?)",
+                    (pid, f"m{n}", f"h{n}", at, at),
+                )
+                made.append(("memory", int(cur.lastrowid or 0)))
+        return made
+
+    return store.write_sync(write)
+
+
+def walk(store: Store, limit: int, **filters: Any) -> list[tuple[str, int]]:
+    seen: list[tuple[str, int]] = []
+    cursor = None
+    for _ in range(1000):
+        items, cursor = store.read_sync(
+            lambda c, cur=cursor: feed.stream(c, before=cur, limit=limit, **filters)
+        )
+        seen.extend((i["kind"], i["id"]) for i in items)
+        if cursor is None:
+            return seen
+    raise AssertionError("the cursor never ended")
+
+
+def test_pages_cover_everything_once_newest_first(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "c.db")
+    times = [T0 + (n // 4) * 1000 for n in range(40)]  # groups of four share a timestamp
+    random.Random(1).shuffle(times)
+    made = fill(store, times)
+    seen = walk(store, limit=7)
+    assert sorted(seen) == sorted(made)
+    assert len(seen) == len(set(seen))
+    stamps = [
+        store.read_sync(lambda c, k=k, i=i: feed.item(c, k, i))["at"]  # type: ignore[index]
+        for k, i in seen
+    ]
+    assert stamps == sorted(stamps, reverse=True)
+    store.close()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    times=st.lists(st.integers(min_value=0, max_value=5), min_size=0, max_size=25),
+    limit=st.integers(min_value=1, max_value=6),
+)
+def test_any_ties_and_page_size_lose_nothing(
+    tmp_path_factory: Any, times: list[int], limit: int
+) -> None:
+    store = make_store(tmp_path_factory.mktemp("feed") / "c.db")
+    made = fill(store, [T0 + t for t in times])
+    seen = walk(store, limit=limit)
+    assert sorted(seen) == sorted(made) and len(seen) == len(set(seen))
+    store.close()
+
+
+def test_forward_from_a_moment_and_filters(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "c.db")
+    fill(store, [T0 + n * 1000 for n in range(9)])
+    newer, _ = store.read_sync(lambda c: feed.stream(c, after=(T0 + 4000, "~", 0), limit=50))
+    assert [i["at"] for i in newer] == [T0 + n * 1000 for n in range(5, 9)]
+    prompts, _ = store.read_sync(lambda c: feed.stream(c, type_="prompt", limit=50))
+    assert {i["kind"] for i in prompts} == {"prompt"} and len(prompts) == 3
+    notes, _ = store.read_sync(lambda c: feed.stream(c, type_="note", limit=50))
+    assert {i["kind"] for i in notes} == {"observation"}
+    assert store.read_sync(lambda c: feed.stream(c, project="/nope"))[0] == []
+    store.close()
+
+
+def test_cursor_text_round_trips_and_rejects_junk() -> None:
+    assert feed.decode_cursor(feed.encode_cursor((T0, "prompt", 7))) == (T0, "prompt", 7)
+    for junk in ("", "x", "1.table.2", "a.prompt.2", "1.prompt.-2", "1.prompt"):
+        assert feed.decode_cursor(junk) is None
+
+
+def test_retention_sample_is_even_and_bounded(tmp_path: Path) -> None:
+    store = make_store(tmp_path / "c.db")
+    fill(store, [T0] * 300)
+    rows = store.read_sync(lambda c: feed.retention_inputs(c, "observations", 10))
+    assert 5 <= len(rows) <= 20
+    store.close()
