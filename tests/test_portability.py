@@ -318,3 +318,10 @@ def test_backup_keeps_the_newest(settings: Settings) -> None:
     kept = portability.list_backups(settings.backups_dir)
     assert [str(p) for p in kept] == sorted((m["path"] for m in made[-2:]), reverse=True)
     assert made[-1]["pruned"] or made[-2]["pruned"]
+
+
+def test_backup_failure_is_a_clear_507(client: TestClient, settings: Settings) -> None:
+    settings.backups_dir.write_text("not a folder")
+    r = client.post("/api/backup")
+    assert r.status_code == 507
+    assert "backup" in r.json()["error"]["message"]

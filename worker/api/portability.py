@@ -16,7 +16,7 @@ from starlette.responses import StreamingResponse
 from worker import __version__
 from worker.api.endpoint import Call, Endpoint, with_status
 from worker.clock import now_ms, to_iso
-from worker.errors import BadRequest
+from worker.errors import BadRequest, InsufficientStorage
 from worker.settings import Settings
 from worker.store import portability
 
@@ -41,7 +41,12 @@ def _export_file(call: Call) -> Path:
 
 
 async def export(call: Call) -> Any:
-    path = await anyio.to_thread.run_sync(_export_file, call)
+    try:
+        path = await anyio.to_thread.run_sync(_export_file, call)
+    except OSError as exc:
+        raise InsufficientStorage(
+            f"cannot stage the export in {call.cairn.settings.home}: {exc}"
+        ) from None
 
     async def stream() -> AsyncIterator[bytes]:
         try:
@@ -79,9 +84,12 @@ async def import_export(call: Call) -> Any:
 
 async def create_backup(call: Call) -> Any:
     s = call.cairn.settings
-    info = await call.cairn.store.read(
-        lambda c: portability.backup(c, s.backups_dir, keep=s.backup_keep)
-    )
+    try:
+        info = await call.cairn.store.read(
+            lambda c: portability.backup(c, s.backups_dir, keep=s.backup_keep)
+        )
+    except (OSError, sqlite3.Error, RuntimeError) as exc:
+        raise InsufficientStorage(f"the backup to {s.backups_dir} failed: {exc}") from None
     return with_status(info, 201)
 
 
