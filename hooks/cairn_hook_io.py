@@ -333,23 +333,38 @@ def spawn_worker(home: str) -> int | None:
         logs = os.path.join(home, "logs")
         os.makedirs(logs, exist_ok=True)
         argv = [python, "-m", "worker", "start", "--foreground", "--log-file", "--quiet"]
-        pid = os.posix_spawn(
-            python,
-            argv,
-            env,
-            file_actions=[
-                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-                (
-                    os.POSIX_SPAWN_OPEN,
-                    2,
-                    os.path.join(logs, "worker.stderr.log"),
-                    os.O_WRONLY | os.O_APPEND | os.O_CREAT,
-                    0o600,
-                ),
-            ],
-            setsid=True,
-        )
+        stderr_path = os.path.join(logs, "worker.stderr.log")
+        try:
+            pid = os.posix_spawn(
+                python,
+                argv,
+                env,
+                file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                    (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                    (
+                        os.POSIX_SPAWN_OPEN,
+                        2,
+                        stderr_path,
+                        os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                        0o600,
+                    ),
+                ],
+                setsid=True,
+            )
+        except (AttributeError, NotImplementedError, TypeError):  # no posix_spawn setsid here
+            import subprocess
+
+            with open(stderr_path, "ab") as err:
+                pid = subprocess.Popen(
+                    argv,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                    start_new_session=True,
+                    close_fds=True,
+                ).pid
         tmp = f"{marker}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as handle:
             handle.write(dumps({"pid": pid, "at": time.time(), "python": python}))

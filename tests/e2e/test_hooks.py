@@ -646,3 +646,23 @@ def test_a_hook_that_reaches_the_worker_nudges_a_waiting_backlog(
         assert titles
     finally:
         worker.stop()
+
+
+def test_a_stdin_that_never_closes_cannot_hang_the_hook(worker: WorkerProcess) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, str(HOOK_SCRIPT), "post-tool-use"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env_for(worker),
+    )
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(b'{"session_id": "s", "tool_name": "Bash"')  # and then nothing, ever
+        proc.stdin.flush()
+        assert proc.wait(timeout=HANG_GUARD) == 0  # the budget timer ends it
+        assert proc.stdout is not None and proc.stdout.read() == b""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
