@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from tests.conftest import BASE_URL
@@ -325,3 +328,50 @@ def test_backup_failure_is_a_clear_507(client: TestClient, settings: Settings) -
     r = client.post("/api/backup")
     assert r.status_code == 507
     assert "backup" in r.json()["error"]["message"]
+
+
+_TABLES = ["projects", "sessions", "prompts", "observations", "memories", "kv", "embeddings", "x"]
+_COLUMNS = ["id", "key", "name", "created_at", "session_id", "project_id", "text", "number",
+            "kind", "content", "content_hash", "value", "updated_at", "vector", "title", "type"]  # fmt: skip
+_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False),
+    st.text(max_size=20),
+    st.just({"$b64": "AAEC"}),
+    st.just({"$b64": "%%%"}),
+    st.lists(st.integers(), max_size=2),
+)
+_row_lines = st.builds(
+    lambda table, row: json.dumps({"table": table, "row": row}),
+    st.sampled_from(_TABLES),
+    st.dictionaries(st.sampled_from(_COLUMNS), _values, max_size=6),
+)
+_lines = st.lists(
+    st.one_of(_row_lines, st.text(max_size=30), st.just('{"table": 1}'), st.just("[[[[")),
+    max_size=6,
+)
+
+
+@given(lines=_lines, mode=st.sampled_from(["fail", "skip", "replace"]))
+@hyp_settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_any_import_input_is_imported_or_rejected_cleanly(
+    settings: Settings, lines: list[str], mode: Any
+) -> None:
+    store = Store(settings.db_path)
+    store.open()
+    try:
+        versions = store.read_sync(portability.applied_migrations)
+        header = json.dumps({"format": "cairn-export", "version": 1, "migrations": versions})
+        try:
+            store.write_sync(
+                lambda c: portability.import_lines(c, [header, *lines], on_conflict=mode)
+            )
+        except (BadRequest, Conflict) as exc:
+            assert exc.message.startswith(("line ", "the import would leave"))
+        assert store.read_sync(lambda c: c.execute("PRAGMA foreign_key_check").fetchall()) == []
+    finally:
+        store.close()

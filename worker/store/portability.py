@@ -198,8 +198,8 @@ def split_lines(text: str) -> list[str]:
 
 def _header(line: str) -> dict[str, Any]:
     try:
-        header = json.loads(line)
-    except ValueError:
+        header = json.loads(line, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise BadRequest(
@@ -228,12 +228,16 @@ def _check_schema(conn: sqlite3.Connection, header: dict[str, Any]) -> None:
         )
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
 def _parse_row(
     number: int, line: str, infos: dict[str, TableInfo]
 ) -> tuple[TableInfo, dict[str, Any]]:
     try:
-        item = json.loads(line)
-    except ValueError as exc:
+        item = json.loads(line, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
         raise BadRequest(f"line {number}: not valid JSON ({exc})", field="body") from None
     if not isinstance(item, dict) or not isinstance(item.get("row"), dict):
         raise BadRequest(f'line {number}: expected {{"table": ..., "row": {{...}}}}', field="body")
@@ -283,16 +287,17 @@ def _import_row(
         return
     if current is None:
         try:
-            conn.execute("SAVEPOINT cairn_import_row")
-            conn.execute(
+            _guarded(
+                conn,
                 f"INSERT INTO {_quote(info.name)} ({', '.join(_quote(c) for c in cols)}) "
                 f"VALUES ({', '.join('?' * len(cols))})",
                 [row[c] for c in cols],
             )
-            conn.execute("RELEASE cairn_import_row")
         except sqlite3.IntegrityError as exc:
-            conn.execute("ROLLBACK TO cairn_import_row")
-            conn.execute("RELEASE cairn_import_row")
+            if not _is_clash(exc):
+                raise BadRequest(
+                    f"line {number}: table {info.name!r}: {exc}", field="body"
+                ) from None
             if on_conflict == "skip":
                 result.count(info.name, "skipped")
                 return
@@ -320,12 +325,35 @@ def _import_row(
         )
     sets = [c for c in cols if c not in info.key]
     if sets:
-        conn.execute(
-            f"UPDATE {_quote(info.name)} SET {', '.join(f'{_quote(c)} = ?' for c in sets)} "
-            f"WHERE {' AND '.join(f'{_quote(k)} = ?' for k in info.key)}",
-            [row[c] for c in sets] + [row[k] for k in info.key],
-        )
+        try:
+            _guarded(
+                conn,
+                f"UPDATE {_quote(info.name)} SET {', '.join(f'{_quote(c)} = ?' for c in sets)} "
+                f"WHERE {' AND '.join(f'{_quote(k)} = ?' for k in info.key)}",
+                [row[c] for c in sets] + [row[k] for k in info.key],
+            )
+        except sqlite3.IntegrityError as exc:
+            cls = Conflict if _is_clash(exc) else BadRequest
+            raise cls(f"line {number}: table {info.name!r}: {exc}", field="body") from None
     result.count(info.name, "replaced")
+
+
+def _guarded(conn: sqlite3.Connection, sql: str, args: list[Any]) -> None:
+    """Run one statement inside a savepoint so a failing row leaves nothing half-done."""
+    conn.execute("SAVEPOINT cairn_import_row")
+    try:
+        conn.execute(sql, args)
+    except BaseException:
+        conn.execute("ROLLBACK TO cairn_import_row")
+        conn.execute("RELEASE cairn_import_row")
+        raise
+    conn.execute("RELEASE cairn_import_row")
+
+
+def _is_clash(exc: sqlite3.IntegrityError) -> bool:
+    """Another row holds the value (as opposed to a NOT NULL, CHECK or type violation)."""
+    text = str(exc)
+    return "UNIQUE" in text or "PRIMARY KEY" in text
 
 
 def import_lines(
@@ -355,7 +383,17 @@ def import_lines(
             total = int(header.get("rows") or 0)
             continue
         info, row = _parse_row(number, line, infos)
-        _import_row(conn, number, info, row, on_conflict, result)
+        try:
+            _import_row(conn, number, info, row, on_conflict, result)
+        except OverflowError:
+            raise BadRequest(
+                f"line {number}: a number is out of range (SQLite stores 64-bit integers)",
+                field="body",
+            ) from None
+        except UnicodeEncodeError:
+            raise BadRequest(
+                f"line {number}: a text value is not valid Unicode (lone surrogate)", field="body"
+            ) from None
         result.rows += 1
         if progress is not None and result.rows % 500 == 0:
             progress(result.rows, max(total, result.rows))
