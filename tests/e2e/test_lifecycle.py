@@ -8,7 +8,10 @@ Also: forget over HTTP leaves nothing behind, and the decay pass archives, resto
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import subprocess
+import sys
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -157,3 +160,34 @@ def test_forget_archive_restore_and_decay_over_http(worker: WorkerProcess) -> No
             assert conn.execute(sql, (m["id"],)).fetchone()[0] == 0
         fts = "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'zebracorn'"
         assert conn.execute(fts).fetchone()[0] == 0
+
+
+def test_cli_decay_and_compress(worker: WorkerProcess) -> None:
+    project = "/e2e/cli"
+    for content in (
+        "Use pnpm instead of npm for installing packages",
+        "Use pnpm, not npm, for installing packages. The lockfile is pnpm-lock.yaml.",
+    ):
+        status, _ = worker.request(
+            "POST",
+            "/api/memories",
+            {"kind": "decision", "content": content, "project": project, "supersede": False},
+        )
+        assert status == 201
+    env = {**worker.env(), "CAIRN_PORT": str(worker.port)}
+
+    def cairn(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "worker", *args], env=env, capture_output=True, text=True,
+            timeout=60,
+        )  # fmt: skip
+
+    dry = cairn("compress", "--project", project, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "would merge 1 near-duplicate" in dry.stdout and "lexically" in dry.stdout
+    done = cairn("compress", "--project", project, "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["merged"] == 1
+    decay = cairn("decay", "--dry-run")
+    assert decay.returncode == 0 and decay.stdout.startswith("would archive 0 of 1 memories")
+    missing = cairn("decay", "--project", "/nope")
+    assert missing.returncode == 1 and "does not exist" in missing.stderr

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from worker.cli import dashboard, doctor, install, lifecycle, mcp
+from worker.cli import memory as memory_cli
 from worker.cli import portability as portability_cli
 from worker.errors import ConfigError
 
@@ -16,7 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="cairn", description="Cairn: local-first long-term memory for AI coding agents."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (lifecycle, install, mcp, doctor, dashboard, portability_cli):
+    for module in (lifecycle, install, mcp, doctor, dashboard, portability_cli, memory_cli):
         module.register(sub)
     return parser
 
