@@ -241,6 +241,11 @@ def test_unique_clash_is_a_conflict(client: TestClient, settings: Settings, tmp_
     assert "UNIQUE" in err.value.message
 
 
+def _header(store: Store) -> str:
+    versions = store.read_sync(portability.applied_migrations)
+    return json.dumps({"format": "cairn-export", "version": 1, "migrations": versions})
+
+
 @pytest.mark.parametrize(
     ("lines", "message"),
     [
@@ -269,8 +274,7 @@ def test_bad_imports_are_rejected_precisely(
     store = Store(settings.db_path)
     store.open()
     try:
-        versions = store.read_sync(portability.applied_migrations)
-        header = json.dumps({"format": "cairn-export", "version": 1, "migrations": versions})
+        header = _header(store)
         real = [header if line == "HEADER" else line for line in lines]
         with pytest.raises(BadRequest) as err:
             store.write_sync(lambda c: portability.import_lines(c, real))
@@ -364,8 +368,7 @@ def test_any_import_input_is_imported_or_rejected_cleanly(
     store = Store(settings.db_path)
     store.open()
     try:
-        versions = store.read_sync(portability.applied_migrations)
-        header = json.dumps({"format": "cairn-export", "version": 1, "migrations": versions})
+        header = _header(store)
         try:
             store.write_sync(
                 lambda c: portability.import_lines(c, [header, *lines], on_conflict=mode)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 from worker.api.common import EVENT_ID, project_field, text_field
@@ -241,39 +242,35 @@ async def create_checkpoint(call: Call) -> Any:
     return with_status({**checkpoint, "created": created}, 201 if created else 200)
 
 
-async def get_summary(call: Call) -> Any:
+async def _session_item(
+    call: Call, fetch: Callable[[sqlite3.Connection, str], dict[str, Any] | None], missing: str
+) -> dict[str, Any]:
+    """A session's summary/checkpoint; 404 naming whether the session or the item is missing."""
     sid = call.path["session_id"]
 
     def read(conn: sqlite3.Connection) -> dict[str, Any]:
         if sessions.get(conn, sid) is None:
             raise _unknown(sid)
-        summary = summaries.get(conn, sid)
-        if summary is None:
-            raise NotFound(
-                f"session {sid!r} has no summary yet (written at Stop, or POST "
-                f"/api/sessions/{sid}/summarize)",
-                field="session_id",
-            )
-        return summary
+        item = fetch(conn, sid)
+        if item is None:
+            raise NotFound(f"session {sid!r} has no {missing}", field="session_id")
+        return item
 
     return await call.cairn.store.read(read)
+
+
+async def get_summary(call: Call) -> Any:
+    return await _session_item(
+        call,
+        summaries.get,
+        "summary yet (written at Stop, or POST /api/sessions/{id}/summarize)",
+    )
 
 
 async def get_checkpoint(call: Call) -> Any:
-    sid = call.path["session_id"]
-
-    def read(conn: sqlite3.Connection) -> dict[str, Any]:
-        if sessions.get(conn, sid) is None:
-            raise _unknown(sid)
-        checkpoint = checkpoints.latest(conn, sid)
-        if checkpoint is None:
-            raise NotFound(
-                f"session {sid!r} has no checkpoint yet (written at PreCompact and Stop)",
-                field="session_id",
-            )
-        return checkpoint
-
-    return await call.cairn.store.read(read)
+    return await _session_item(
+        call, checkpoints.latest, "checkpoint yet (written at PreCompact and Stop)"
+    )
 
 
 def plan_schema(s: Settings) -> Schema:
