@@ -377,7 +377,7 @@ def observation(
         "type": kind,
         "title": title,
         "body": "\n".join(body),
-        "files": files[:MAX_FILES],
+        "files": [f for f in files if 0 < len(f) <= 4096][:MAX_FILES],
         "tool_name": tool[:200],
         "meta": meta,
     }

@@ -112,7 +112,7 @@ def log(home: str, message: str) -> None:
     """Append one line to $CAIRN_HOME/logs/hooks.log (rotated at 1 MiB); never raises."""
     try:
         folder = os.path.join(home, "logs")
-        os.makedirs(folder, exist_ok=True)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
         path = os.path.join(folder, "hooks.log")
         try:
             if os.stat(path).st_size > LOG_MAX_BYTES:
@@ -304,7 +304,7 @@ def spawn_worker(home: str) -> int | None:
     """
     import fcntl
 
-    os.makedirs(home, exist_ok=True)
+    os.makedirs(home, mode=0o700, exist_ok=True)
     fd = os.open(os.path.join(home, "spawn.lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
@@ -331,7 +331,7 @@ def spawn_worker(home: str) -> int | None:
                 p for p in (checkout, env.get("PYTHONPATH", "")) if p
             )
         logs = os.path.join(home, "logs")
-        os.makedirs(logs, exist_ok=True)
+        os.makedirs(logs, mode=0o700, exist_ok=True)
         argv = [python, "-m", "worker", "start", "--foreground", "--log-file", "--quiet"]
         stderr_path = os.path.join(logs, "worker.stderr.log")
         try:
@@ -408,7 +408,7 @@ def spool_append(home: str, records: list[dict[str, object]]) -> int:
 
     max_bytes = env_int("CAIRN_SPOOL_MAX_BYTES", DEFAULT_SPOOL_MAX_BYTES)
     folder = spool_dir(home)
-    os.makedirs(folder, exist_ok=True)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
     path = os.path.join(folder, SPOOL_FILE)
     data = "".join(dumps(r) + "\n" for r in records).encode("ascii")
     if len(data) > max_bytes:

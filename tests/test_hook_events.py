@@ -322,3 +322,44 @@ def test_normaliser_never_raises_and_respects_the_api(
     assert len(obs["files"]) <= 50
     assert len(hook_io.dumps(obs["meta"])) < 4096
     hook_io.dumps(obs)  # always encodable
+
+
+events_names = st.sampled_from(sorted(run.BUDGETS))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    event=events_names,
+    payload=st.dictionaries(
+        st.sampled_from(
+            [
+                "session_id",
+                "prompt",
+                "source",
+                "tool_name",
+                "tool_input",
+                "tool_response",
+                "tool_use_id",
+                "agent_id",
+                "last_assistant_message",
+                "trigger",
+                "custom_instructions",
+                "reason",
+                "model",
+                "error",
+                "_truncated",
+            ]
+        ),
+        json_values,
+        max_size=10,
+    ),
+)
+def test_every_event_builds_encodable_requests_without_raising(
+    event: str, payload: dict[str, Any]
+) -> None:
+    payload["session_id"] = "s"
+    hook = run.Hook(event, "/nonexistent-home")
+    run.plan_requests(hook, payload, "/r", "/r", 500)
+    for request in hook.pending:
+        assert request.method in ("POST", "PUT") and request.path.startswith("/api/")
+        assert hook_io.loads(hook_io.dumps(request.record(event)))["body"] is not None

@@ -80,10 +80,11 @@ def test_rejected_and_unknown_routes_do_not_block_the_rest(
     client: TestClient, settings: Settings
 ) -> None:
     bad = line("POST", "/api/observations", {"project": "/repo", "type": "nonsense", "title": "x"})
-    unknown = line("POST", "/api/not-a-route", {"a": 1})
-    write_spool(settings, "a.jsonl", [bad, unknown, obs(7)])
+    unknown_session = line("POST", "/api/sessions/nope/summarize", {})
+    foreign = line("POST", "/api/not-a-route", {"a": 1})
+    write_spool(settings, "a.jsonl", [bad, unknown_session, foreign, obs(7)])
     result = replay(client)
-    assert result["rejected"] == 2 and result["replayed"] == 1
+    assert result["rejected"] == 2 and result["replayed"] == 1 and result["corrupt"] == 1
     assert titles(client) == ["cmd 7"]
 
 
@@ -143,6 +144,9 @@ def test_parse_line_rejects_foreign_records() -> None:
         b'{"method":"GET","path":"/api/x"}',
         b'{"method":"POST","path":"/etc/passwd"}',
         b'{"method":"POST","path":"/api/../x"}',
+        b'{"method":"DELETE","path":"/api/memories/1"}',
+        b'{"method":"POST","path":"/api/memories","body":{}}',
+        b'{"method":"POST","path":"/api/sessions/a/b/end"}',
         b'{"method":"POST","path":"/api/x","body":[1]}',
         b"\xff\xfe",
         b"null",

@@ -16,6 +16,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,12 @@ from worker.settings import Settings
 
 log = logging.getLogger(__name__)
 
-METHODS = ("POST", "PUT", "PATCH", "DELETE")
+# Only what hooks send is replayed: a line naming any other route is rejected as corrupt.
+ROUTES = (
+    ("POST", re.compile(r"/api/(?:sessions|prompts|observations)")),
+    ("POST", re.compile(r"/api/sessions/[^/?#]+/(?:end|summarize|checkpoint)")),
+    ("PUT", re.compile(r"/api/sessions/[^/?#]+/plan")),
+)
 BATCH_PATH = "/api/observations"
 CLAIMED_SUFFIX = ".replaying"
 
@@ -73,9 +79,9 @@ def parse_line(raw: bytes, number: int) -> SpoolLine | None:
     if not isinstance(record, dict):
         return None
     method, path, body = record.get("method"), record.get("path"), record.get("body")
-    if method not in METHODS or not isinstance(path, str) or not path.startswith("/api/"):
+    if not isinstance(method, str) or not isinstance(path, str) or len(path) > 2048:
         return None
-    if ".." in path or "\r" in path or "\n" in path or len(path) > 2048:
+    if ".." in path or not any(m == method and p.fullmatch(path) for m, p in ROUTES):
         return None
     if body is not None and not isinstance(body, dict):
         return None
