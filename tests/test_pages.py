@@ -355,3 +355,32 @@ def test_charts_escape_labels_and_scale() -> None:
     assert widths[0] == pytest.approx(2 * widths[1])
     assert str(column_chart([], title="empty")).startswith("<svg")
     assert "50.0%" in str(gauge(0.5, title="g"))
+
+
+def test_memory_page_shows_relations_and_versions(browser: TestClient, settings: Settings) -> None:
+    h = bearer(settings)
+    old = browser.post(
+        "/api/memories",
+        json={"kind": "fact", "content": "The API listens on port 8000", "scope": "global"},
+        headers=h,
+    ).json()["id"]
+    new = browser.post(
+        "/api/memories",
+        json={
+            "kind": "fact",
+            "content": "The API listens on port 9000 since v2",
+            "scope": "global",
+        },
+        headers=h,
+    ).json()["id"]
+    related = browser.post(
+        f"/api/memories/{new}/relations", json={"to_id": old, "kind": "updates"}, headers=h
+    )
+    assert related.status_code in (200, 201)
+    page = browser.get(f"/memories/{old}").text
+    assert f'A newer version replaces this one: <a href="/memories/{new}">' in page
+    assert "superseded" in page and "port 9000 since v2" in page
+    newest = browser.get(f"/memories/{new}").text
+    assert "This memory <strong>updates</strong>" in newest
+    assert newest.count('<li aria-current="true">') == 1
+    assert browser.get("/memories/999999").status_code == 404

@@ -155,9 +155,9 @@ def login(page: Any, worker: WorkerProcess, next_path: str = "/") -> None:
     page.wait_for_url(re.compile(re.escape(worker.url + next_path.split("?")[0])))
 
 
-def shot(page: Any, name: str) -> None:
+def shot(page: Any, name: str, *, full_page: bool = True) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"dashboard-{name}.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / f"dashboard-{name}.png"), full_page=full_page)
 
 
 def observation(project: str, title: str, **extra: Any) -> dict[str, Any]:
@@ -311,6 +311,14 @@ def test_search_highlights_and_explains(page: Any, live_worker: WorkerProcess) -
     page.wait_for_url(re.compile(r"/sessions/search-s1"))
     assert "Flaky websocket" in page.locator("ol.timeline").inner_text()
     shot(page, "session")
+    page.go_back()
+    page.locator(".hit").first.get_by_role("link", name="Timeline").click()
+    page.wait_for_url(re.compile(r"/timeline\?"))
+    assert "Flaky websocket" in page.locator(".focus-marker + li").inner_text()
+    shot(page, "timeline")
+    page.get_by_role("link", name="Sessions").click()
+    page.locator("table.list", has_text="search-s1").wait_for()
+    shot(page, "sessions")
 
 
 def test_search_with_no_match_says_so(page: Any, live_worker: WorkerProcess) -> None:
@@ -483,7 +491,7 @@ def test_dark_mode_and_phone_width(chromium: Any, live_worker: WorkerProcess) ->
         assert background == "rgb(21, 23, 26)"
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 390
-        shot(page, "feed-dark-phone")
+        shot(page, "feed-dark-phone", full_page=False)
     finally:
         context.close()
 

@@ -16,7 +16,7 @@ from worker.errors import BadRequest
 from worker.pages.forms import read_form
 from worker.pages.inproc import ApiResult, api, has_route
 from worker.pages.render import is_htmx, render
-from worker.store import memories, projects, relations
+from worker.store import memories, projects
 
 STATES = ("live", "archived", "all")
 
@@ -86,46 +86,19 @@ async def memories_page(request: Request) -> Response:
 async def memory_detail(request: Request) -> Response:
     cairn = request.state.cairn
     mid = request.path_params["id"]
-
-    def read(conn: Any) -> dict[str, Any] | None:
-        row = memories.get(conn, mid)
-        if row is None:
-            return None
-        links = relations.for_memory(conn, mid)
-        other_ids = sorted({r["from_id"] for r in links} | {r["to_id"] for r in links} - {mid})
-        others = {m["id"]: m for m in memories.get_many(conn, other_ids)}
-        # Older versions this memory replaced, following the `updates` chain back.
-        versions: list[dict[str, Any]] = []
-        seen = {mid}
-        frontier = [mid]
-        while frontier and len(versions) < 50:
-            current = frontier.pop()
-            for older in conn.execute(
-                "SELECT id FROM memories WHERE superseded_by = ? ORDER BY id DESC", (current,)
-            ).fetchall():
-                if older[0] not in seen:
-                    seen.add(older[0])
-                    old = memories.get(conn, older[0])
-                    if old is not None:
-                        versions.append(old)
-                        frontier.append(older[0])
-        newer = memories.get(conn, row["superseded_by"]) if row["superseded_by"] else None
-        return {
-            "memory": row,
-            "relations": links,
-            "others": others,
-            "versions": versions,
-            "newer": newer,
-        }
-
-    data = await cairn.store.read(read)
-    if data is None:
+    row = await cairn.store.read(lambda c: memories.get(c, mid))
+    if row is None:
         return render(
             request,
             "not_found.html",
             {"title": "No such memory", "what": f"memory #{mid}", "back": "/memories"},
             status=404,
         )
+    links: dict[str, Any] = {}
+    if has_route(request, "GET", f"/api/memories/{mid}/relations"):
+        result = await api(request, "GET", f"/api/memories/{mid}/relations")
+        if result.ok and isinstance(result.body, dict):
+            links = result.body
     return render(
         request,
         "memory.html",
@@ -134,7 +107,10 @@ async def memory_detail(request: Request) -> Response:
             "active": "memories",
             "kinds": memories.KINDS,
             "can_edit": _can_edit(request),
-            **data,
+            "memory": row,
+            "relations": links.get("relations", []),
+            "chain": links.get("chain", []),
+            "latest_id": links.get("latest_id", mid),
         },
     )
 
