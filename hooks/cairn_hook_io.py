@@ -282,14 +282,26 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
-def interpreter(home: str) -> str:
-    """The Python recorded by `cairn install` ($CAIRN_HOME/install.json), else this one."""
+START_ARGS = ["start", "--foreground", "--log-file", "--quiet"]
+
+
+def worker_command(home: str, checkout: str) -> list[str]:
+    """How to run the worker: the Python `cairn install` recorded ($CAIRN_HOME/install.json),
+    else a `cairn` on PATH, else this checkout's .venv, else this interpreter."""
     info = read_json_file(os.path.join(home, "install.json"))
     if isinstance(info, dict):
         python = info.get("python")
         if isinstance(python, str) and os.path.isfile(python) and os.access(python, os.X_OK):
-            return python
-    return sys.executable
+            return [python, "-m", "worker", *START_ARGS]
+    from shutil import which
+
+    cairn = which("cairn")
+    if cairn:
+        return [cairn, *START_ARGS]
+    venv = os.path.join(checkout, ".venv", "bin", "python")
+    if os.path.isfile(venv) and os.access(venv, os.X_OK):
+        return [venv, "-m", "worker", *START_ARGS]
+    return [sys.executable, "-m", "worker", *START_ARGS]
 
 
 SPAWN_GRACE_SECONDS = 20.0
@@ -322,17 +334,17 @@ def spawn_worker(home: str) -> int | None:
                 pid, at = 0, 0.0
             if _pid_alive(pid) and time.time() - at < SPAWN_GRACE_SECONDS:
                 return None
-        python = interpreter(home)
+        checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        argv = worker_command(home, checkout)
+        python = argv[0]
         env = dict(os.environ)
         env["CAIRN_HOME"] = home
-        checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         if os.path.isfile(os.path.join(checkout, "worker", "__init__.py")):
             env["PYTHONPATH"] = os.pathsep.join(
                 p for p in (checkout, env.get("PYTHONPATH", "")) if p
             )
         logs = os.path.join(home, "logs")
         os.makedirs(logs, mode=0o700, exist_ok=True)
-        argv = [python, "-m", "worker", "start", "--foreground", "--log-file", "--quiet"]
         stderr_path = os.path.join(logs, "worker.stderr.log")
         try:
             pid = os.posix_spawn(

@@ -1,0 +1,104 @@
+"""The hook's plumbing: spool appends (torn lines, bound, rename races), worker command, quoting."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.hook_modules import hook_io
+
+
+def records(n: int, start: int = 0) -> list[dict[str, object]]:
+    return [
+        {"v": 1, "method": "POST", "path": "/api/observations", "body": {"i": i}}
+        for i in range(start, start + n)
+    ]
+
+
+def spooled(home: Path) -> list[dict[str, object]]:
+    path = home / "spool" / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_append_is_one_line_per_record_in_a_private_folder(tmp_path: Path) -> None:
+    assert hook_io.spool_append(str(tmp_path), records(3)) == 3
+    assert [r["body"] for r in spooled(tmp_path)] == [{"i": 0}, {"i": 1}, {"i": 2}]
+    assert stat.S_IMODE(os.stat(tmp_path / "spool").st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(tmp_path / "spool" / "events.jsonl").st_mode) == 0o600
+
+
+def test_a_torn_last_line_stays_alone(tmp_path: Path) -> None:
+    hook_io.spool_append(str(tmp_path), records(1))
+    with open(tmp_path / "spool" / "events.jsonl", "a") as handle:
+        handle.write('{"v":1,"method":"PO')  # a writer killed mid-line
+    hook_io.spool_append(str(tmp_path), records(1, start=5))
+    lines = (tmp_path / "spool" / "events.jsonl").read_text().splitlines()
+    assert lines[1] == '{"v":1,"method":"PO'
+    assert json.loads(lines[2])["body"] == {"i": 5}
+
+
+def test_bound_drops_the_oldest_and_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CAIRN_SPOOL_MAX_BYTES", "2000")
+    for i in range(60):
+        hook_io.spool_append(str(tmp_path), records(1, start=i))
+    kept = spooled(tmp_path)
+    dropped = json.loads((tmp_path / "spool" / "dropped.json").read_text())["dropped"]
+    assert (tmp_path / "spool" / "events.jsonl").stat().st_size <= 2000
+    assert dropped + len(kept) == 60
+    assert [r["body"]["i"] for r in kept] == list(range(60 - len(kept), 60))  # newest kept
+
+
+def test_a_record_bigger_than_the_bound_is_dropped_and_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CAIRN_SPOOL_MAX_BYTES", "100")
+    big = [{"v": 1, "body": {"x": "y" * 500}}]
+    assert hook_io.spool_append(str(tmp_path), big) == 0
+    assert json.loads((tmp_path / "spool" / "dropped.json").read_text())["dropped"] == 1
+
+
+def test_append_after_the_worker_claimed_the_file_goes_to_a_new_file(tmp_path: Path) -> None:
+    hook_io.spool_append(str(tmp_path), records(2))
+    claimed = tmp_path / "spool" / "events.123.replaying"
+    os.rename(tmp_path / "spool" / "events.jsonl", claimed)
+    hook_io.spool_append(str(tmp_path), records(1, start=9))
+    assert [r["body"] for r in spooled(tmp_path)] == [{"i": 9}]
+    assert len(claimed.read_text().splitlines()) == 2
+
+
+def test_worker_command_prefers_the_recorded_interpreter(tmp_path: Path) -> None:
+    (tmp_path / "install.json").write_text(json.dumps({"python": sys.executable}))
+    assert hook_io.worker_command(str(tmp_path), "/nowhere")[:3] == [sys.executable, "-m", "worker"]
+    (tmp_path / "install.json").write_text(json.dumps({"python": "/no/such/python"}))
+    argv = hook_io.worker_command(str(tmp_path), "/nowhere")
+    assert argv[-4:] == ["start", "--foreground", "--log-file", "--quiet"]
+    assert argv[0] != "/no/such/python"
+
+
+def test_query_string_quotes_everything_unsafe() -> None:
+    qs = hook_io.query_string({"project": "/a b/é", "query": "x&y=z#?", "empty": "", "none": None})
+    assert qs == "?project=/a%20b/%C3%A9&query=x%26y%3Dz%23%3F"
+
+
+def test_find_worker_needs_both_files(tmp_path: Path) -> None:
+    assert hook_io.find_worker(str(tmp_path)) is None
+    (tmp_path / "worker.json").write_text(json.dumps({"pid": 1, "port": 4321}))
+    assert hook_io.find_worker(str(tmp_path)) is None
+    (tmp_path / "token").write_text("tok\n")
+    worker = hook_io.find_worker(str(tmp_path))
+    assert worker is not None and (worker.port, worker.token) == (4321, "tok")
+    (tmp_path / "worker.json").write_text("{garbage")
+    assert hook_io.find_worker(str(tmp_path)) is None
+
+
+def test_unreachable_worker_raises_unavailable_quickly() -> None:
+    from tests.e2e.worker_process import free_port
+
+    worker = hook_io.Worker(free_port(), "t")
+    with pytest.raises(hook_io.Unavailable):
+        worker.request("GET", "/health", timeout=0.5)
