@@ -139,6 +139,8 @@ def create_schema(s: Settings) -> Schema:
 
 
 def _item(body: dict[str, Any]) -> dict[str, Any]:
+    if not body["content"].strip():
+        raise BadRequest("'content' must not be blank", field="content")
     scope = body.get("scope") or ("project" if body.get("project") else None)
     if scope is None:
         raise BadRequest(
@@ -270,6 +272,8 @@ def _patch(conn: sqlite3.Connection, mid: int, body: dict[str, Any], s: Settings
         raise _missing(mid)
     changes: dict[str, Any] = {}
     content = body.get("content", row["content"])
+    if not content.strip():
+        raise BadRequest("'content' must not be blank", field="content")
     kind = body.get("kind", row["kind"])
     content_changed = bool(content != row["content"])
     if content_changed:
