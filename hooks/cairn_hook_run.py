@@ -31,7 +31,9 @@ BUDGETS = {
 }
 # How long an event waits for a worker it had to start (others spawn it and spool).
 START_WAIT = {"SessionStart": 3.0, "UserPromptSubmit": 1.5}
-REQUEST_TIMEOUT = 0.8  # one write request (it is spooled past this)
+# One write request is spooled past this (summaries and checkpoints are built in the request).
+REQUEST_TIMEOUT = {"PostToolUse": 0.8, "PostToolUseFailure": 0.8, "SessionStart": 1.0}
+SLOW_REQUEST_TIMEOUT = 2.5
 CONTEXT_TIMEOUT = 1.5  # one context request (nothing is injected past this)
 DEFAULT_MAX_STDIN = 8 * 1024 * 1024
 MAX_CONTEXT_CHARS = 16_000
@@ -106,7 +108,7 @@ class Hook:
         """Send pending writes in order; whatever cannot be delivered now goes to the spool."""
         while self.pending:
             request = self.pending[0]
-            timeout = min(REQUEST_TIMEOUT, self.remaining())
+            timeout = min(REQUEST_TIMEOUT.get(self.event, SLOW_REQUEST_TIMEOUT), self.remaining())
             if self.worker is None or timeout <= 0.02:
                 break
             try:
