@@ -41,14 +41,17 @@ def strip_private(text: str) -> str:
 # lower-cased text.
 _B64 = r"[A-Za-z0-9+/]"
 _DIGIT_AHEAD = r"(?=[A-Za-z0-9._~+/=-]*\d)"
-_KEY = (
-    r"[A-Za-z0-9_.-]*(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey"
+# The key word ends the key name (`db_password`, `client_secret`); matches start at the word so
+# the scan stays linear on long texts (the name's prefix is left as it is).
+_KEY_WORD = (
+    r"(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey"
     r"|access[_-]?key|private[_-]?key|credentials?|auth)"
 )
+_KEY = r"[A-Za-z0-9_.-]{0,40}" + _KEY_WORD
 _KEY_WORDS = ("pass", "pwd", "secret", "token", "key", "credential", "auth")
 _ENV_KEY = (
-    r"[A-Z0-9_]*(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY"
-    r"|CREDENTIALS?|AUTH|DSN|DATABASE_URL)[A-Z0-9_]*"
+    r"[A-Z0-9_]{0,40}(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY"
+    r"|CREDENTIALS?|AUTH|DSN|DATABASE_URL)[A-Z0-9_]{0,40}"
 )
 RULES: list[tuple[str, tuple[str, ...], str]] = [
     (
@@ -117,7 +120,11 @@ RULES: list[tuple[str, tuple[str, ...], str]] = [
         ("authorization",),
         r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?basic\s+)[A-Za-z0-9+/]{8,}={0,2}",
     ),
-    ("url-credentials", ("://",), r"(\b[a-z][a-z0-9+.-]*://[^\s:/@'\"]+:)[^\s@/'\"]+(@)"),
+    (
+        "url-credentials",
+        ("://",),
+        r"(\b[a-z][a-z0-9+.-]{0,30}://[^\s:/@'\"]{1,256}:)[^\s@/'\"]{1,256}(@)",
+    ),
     (
         "env-assignment",
         ("PASS", "PWD", "SECRET", "TOKEN", "KEY", "AUTH", "CREDENTIAL", "DSN", "DATABASE_URL"),
@@ -127,10 +134,10 @@ RULES: list[tuple[str, tuple[str, ...], str]] = [
     (
         "assignment",
         _KEY_WORDS,
-        r"(?i)([\"']?\b" + _KEY + r"[\"']?\s*[:=]\s*)([\"'])([^\"'\n]{3,})\2",
+        r"(?i)(" + _KEY_WORD + r"[\"']?\s*[:=]\s*)([\"'])([^\"'\n]{3,})\2",
     ),
     # unquoted value after =     (`--password=hunter2`, `token=abc123`)
-    ("assignment", _KEY_WORDS, r"(?i)(\b" + _KEY + r"\s*=\s*)([^\s\"'`,;&)\]}]{3,})"),
+    ("assignment", _KEY_WORDS, r"(?i)(" + _KEY_WORD + r"\s*=\s*)([^\s\"'`,;&)\]}]{3,})"),
     # YAML-ish line              (`  password: hunter2`)
     (
         "assignment",
