@@ -384,3 +384,22 @@ def test_memory_page_shows_relations_and_versions(browser: TestClient, settings:
     assert "This memory <strong>updates</strong>" in newest
     assert newest.count('<li aria-current="true">') == 1
     assert browser.get("/memories/999999").status_code == 404
+
+
+def test_observation_archive_restore_forget_from_the_feed(
+    browser: TestClient, settings: Settings
+) -> None:
+    seed(browser, settings, n=1)
+    csrf = csrf_of(browser.get("/").text)
+    h = {"X-Cairn-CSRF": csrf, "HX-Request": "true"}
+    archived = browser.post("/feed/observation/1/archive", headers=h)
+    assert archived.status_code == 200
+    assert "badge archived" in archived.text and "Restore" in archived.text
+    assert browser.get("/api/observations/1", headers=bearer(settings)).json()["archived"] is True
+    assert 'id="observation-1"' not in browser.get("/").text  # archived items leave the feed
+    restored = browser.post("/feed/observation/1/restore", headers=h)
+    assert "badge archived" not in restored.text and "Archive" in restored.text
+    gone = browser.post("/feed/observation/1/forget", headers=h)
+    assert "was forgotten" in gone.text
+    assert browser.get("/api/observations/1", headers=bearer(settings)).status_code == 404
+    assert browser.post("/feed/observation/1/explode", headers=h).status_code == 404

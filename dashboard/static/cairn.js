@@ -65,15 +65,22 @@
     };
   }
 
+  function reloadFeed() {
+    htmx.ajax("GET", window.location.pathname + window.location.search,
+      { target: "#feed-body", select: "#feed-body", swap: "outerHTML" });
+  }
+
   function applyEvent(name, data) {
+    if (name === "stream.reset") { reloadFeed(); return; }
     var list = document.getElementById("feed-items");
     if (!list || !data || typeof data.id !== "number") return;
     var kind = name.split(".")[0];
     var existing = document.getElementById(kind + "-" + data.id);
-    if (name === "memory.deleted") {
+    if (/\.deleted$/.test(name)) {
       if (existing) existing.remove();
       return;
     }
+    if (name === "observation.updated" && !existing) return;  // archived/restored elsewhere
     var f = feedFilters();
     var url = "/feed/item/" + encodeURIComponent(kind) + "/" + data.id +
       "?project=" + encodeURIComponent(f.project) + "&type=" + encodeURIComponent(f.type) +

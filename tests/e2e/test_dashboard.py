@@ -227,9 +227,16 @@ def test_feed_is_live_filterable_pausable(page: Any, live_worker: WorkerProcess)
     assert page.locator(f"#observation-{other['id']}").count() == 0
 
     # Expand an item to its details.
-    item.locator("summary").click()
+    item.locator("summary").first.click()
     assert "make parser" in item.locator(".item-body").inner_text()
     assert "src/p.c" in item.locator(".item-body").inner_text()
+
+    # Archive from the page; a restore made elsewhere (the API) shows up live.
+    item.get_by_role("button", name="Archive").click()
+    page.locator(f"#observation-{created['id']} .badge.archived").wait_for()
+    api(live_worker, "POST", f"/api/observations/{created['id']}/restore")
+    expect(page.locator(f"#observation-{created['id']} .badge.archived")).to_have_count(0)
+    expect(page.locator(f"#observation-{created['id']}")).to_have_count(1)
 
     # Pause holds new events back; resume shows them.
     page.get_by_role("button", name="Pause").click()

@@ -9,6 +9,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from worker.errors import NotFound
+from worker.pages.inproc import api, has_route
 from worker.pages.render import render
 from worker.store import feed, projects
 
@@ -53,6 +55,7 @@ async def feed_page(request: Request) -> Response:
             "active": "feed",
             "projects": all_projects,
             "types": feed.FILTERS,
+            "can_archive": has_route(request, "POST", "/api/observations/1/archive"),
         },
     )
 
@@ -68,7 +71,9 @@ async def feed_items(request: Request) -> Response:
             c, project=project or None, type_=type_ or None, before=before, limit=limit
         )
     )
-    return render(request, "_feed_page.html", page_context(items, cursor, project, type_))
+    context = page_context(items, cursor, project, type_)
+    context["can_archive"] = has_route(request, "POST", "/api/observations/1/archive")
+    return render(request, "_feed_page.html", context)
 
 
 async def feed_item(request: Request) -> Response:
@@ -86,7 +91,46 @@ async def feed_item(request: Request) -> Response:
         return HTMLResponse("", headers={"Cache-Control": "no-store"})
     event = request.query_params.get("event", "")
     label = {"memory.updated": "updated"}.get(event, "new")
-    return render(request, "_feed_item.html", {"item": row, "live_event": label})
+    return render(
+        request,
+        "_feed_item.html",
+        {
+            "item": row,
+            "live_event": label,
+            "can_archive": has_route(request, "POST", "/api/observations/1/archive"),
+        },
+    )
+
+
+async def observation_action(request: Request) -> Response:
+    """Archive, restore or forget one observation through the lifecycle API; the new entry."""
+    oid = request.path_params["id"]
+    action = request.path_params["action"]
+    if action == "forget":
+        result = await api(request, "DELETE", f"/api/observations/{oid}")
+        if result.ok or result.status == 404:
+            return HTMLResponse(
+                f'<li class="feed-item gone" id="observation-{oid}" role="status">'
+                f"<p>Observation #{oid} was forgotten.</p></li>",
+                headers={"Cache-Control": "no-store"},
+            )
+    elif action in ("archive", "restore"):
+        result = await api(request, "POST", f"/api/observations/{oid}/{action}")
+    else:
+        raise NotFound(f"no observation action {action!r}", field="action")
+    row = await request.state.cairn.store.read(lambda c: feed.item(c, "observation", oid))
+    if row is None:
+        raise NotFound(f"observation {oid} does not exist", field="id")
+    return render(
+        request,
+        "_feed_item.html",
+        {
+            "item": row,
+            "open": True,
+            "can_archive": True,
+            "error": "" if result.ok else result.message,
+        },
+    )
 
 
 def routes() -> list[BaseRoute]:
@@ -94,4 +138,5 @@ def routes() -> list[BaseRoute]:
         Route("/", feed_page, methods=["GET"]),
         Route("/feed/items", feed_items, methods=["GET"]),
         Route("/feed/item/{kind}/{id:int}", feed_item, methods=["GET"]),
+        Route("/feed/observation/{id:int}/{action}", observation_action, methods=["POST"]),
     ]
