@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from cairn_hook_privacy import clean
+from cairn_hook_privacy import clean, strip_private
 
 FIELD_CHARS = 500  # default cap for each recorded field (CAIRN_HOOK_FIELD_CHARS)
 TITLE_CHARS = 160
@@ -58,6 +58,7 @@ def head(text: str, limit: int) -> str:
     """Cleaned first `limit` characters (with an ellipsis when cut)."""
     if not text:
         return ""
+    text = strip_private(text)  # whole text first: a block may open outside the window
     cut = len(text) > limit
     text = clean(text[: limit + REDACT_MARGIN])
     if len(text) > limit:
@@ -69,6 +70,7 @@ def head(text: str, limit: int) -> str:
 def tail(text: str, limit: int) -> str:
     if not text:
         return ""
+    text = strip_private(text)
     cut = len(text) > limit
     text = clean(text[-(limit + REDACT_MARGIN) :])
     if len(text) > limit:
@@ -79,7 +81,7 @@ def tail(text: str, limit: int) -> str:
 
 def one_line(text: str, limit: int = TITLE_CHARS) -> str:
     """The first non-empty line, whitespace folded, cleaned and capped."""
-    text = clean(text[: limit * 4])
+    text = clean(strip_private(text)[: limit * 4])
     for line in text.splitlines():
         line = " ".join(line.split())
         if line:

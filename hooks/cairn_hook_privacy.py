@@ -12,6 +12,9 @@ CONTEXT_CLOSE = "</cairn-context>"
 
 def strip_block(text: str, open_tag: str, close_tag: str) -> str:
     """Remove every open..close block (case-insensitive); an unclosed block runs to the end."""
+    first = open_tag[:2]
+    if first not in text and first.upper() not in text:
+        return text  # no `<p` / `<P` at all: skip lower-casing a long text
     lowered = text.lower()
     if open_tag not in lowered:
         return text

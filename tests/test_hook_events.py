@@ -363,3 +363,9 @@ def test_every_event_builds_encodable_requests_without_raising(
     for request in hook.pending:
         assert request.method in ("POST", "PUT") and request.path.startswith("/api/")
         assert hook_io.loads(hook_io.dumps(request.record(event)))["body"] is not None
+
+
+def test_a_private_block_opened_before_the_kept_tail_stays_private() -> None:
+    out = "<private>" + "s3cret-client-name " * 100 + "</private>\nbuild ok"
+    obs = post("Bash", {"command": "make"}, {"stdout": "start\n" + out, "stderr": ""})
+    assert "s3cret" not in obs["body"] and "build ok" in obs["body"]
