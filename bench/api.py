@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import random
 import statistics
 import sys
@@ -17,6 +18,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -117,29 +119,13 @@ def observation(rng: random.Random, i: int, project: str) -> dict[str, Any]:
     }
 
 
-def singles(worker: WorkerProcess, total: int, clients: int) -> dict[str, Any]:
-    per = total // clients
-    latencies: list[float] = []
-    errors: list[int] = []
-    lock = threading.Lock()
+def run_clients(clients: int, work: Callable[[int], None]) -> float:
+    """Run work(k) in `clients` threads started together; seconds until all finish."""
     barrier = threading.Barrier(clients + 1)
 
     def run(k: int) -> None:
-        rng = random.Random(k)
-        conn = Conn(worker)
-        mine: list[float] = []
         barrier.wait()
-        for i in range(per):
-            t0 = time.perf_counter()
-            status, _ = conn.call(
-                "POST", "/api/observations", observation(rng, k * per + i, "single")
-            )
-            mine.append(time.perf_counter() - t0)
-            if status != 201:
-                errors.append(status)
-        conn.close()
-        with lock:
-            latencies.extend(mine)
+        work(k)
 
     threads = [threading.Thread(target=run, args=(k,)) for k in range(clients)]
     for t in threads:
@@ -148,7 +134,34 @@ def singles(worker: WorkerProcess, total: int, clients: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     for t in threads:
         t.join()
-    elapsed = time.perf_counter() - t0
+    return time.perf_counter() - t0
+
+
+def singles(worker: WorkerProcess, total: int, clients: int) -> dict[str, Any]:
+    """`clients` keep-alive connections each posting one observation per request."""
+    per = total // clients
+    latencies: list[float] = []
+    errors: list[int] = []
+    lock = threading.Lock()
+    payloads = [
+        [observation(random.Random(k * per + i), k * per + i, "single") for i in range(per)]
+        for k in range(clients)
+    ]
+
+    def work(k: int) -> None:
+        conn = Conn(worker)
+        mine: list[float] = []
+        for item in payloads[k]:
+            t0 = time.perf_counter()
+            status, _ = conn.call("POST", "/api/observations", item)
+            mine.append(time.perf_counter() - t0)
+            if status != 201:
+                errors.append(status)
+        conn.close()
+        with lock:
+            latencies.extend(mine)
+
+    elapsed = run_clients(clients, work)
     return {
         "requests": per * clients,
         "clients": clients,
@@ -163,31 +176,31 @@ def singles(worker: WorkerProcess, total: int, clients: int) -> dict[str, Any]:
 def batches(
     worker: WorkerProcess, total: int, size: int, clients: int, project: str, seed: int
 ) -> dict[str, Any]:
-    n_batches = total // size
-    per = max(1, n_batches // clients)
+    """`clients` connections each posting {"observations": [size items]} per request."""
+    per = max(1, total // size // clients)
     errors: list[int] = []
-    barrier = threading.Barrier(clients + 1)
+    rng = random.Random(seed)
+    payloads = [
+        [
+            {
+                "observations": [
+                    observation(rng, ((k * per + b) * size) + j, project) for j in range(size)
+                ]
+            }
+            for b in range(per)
+        ]
+        for k in range(clients)
+    ]
 
-    def run(k: int) -> None:
-        rng = random.Random(seed * 100 + k)
+    def work(k: int) -> None:
         conn = Conn(worker)
-        barrier.wait()
-        for b in range(per):
-            base = (k * per + b) * size
-            items = [observation(rng, base + j, project) for j in range(size)]
-            status, _ = conn.call("POST", "/api/observations", {"observations": items})
+        for body in payloads[k]:
+            status, _ = conn.call("POST", "/api/observations", body)
             if status not in (200, 201):
                 errors.append(status)
         conn.close()
 
-    threads = [threading.Thread(target=run, args=(k,)) for k in range(clients)]
-    for t in threads:
-        t.start()
-    barrier.wait()
-    t0 = time.perf_counter()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - t0
+    elapsed = run_clients(clients, work)
     count = per * clients * size
     return {
         "observations": count,
@@ -238,6 +251,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true", help="smaller counts (a smoke run)")
     parser.add_argument("--no-write", action="store_true", help="do not write results JSON")
     args = parser.parse_args(argv)
+    args.quick = args.quick or os.environ.get("CAIRN_BENCH_QUICK") == "1"
     n_single = 1000 if args.quick else 4000
     n_batch = 5000 if args.quick else 40000
     sizes = (2000, 10000) if args.quick else (10_000, 100_000)
