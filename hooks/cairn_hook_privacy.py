@@ -63,6 +63,12 @@ RULES: list[tuple[str, tuple[str, ...], str]] = [
         r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY"
         r"(?: BLOCK)?-----|.*\Z)",
     ),
+    # The end of a key whose BEGIN line fell before the window kept (a tail of long output).
+    (
+        "private-key",
+        ("private key",),
+        r"\A.*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----",
+    ),
     (
         "aws-access-key",
         ("AKIA", "ASIA", "ABIA", "ACCA"),

@@ -369,3 +369,10 @@ def test_a_private_block_opened_before_the_kept_tail_stays_private() -> None:
     out = "<private>" + "s3cret-client-name " * 100 + "</private>\nbuild ok"
     obs = post("Bash", {"command": "make"}, {"stdout": "start\n" + out, "stderr": ""})
     assert "s3cret" not in obs["body"] and "build ok" in obs["body"]
+
+
+def test_the_tail_of_a_long_private_key_is_redacted() -> None:
+    key = "\n".join(["MIIEpAIBAAKCAQEA7bq0Vx1yZ2abcdefghijklmnopqrstuvwxyz0123"] * 40)
+    pem = f"-----BEGIN RSA PRIVATE KEY-----\n{key}\n-----END RSA PRIVATE KEY-----\ndone"
+    obs = post("Bash", {"command": "cat id_rsa"}, {"stdout": pem, "stderr": ""})
+    assert "MIIEpA" not in obs["body"] and "done" in obs["body"]
