@@ -43,17 +43,28 @@ SUBJECTS = [
 TOOLS = ["PostgreSQL", "Redis", "Docker", "pytest", "Vite", "ruff", "Kafka", "nginx", "Celery"]
 
 
+# Word frequencies in real notes follow Zipf's law: a few words are everywhere, most are rare.
+SYLLABLES = ["ka", "lo", "mi", "ne", "po", "ru", "si", "ta", "ve", "zo",
+             "bar", "cen", "dol", "fir", "gum", "hex", "jot", "kin", "lum", "mox"]  # fmt: skip
+VOCABULARY = [
+    SYLLABLES[n % 20] + SYLLABLES[(n // 20) % 20] + SYLLABLES[(n // 400) % 20] for n in range(4000)
+]
+ZIPF = [1.0 / (rank + 1) for rank in range(len(VOCABULARY))]
+
+
 def sentence(rng: random.Random, i: int) -> str:
+    """A memory-like sentence: a template naming a subject and a tool, plus Zipf-distributed words."""
     subject = rng.choice(SUBJECTS)
     tool = rng.choice(TOOLS)
+    detail = " ".join(rng.choices(VOCABULARY, weights=ZIPF, k=rng.randint(4, 12)))
     templates = [
-        f"Use {tool} {rng.randint(1, 20)} for the {subject} layer (note {i})",
-        f"The {subject} service must never call {tool} directly; go through the adapter {i}",
-        f"Lesson {i}: {subject} tests were flaky because {tool} started slowly",
-        f"Always restart {tool} after changing the {subject} config, item {i}",
-        f"Decision {i}: the {subject} module keeps its state in {tool}",
+        f"Use {tool} {rng.randint(1, 20)} for the {subject} layer: {detail}",
+        f"The {subject} service must never call {tool} directly ({detail})",
+        f"Lesson: {subject} tests were flaky because {tool} started slowly; {detail}",
+        f"Always restart {tool} after changing the {subject} config, {detail}",
+        f"Decision: the {subject} module keeps its state in {tool}, {detail}",
     ]
-    return rng.choice(templates)
+    return rng.choice(templates) + f" [{i}]"
 
 
 def open_store(home: Path) -> Store:

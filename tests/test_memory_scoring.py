@@ -182,6 +182,7 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         ("Use PostgreSQL 15 for the database", "The frontend uses React 18"),
         ("Run ruff before committing", "Run mypy before committing"),
         ("Tests live in tests/", "Docs live in docs/"),
+        ("The staging server runs on port 8080", "The production server runs on port 443"),
     ],
 )
 def test_supersession_leaves_different_subjects_alone(old: str, new: str) -> None:

@@ -153,6 +153,7 @@ class Settings:
     compress_lexical_threshold: float = 0.8
     supersede_enabled: bool = True
     supersede_min_similarity: float = 0.5
+    supersede_cosine: float = 0.7
 
     @property
     def db_path(self) -> Path:

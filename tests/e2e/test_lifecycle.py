@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.hook_runner import base, hook_env, run_hook, tool_payload
+from tests.e2e.hook_runner import base, hook_env, run_hook, tool_payload, wait_for
 from tests.e2e.worker_process import WorkerProcess
 
 pytestmark = pytest.mark.e2e
@@ -191,3 +191,36 @@ def test_cli_decay_and_compress(worker: WorkerProcess) -> None:
     assert decay.returncode == 0 and decay.stdout.startswith("would archive 0 of 1 memories")
     missing = cairn("decay", "--project", "/nope")
     assert missing.returncode == 1 and "does not exist" in missing.stderr
+
+
+def test_paraphrased_update_supersedes_with_the_real_model(tmp_path: Path) -> None:
+    """With embeddings on, an update in other words is found by its vector (the offline model)."""
+    worker = WorkerProcess(home=tmp_path / "home", env_extra={"CAIRN_EMBED_ENABLED": "1"})
+    worker.start()
+    try:
+        project = "/e2e/paraphrase"
+
+        def save(content: str) -> dict[str, Any]:
+            status, body = worker.request(
+                "POST", "/api/memories", {"kind": "fact", "content": content, "project": project}
+            )
+            assert status == 201, body
+            return dict(body)
+
+        def embedded() -> bool:
+            stats = get(worker, "/api/embeddings/stats")
+            return bool(stats["status"] == "ready" and stats["coverage"] == 1.0)
+
+        old = save("Our database is PostgreSQL 15")
+        other = save("The staging server runs on port 8080")
+        wait_for(embedded)
+        new = save("We upgraded the DB to Postgres 16")
+        assert new["supersedes"] == [old["id"]]
+        assert get(worker, f"/api/memories/{old['id']}")["superseded_by"] == new["id"]
+        wait_for(embedded)
+        # Close in topic, but another subject (production, not staging): left alone.
+        unrelated = save("The production server runs on port 443")
+        assert unrelated["supersedes"] == []
+        assert get(worker, f"/api/memories/{other['id']}")["is_latest"] is True
+    finally:
+        worker.stop()

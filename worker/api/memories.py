@@ -6,6 +6,8 @@ import sqlite3
 from functools import lru_cache
 from typing import Any
 
+import anyio.to_thread
+
 from worker.api.common import (
     DATETIME,
     EVENT_ID,
@@ -24,11 +26,12 @@ from worker.clock import now_ms, parse_iso
 from worker.errors import BadRequest, Conflict, NotFound
 from worker.memory import importance as importance_mod
 from worker.memory.decay import DecayPolicy, memory_retention
-from worker.memory.merge import save
+from worker.memory.merge import SUPERSEDING_KINDS, save
 from worker.memory.relations import RELATION_KINDS, chain
 from worker.memory.tags import normalise_tags, pick_tags
 from worker.settings import Settings
 from worker.store import memories as q
+from worker.store import projects
 from worker.store import relations as rq
 from worker.store.rows import dump_json, normalised_hash
 
@@ -157,10 +160,38 @@ def _item(body: dict[str, Any]) -> dict[str, Any]:
     return item
 
 
+async def similar_memories(call: Call, item: dict[str, Any]) -> dict[int, float]:
+    """Cosine of this text with the scope's memories, when the embedding model is loaded.
+
+    Lets supersession find a paraphrased update ("we upgraded the DB to Postgres 16") that shares
+    too few words with the old memory for the lexical check. Empty when embeddings are off.
+    """
+    s = call.cairn.settings
+    service = call.cairn.services.get("embeddings")
+    wanted = item.get("supersede")
+    if wanted is None:
+        wanted = item.get("created_at_ms") is None
+    if not (s.supersede_enabled and wanted and item["kind"] in SUPERSEDING_KINDS):
+        return {}
+    if service is None or not getattr(service, "ready", False):
+        return {}
+    vector = await anyio.to_thread.run_sync(service.embed_query, item["content"])
+    if vector is None:
+        return {}
+    project_id: int | None = None
+    if item["scope"] == "project":
+        project_id = await call.cairn.store.read(lambda c: projects.find(c, item["project"]))
+        if project_id is None:
+            return {}
+    hits = service.search(vector, project_id=project_id, kinds=["memory"], limit=10)
+    return {int(ref[1]): float(score) for ref, score in hits}
+
+
 async def create_memory(call: Call) -> Any:
     item = _item(call.body)
     settings = call.cairn.settings
-    saved = await call.cairn.store.write(lambda conn: save(conn, item, settings))
+    similar = await similar_memories(call, item)
+    saved = await call.cairn.store.write(lambda conn: save(conn, item, settings, similar))
     superseded = await call.cairn.store.read(lambda c: q.get_many(c, saved.superseded))
     cairn = call.cairn
     if saved.created:

@@ -13,7 +13,7 @@ from typing import Any
 
 from worker.clock import now_ms
 from worker.memory import importance as importance_mod
-from worker.memory.relations import features, search_terms, supersedes
+from worker.memory.relations import features, search_terms, supersedes, values_differ
 from worker.memory.tags import normalise_tags, pick_tags
 from worker.settings import Settings
 from worker.store import memories, received
@@ -101,12 +101,19 @@ def prepare(item: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
     return out
 
 
-def save(conn: sqlite3.Connection, item: Mapping[str, Any], settings: Settings) -> Saved:
+def save(
+    conn: sqlite3.Connection,
+    item: Mapping[str, Any],
+    settings: Settings,
+    similar: Mapping[int, float] | None = None,
+) -> Saved:
     """Store a memory item (validated fields; times as `*_ms`). Runs inside a write transaction.
 
     Item keys: kind, content, project (key) or scope="global", and optionally importance, tags,
     pinned, expires_at_ms, created_at_ms, meta, session_id, event_id, supersede (default: on,
-    off for imports that carry created_at_ms).
+    off for imports that carry created_at_ms). `similar` maps memory ids to their cosine with
+    this text, when the caller could embed it: close ones are supersession candidates even when
+    they share few words.
     """
     seen = received.seen(conn, item.get("event_id"))
     if seen is not None:
@@ -126,11 +133,11 @@ def save(conn: sqlite3.Connection, item: Mapping[str, Any], settings: Settings) 
         if was_superseded:
             # Re-stating an old value makes it current again.
             memories.update(conn, memory_id, {"superseded_by": None})
-            _detect_supersession(conn, memory_id, project_id, full, settings, result)
+            _detect_supersession(conn, memory_id, project_id, full, settings, result, similar)
     else:
         memory_id = memories.insert_row(conn, project_id, full)
         result = Saved({}, created=True)
-        _detect_supersession(conn, memory_id, project_id, full, settings, result)
+        _detect_supersession(conn, memory_id, project_id, full, settings, result, similar)
     received.record(conn, item.get("event_id"), "memory", memory_id)
     row = memories.get(conn, memory_id)
     assert row is not None
@@ -145,6 +152,7 @@ def _detect_supersession(
     item: Mapping[str, Any],
     settings: Settings,
     result: Saved,
+    similar: Mapping[int, float] | None = None,
 ) -> None:
     wanted = item.get("supersede")
     if wanted is None:
@@ -156,10 +164,22 @@ def _detect_supersession(
         return
     created = int(item.get("created_at_ms") or now_ms())
     scored: list[tuple[float, sqlite3.Row]] = []
-    for row in memories.text_candidates(conn, project_id, search_terms(mine), exclude_id=memory_id):
+    rows = memories.text_candidates(conn, project_id, search_terms(mine), exclude_id=memory_id)
+    close = {
+        i: cos
+        for i, cos in (similar or {}).items()
+        if cos >= settings.supersede_cosine and i != memory_id
+    }
+    listed = {int(r["id"]) for r in rows}
+    rows += memories.live_rows(conn, project_id, [i for i in close if i not in listed])
+    for row in rows:
         if row["kind"] not in SUPERSEDING_KINDS:
             continue
-        score = supersedes(mine, features(row["content"]), settings.supersede_min_similarity)
+        theirs = features(row["content"])
+        score = supersedes(mine, theirs, settings.supersede_min_similarity)
+        if score is None and int(row["id"]) in close and values_differ(mine, theirs):
+            # Same meaning by their vectors, different values: a paraphrased update.
+            score = round(close[int(row["id"])], 4)
         if score is not None:
             scored.append((score, row))
     scored.sort(key=lambda pair: -pair[0])

@@ -89,6 +89,8 @@ def supersedes(new: Features, old: Features, min_similarity: float = 0.5) -> flo
     shared = new.terms & old.terms
     if not shared or (flipped and not changed and len(shared) < 2):
         return None
+    if (new.terms - new.values - old.terms) and (old.terms - old.values - new.terms):
+        return None  # each names something the other does not: another subject, not a new value
     union = (new.terms | old.terms) - added - removed
     subject = len(shared) / len(union) if union else 0.0
     if subject < max(0.6, min_similarity):
@@ -100,6 +102,11 @@ def supersedes(new: Features, old: Features, min_similarity: float = 0.5) -> flo
     if order < min_similarity:
         return None
     return round(subject * 0.5 + order * 0.5, 4)
+
+
+def values_differ(new: Features, old: Features) -> bool:
+    """Each holds a value the other lacks, or one negates what the other states."""
+    return bool(new.values - old.terms and old.values - new.terms) or new.negated != old.negated
 
 
 def search_terms(found: Features, limit: int = 12) -> list[str]:

@@ -282,6 +282,19 @@ def live_in_scope(conn: sqlite3.Connection, project_id: int | None) -> list[sqli
     ).fetchall()
 
 
+def live_rows(
+    conn: sqlite3.Connection, project_id: int | None, ids: list[int]
+) -> list[sqlite3.Row]:
+    """The live, latest memories of one scope among `ids`."""
+    if not ids:
+        return []
+    return conn.execute(
+        f"SELECT {COLUMNS} {FROM} WHERE m.id IN ({placeholders(len(ids))}) "
+        "AND m.project_id IS ? AND m.archived_at IS NULL AND m.superseded_by IS NULL",
+        (*ids, project_id),
+    ).fetchall()
+
+
 def text_candidates(
     conn: sqlite3.Connection,
     project_id: int | None,
