@@ -160,6 +160,13 @@ def shot(page: Any, name: str, *, full_page: bool = True) -> None:
     page.screenshot(path=str(ARTIFACTS / f"dashboard-{name}.png"), full_page=full_page)
 
 
+def settled(page: Any, selector: str) -> Any:
+    """The element once htmx has settled it (its new content is wired up only then)."""
+    locator = page.locator(f"{selector}:not(.htmx-added):not(.htmx-settling)")
+    locator.wait_for()
+    return locator
+
+
 def observation(project: str, title: str, **extra: Any) -> dict[str, Any]:
     return {"project": project, "type": "command", "title": title, **extra}
 
@@ -232,7 +239,7 @@ def test_feed_is_live_filterable_pausable(page: Any, live_worker: WorkerProcess)
     assert "src/p.c" in item.locator(".item-body").inner_text()
 
     # Archive from the page; a restore made elsewhere (the API) shows up live.
-    item.get_by_role("button", name="Archive").click()
+    settled(page, f"#observation-{created['id']}").get_by_role("button", name="Archive").click()
     page.locator(f"#observation-{created['id']} .badge.archived").wait_for()
     api(live_worker, "POST", f"/api/observations/{created['id']}/restore")
     expect(page.locator(f"#observation-{created['id']} .badge.archived")).to_have_count(0)
@@ -350,18 +357,19 @@ def test_memory_edit_pin_archive_restore_persist(page: Any, live_worker: WorkerP
     card = page.locator(f"#memory-{mid}")
 
     card.get_by_role("button", name="Edit").click()
+    settled(page, f"#memory-{mid}.editing")
     page.get_by_label("Content").fill(
         "The CI cache key uses the lockfile hash and the Python version"
     )
     page.locator(f"#memory-{mid}").get_by_role("button", name="Save").click()
     page.locator(f"#memory-{mid} .content", has_text="Python version").wait_for()
 
-    page.locator(f"#memory-{mid}").get_by_role("button", name="Pin").click()
+    settled(page, f"#memory-{mid}").get_by_role("button", name="Pin").click()
     page.locator(f"#memory-{mid} .badge.pin").wait_for()
-    page.locator(f"#memory-{mid}").get_by_label("Importance").select_option("5")
+    settled(page, f"#memory-{mid}").get_by_label("Importance").select_option("5")
     page.locator(f"#memory-{mid} .importance", has_text="5/5").wait_for()
 
-    page.locator(f"#memory-{mid}").get_by_role("button", name="Archive").click()
+    settled(page, f"#memory-{mid}").get_by_role("button", name="Archive").click()
     page.locator(f"#memory-{mid} .badge.archived").wait_for()
 
     page.reload()
@@ -396,8 +404,7 @@ def test_memory_create_and_forget_with_confirmation(page: Any, live_worker: Work
     saved = page.locator("#new-memory-result.ok")
     saved.wait_for()
     mid = int(re.search(r"#(\d+)", saved.inner_text()).group(1))  # type: ignore[union-attr]
-    card = page.locator(f"#memory-{mid}")
-    card.wait_for()
+    card = settled(page, f"#memory-{mid}")
     assert page.get_by_label("What should agents remember?").input_value() == ""
     shot(page, "memories")
     card.locator("details.confirm summary").click()
