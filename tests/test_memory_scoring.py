@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tests.memory_samples import SAMPLES
 from worker.errors import ConfigError
-from worker.memory import decay
+from worker.memory import compress, decay
 from worker.memory.decay import DAY_MS, DecayPolicy, retention
 from worker.memory.importance import score, signals
 from worker.memory.merge import merge_fields
@@ -234,3 +234,54 @@ def test_merge_keeps_the_higher_kind_and_importance_and_unions_tags() -> None:
         max_tags=5,
     )
     assert weaker["kind"] == "decision" and weaker["importance"] == 5
+
+
+# ------------------------------------------------------------------ compression joins
+word_sets = st.frozensets(st.sampled_from([f"w{i}" for i in range(12)]), max_size=6)
+
+
+@given(st.lists(word_sets, max_size=25), st.sampled_from([0.6, 0.8, 1.0]))
+@settings(max_examples=150, deadline=None)
+def test_lexical_join_matches_brute_force(sets: list[frozenset[str]], threshold: float) -> None:
+    docs = dict(enumerate(sets, start=1))
+    firsts: dict[frozenset[str], int] = {}
+    want: set[tuple[int, int]] = set()
+    for doc_id, words in docs.items():
+        if not words:
+            continue
+        if words in firsts:
+            want.add((firsts[words], doc_id))
+            continue
+        firsts[words] = doc_id
+    reps = sorted(firsts.items(), key=lambda kv: kv[1])
+    for i, (a, ia) in enumerate(reps):
+        for b, ib in reps[i + 1 :]:
+            shared = len(a & b)
+            if (
+                shared / len(a | b) >= compress.JACCARD_FLOOR
+                and shared / min(len(a), len(b)) >= threshold
+            ):
+                want.add((ia, ib))
+    got = {(a, b) for a, b, _ in compress.lexical_pairs(docs, threshold)}
+    assert got == want
+
+
+@given(st.integers(min_value=2, max_value=40), st.integers(min_value=0, max_value=10**6))
+@settings(max_examples=40, deadline=None)
+def test_vector_join_matches_brute_force(n: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    matrix = rng.standard_normal((n, 8)).astype(np.float32)
+    matrix[n // 2] = matrix[0] + 0.01  # at least one near-duplicate
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    ids = list(range(100, 100 + n))
+    sims = matrix @ matrix.T
+    want = {(ids[i], ids[j]) for i in range(n) for j in range(i + 1, n) if sims[i, j] >= 0.88}
+    got = {(a, b) for a, b, _ in compress.vector_pairs(ids, matrix, 0.88)}
+    assert got == want
+
+
+def test_additions_keep_only_new_sentences() -> None:
+    keeper = "Use pnpm for installs. The lockfile is committed."
+    other = "Use pnpm for installs! CI caches the pnpm store by lockfile hash."
+    assert compress.additions(keeper, other) == "CI caches the pnpm store by lockfile hash."
+    assert compress.additions(keeper, keeper) == ""

@@ -59,30 +59,39 @@ def lexical_pairs(
 ) -> list[Pair]:
     """Pairs whose overlap (share of the smaller set found in the other) >= threshold.
 
-    Candidates come from a Jaccard >= `jaccard_floor` join by prefix filtering (each set indexed
-    by its rarest words), so the cost grows with the pairs that are alike, not with n squared.
+    Memories with the same words pair with the first of them (a star, not every pair); distinct
+    word sets are joined on Jaccard >= `jaccard_floor` by prefix filtering (each set indexed by
+    its rarest words), so the cost follows the pairs that are alike, not n squared.
     """
+    groups: dict[frozenset[str], list[int]] = defaultdict(list)
+    for doc_id in sorted(docs):
+        if docs[doc_id]:
+            groups[docs[doc_id]].append(doc_id)
+    out: list[Pair] = []
+    for ids in groups.values():
+        out.extend((ids[0], other, 1.0) for other in ids[1:])
     freq: dict[str, int] = defaultdict(int)
-    for words in docs.values():
+    for words in groups:
         for w in words:
             freq[w] += 1
-    ordered = {
-        doc_id: sorted(words, key=lambda w: (freq[w], w)) for doc_id, words in docs.items() if words
-    }
+    ordered = sorted(
+        (
+            (sorted(words, key=lambda w: (freq[w], w)), words, ids[0])
+            for words, ids in groups.items()
+        ),
+        key=lambda entry: (len(entry[0]), entry[2]),
+    )
     index: dict[str, list[int]] = defaultdict(list)
-    out: list[Pair] = []
-    for doc_id in sorted(ordered, key=lambda d: (len(ordered[d]), d)):
-        tokens = ordered[doc_id]
+    for position, (tokens, mine, first) in enumerate(ordered):
         size = len(tokens)
         prefix = size - math.ceil(jaccard_floor * size) + 1
         seen: set[int] = set()
-        mine = docs[doc_id]
         for w in tokens[:prefix]:
             for other in index[w]:
                 if other in seen:
                     continue
                 seen.add(other)
-                theirs = docs[other]
+                _, theirs, their_first = ordered[other]
                 if len(theirs) < jaccard_floor * size:
                     continue
                 shared = len(mine & theirs)
@@ -90,9 +99,10 @@ def lexical_pairs(
                     continue
                 overlap = shared / min(len(mine), len(theirs))
                 if overlap >= threshold:
-                    out.append((min(doc_id, other), max(doc_id, other), round(overlap, 4)))
+                    pair = (min(first, their_first), max(first, their_first), round(overlap, 4))
+                    out.append(pair)
         for w in tokens[:prefix]:
-            index[w].append(doc_id)
+            index[w].append(position)
     return out
 
 
