@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import json
 import logging
@@ -106,7 +105,7 @@ def serve(settings: Settings, *, log_to_file: bool = False, announce: bool = Tru
         # no-op handlers in place that re-raise is absorbed and the process exits 0.
         signal.signal(signal.SIGTERM, _absorb)
         signal.signal(signal.SIGINT, _absorb)
-        asyncio.run(server.serve(sockets=[sock]))
+        server.run(sockets=[sock])  # uvloop + httptools when installed (config "auto")
         log.info("worker stopped")
         return 0
     finally:
