@@ -78,7 +78,11 @@ class Watch:
 def live_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
     base = tmp_path_factory.mktemp("dashboard")
     (base / "user-home").mkdir()
-    proc = WorkerProcess(home=base / "cairn-home", env_extra={"HOME": str(base / "user-home")})
+    # Every test logs in through the form: lift the login rate limit (20/minute by default).
+    proc = WorkerProcess(
+        home=base / "cairn-home",
+        env_extra={"HOME": str(base / "user-home"), "CAIRN_RATE_LIMIT_LOGIN": "1000/minute"},
+    )
     proc.start()
     try:
         yield proc
@@ -491,8 +495,12 @@ def test_settings_runs_decay_and_compression(page: Any, live_worker: WorkerProce
         button = page.locator(f"#run-{job}")
         if button.count() == 0:
             continue
+        page.locator(f"#preview-{job}").click()
+        page.locator(f"#{job}-result", has_text="nothing changed").wait_for()
+        settled(page, f"#{job}-result")
         button.click()
-        page.locator(f"#{job}-result", has_text="finished").wait_for()
+        expect(page.locator(f"#{job}-result")).not_to_contain_text("nothing changed")
+        expect(page.locator(f"#{job}-result")).to_contain_text("finished")
     shot(page, "settings")
 
 

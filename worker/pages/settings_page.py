@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from worker.pages.forms import read_form
 from worker.pages.inproc import api, has_route
 from worker.pages.login import with_session_cookie
 from worker.pages.render import render
@@ -59,7 +60,11 @@ async def run_job(request: Request) -> Response:
             status=404,
         )
     path, label = JOBS[name]
-    result = await api(request, "POST", path, body={})
+    form = await read_form(request)
+    dry_run = form.get("dry_run") == "1"
+    result = await api(request, "POST", path, body={"dry_run": dry_run})
+    if dry_run:
+        label = f"{label} preview (nothing changed)"
     return render(
         request,
         "_job_result.html",
