@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import os
 import re
 import statistics
 import sys
@@ -87,7 +88,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--observations", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--quick", action="store_true", help="10k observations, 5 runs")
     args = parser.parse_args()
+    if args.quick or os.environ.get("CAIRN_BENCH_QUICK") == "1":
+        args.observations, args.runs = min(args.observations, 10_000), min(args.runs, 5)
     with tempfile.TemporaryDirectory() as tmp:
         worker = WorkerProcess(home=Path(tmp) / "home", env_extra={"HOME": tmp}).start()
         try:
