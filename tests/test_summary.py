@@ -73,6 +73,18 @@ Do you want me to open a PR?
     assert parts["questions"] == ["Do you want me to open a PR?"]
 
 
+def test_loose_learned_sentences_must_be_statements() -> None:
+    message = (
+        "I found three problems with the parser: "
+        "Let me explain why the cache requires a warm-up. "
+        "It uses X. "
+        "The parser requires UTF-8 input because the lexer indexes bytes."
+    )
+    assert message_parts(message)["learned"] == [
+        "The parser requires UTF-8 input because the lexer indexes bytes."
+    ]
+
+
 def test_summary_caps_and_keeps_tests_visible() -> None:
     observations = [edit(f"{ROOT}/src/m{i}.py") for i in range(40)] + [cmd("pytest -q", 0)]
     draft = build_summary(

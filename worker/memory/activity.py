@@ -244,7 +244,7 @@ _HEADING_RE = re.compile(
     r"^\s*(?:#{1,6}\s*)?(?:\*\*|__)?([^*_#:\n]{2,60}?)(?:\*\*|__)?\s*:?\s*(?:\*\*|__)?\s*$"
 )
 _BULLET_RE = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)]|\[[ xX]\])\s+")
-_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[])")
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?:])\s+(?=[A-Z0-9`\"'(\[])")
 _SECTION_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "next",
@@ -372,6 +372,23 @@ def message_parts(message: str) -> dict[str, list[str]]:
                 parts[owner].append(sentence)
             elif _NEXT_CUES.search(sentence):
                 parts["next"].append(sentence)
-            elif _LEARNED_CUES.search(sentence):
+            elif _LEARNED_CUES.search(sentence) and is_statement(sentence):
                 parts["learned"].append(sentence)
     return {key: unique(values) for key, values in parts.items()}
+
+
+_PROCESS_TALK = re.compile(
+    r"^(?:let me|let's|i'll|i will|i'm going to|now i|next i|first,? i|i am going to|okay|ok)\b",
+    re.IGNORECASE,
+)
+MIN_STATEMENT_CHARS = 20
+
+
+def is_statement(sentence: str) -> bool:
+    """A self-contained statement worth keeping (not a lead-in to a list, not process talk)."""
+    text = sentence.strip()
+    return (
+        len(text) >= MIN_STATEMENT_CHARS
+        and not text.endswith(":")
+        and not _PROCESS_TALK.match(text)
+    )
