@@ -19,6 +19,7 @@ EVENT_TYPES = (
     "session.started",
     "session.ended",
     "summary.created",
+    "summary.updated",
     "checkpoint.created",
     "memory.created",
     "memory.updated",

@@ -187,7 +187,7 @@ async def summarize(call: Call) -> Any:
     out = await call.cairn.store.write(write)
     summary = out["summary"]
     events = call.cairn.events
-    events.publish("summary.created", summary)
+    events.publish("summary.created" if out["created"] else "summary.updated", summary)
     call.cairn.after_items("summary", [summary["id"]])
     if out.get("checkpoint") is not None:
         events.publish("checkpoint.created", out["checkpoint"])
