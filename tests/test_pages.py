@@ -403,3 +403,31 @@ def test_observation_archive_restore_forget_from_the_feed(
     assert "was forgotten" in gone.text
     assert browser.get("/api/observations/1", headers=bearer(settings)).status_code == 404
     assert browser.post("/feed/observation/1/explode", headers=h).status_code == 404
+
+
+NASTY = ["", "-1", "abc", "9" * 40, "1.observation.x", "%00", "' OR 1=1 --", "<script>", "\u202e"]
+
+
+@pytest.mark.parametrize("value", NASTY)
+def test_pages_never_fail_on_odd_query_values(browser: TestClient, value: str) -> None:
+    params = (
+        "project",
+        "type",
+        "cursor",
+        "q",
+        "mode",
+        "kind",
+        "limit",
+        "state",
+        "importance",
+        "pinned",
+        "budget",
+        "source",
+        "query",
+        "at",
+        "status",
+    )
+    for path in ("/", "/feed/items", "/search", "/sessions", "/memories", "/context", "/timeline"):
+        response = browser.get(path, params={p: value for p in params})
+        assert response.status_code == 200, (path, value, response.text[:200])
+        assert "<script>" not in response.text.replace('<script src="', "")
