@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import signal
 import subprocess
@@ -33,10 +34,21 @@ HOOK = ROOT / "hooks" / "cairn_hook.py"
 PYTHON = sys.executable
 
 
-def timed(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, bytes]:
+CPU: dict[str, list[float]] = {}
+
+
+def timed(
+    argv: list[str], stdin: bytes, env: dict[str, str], label: str = ""
+) -> tuple[float, bytes]:
+    """Wall-clock ms of one process run (and its CPU ms, user + system, kept under `label`)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, input=stdin, capture_output=True, env=env, timeout=60)
     elapsed = (time.perf_counter() - start) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if label:
+        cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+        CPU.setdefault(label, []).append(cpu)
     if proc.returncode != 0:
         raise SystemExit(f"{argv} exited {proc.returncode}: {proc.stderr[-500:]!r}")
     return elapsed, proc.stdout
@@ -215,11 +227,6 @@ def main() -> None:
         (project / ".git").mkdir(parents=True)
         (project / "src").mkdir()
         (project / "t.jsonl").write_text("{}\n")
-        bare = [timed([PYTHON, "-c", "pass"], b"", os.environ.copy())[0] for _ in range(runs)]
-        bare_p50, bare_p95 = percentile(bare, 50), percentile(bare, 95)
-        result["bare_python_ms"] = {"p50": bare_p50, "p95": bare_p95}
-        rows.append(("bare `python -c pass` p50 ms", bare_p50, "", None))
-
         worker = WorkerProcess(
             home=home, env_extra={"CAIRN_EMBED_ENABLED": "0" if args.no_embed else "1"}
         )
@@ -228,19 +235,27 @@ def main() -> None:
             seed(worker, project, 300)
             result["embedding_status"] = "off" if args.no_embed else wait_embedded(worker)
             env = hook_env(home, worker.port)
-            per_event: dict[str, dict[str, float]] = {}
-            injected: dict[str, int] = {}
-            for event, items in payloads(project, "bench-session").items():
-                samples = []
-                hits = 0
-                for i in range(runs):
+            events = payloads(project, "bench-session")
+            samples: dict[str, list[float]] = {"bare": [], **{event: [] for event in events}}
+            hits = dict.fromkeys(events, 0)
+            # Interleaved rounds: the bare start and every hook see the same machine load.
+            for i in range(runs):
+                samples["bare"].append(timed([PYTHON, "-c", "pass"], b"", env, "bare")[0])
+                for event, items in events.items():
                     ms, out = timed(
-                        [PYTHON, str(HOOK), event], unique(items[i % len(items)], i), env
+                        [PYTHON, str(HOOK), event], unique(items[i % len(items)], i), env, event
                     )
-                    samples.append(ms)
-                    hits += bool(out.strip())
-                per_event[event] = {"p50": percentile(samples, 50), "p95": percentile(samples, 95)}
-                injected[event] = hits
+                    samples[event].append(ms)
+                    hits[event] += bool(out.strip())
+            bare = samples.pop("bare")
+            bare_p50, bare_p95 = percentile(bare, 50), percentile(bare, 95)
+            result["bare_python_ms"] = {"p50": bare_p50, "p95": bare_p95}
+            rows.append(("bare `python -c pass` p50 ms", bare_p50, "", None))
+            per_event = {
+                event: {"p50": percentile(values, 50), "p95": percentile(values, 95)}
+                for event, values in samples.items()
+            }
+            injected = hits
             result["warm_ms"] = per_event
             result["injected_runs"] = injected
             post = per_event["PostToolUse"]
@@ -251,6 +266,19 @@ def main() -> None:
                 rows.append((f"{event} p95 ms", stats["p95"], "", None))
             rows.append(("PostToolUse p50 / bare p50", ratio, "<= 1.5x", ratio <= 1.5))
             rows.append(("PostToolUse p95 ms", post["p95"], "< 40 ms", post["p95"] < 40))
+            # CPU time (user + system) of each process: what the hook itself costs, load aside.
+            cpu = {label: percentile(values, 50) for label, values in CPU.items()}
+            result["cpu_ms_p50"] = cpu
+            rows.append(("bare CPU p50 ms", cpu["bare"], "", None))
+            rows.append(("PostToolUse CPU p50 ms", cpu["PostToolUse"], "", None))
+            rows.append(
+                (
+                    "PostToolUse CPU p50 / bare CPU p50",
+                    cpu["PostToolUse"] / cpu["bare"] if cpu["bare"] else 0.0,
+                    "",
+                    None,
+                )
+            )
             start_p95 = per_event["SessionStart"]["p95"]
             rows.append(
                 (
