@@ -152,3 +152,20 @@ def test_parse_line_rejects_foreign_records() -> None:
         b"null",
     ):
         assert parse_line(raw, 1) is None
+
+
+def test_claim_skips_a_file_whose_writer_holds_the_lock(tmp_path: Path) -> None:
+    import fcntl
+    import os
+
+    folder = tmp_path / "spool"
+    folder.mkdir()
+    path = folder / "events.jsonl"
+    path.write_text(obs(1) + "\n")
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # a hook stopped in the middle of an append
+        assert claim(folder) == []
+    finally:
+        os.close(fd)
+    assert len(claim(folder)) == 1

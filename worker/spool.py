@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import re
+import time
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,7 +103,8 @@ def claim(folder: Path) -> list[Path]:
         except OSError:
             continue
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # hooks hold it only for one append
+            if not _lock_briefly(fd):
+                continue  # a writer holds it (stopped mid-append?): next round
             st = os.fstat(fd)
             try:
                 current = os.stat(path)
@@ -119,6 +121,19 @@ def claim(folder: Path) -> list[Path]:
         finally:
             os.close(fd)
     return claimed
+
+
+def _lock_briefly(fd: int, seconds: float = 2.0) -> bool:
+    """Take the flock hooks append under; give up after `seconds` rather than hang a round."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
 
 
 def read_lines(path: Path) -> tuple[list[SpoolLine], int]:
