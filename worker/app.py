@@ -23,10 +23,10 @@ from worker.api import context as context_api
 from worker.api import embeddings as embeddings_api
 from worker.api import lifecycle as lifecycle_api
 from worker.api import memories, observations, portability, sessions, system
-from worker.api import spool as spool_api
 from worker.api import profile as project_profile
 from worker.api import report as report_api
 from worker.api import search as search_api
+from worker.api import spool as spool_api
 from worker.api import summaries as session_summaries
 from worker.api import timeline as timeline_api
 from worker.api.endpoint import Endpoint, make_route
