@@ -518,6 +518,39 @@ def test_dark_mode_and_phone_width(chromium: Any, live_worker: WorkerProcess) ->
         context.close()
 
 
+def test_every_control_is_labelled(page: Any, live_worker: WorkerProcess) -> None:
+    project = "/work/a11y"
+    api(live_worker, "POST", "/api/observations", observation(project, "labelled"))
+    mid = api(
+        live_worker, "POST", "/api/memories", {"kind": "fact", "content": "x", "project": project}
+    )["id"]
+    login(page, live_worker)
+    q = urllib.parse.quote(project, safe="")
+    for path in (
+        "/",
+        "/search?q=labelled",
+        "/sessions",
+        "/memories",
+        f"/memories/{mid}",
+        f"/context?project={q}",
+        "/stats",
+        "/settings",
+        f"/timeline?project={q}",
+    ):
+        page.goto(live_worker.url + path)
+        unlabelled = page.eval_on_selector_all(
+            "input:not([type=hidden]), select, textarea, button",
+            """els => els.filter(e => {
+                const named = (e.labels && e.labels.length) || e.getAttribute('aria-label')
+                    || (e.tagName === 'BUTTON' && e.textContent.trim());
+                return !named;
+            }).map(e => e.outerHTML.slice(0, 80))""",
+        )
+        assert unlabelled == [], (path, unlabelled)
+        assert page.locator("main h1").count() == 1, path
+        assert page.locator("html[lang=en]").count() == 1
+
+
 # --------------------------------------------------------------------------- XSS
 
 
