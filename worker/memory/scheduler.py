@@ -20,6 +20,7 @@ from worker.settings import Settings
 from worker.store import Store
 
 log = logging.getLogger(__name__)
+MIN_INTERVAL = 0.1  # seconds: an interval of 0 must not spin the event loop
 
 
 class Publisher(Protocol):
@@ -127,7 +128,7 @@ class DecayService:
             now = time.monotonic()
             try:
                 if now >= self._next_pass:
-                    self._next_pass = now + self.settings.decay_interval_seconds
+                    self._next_pass = now + max(MIN_INTERVAL, self.settings.decay_interval_seconds)
                     self._caps_due = False  # the pass enforces the caps too
                     await self.run_now()
                     self.last_error = None
