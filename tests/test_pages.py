@@ -431,3 +431,27 @@ def test_pages_never_fail_on_odd_query_values(browser: TestClient, value: str) -
         response = browser.get(path, params={p: value for p in params})
         assert response.status_code == 200, (path, value, response.text[:200])
         assert "<script>" not in response.text.replace('<script src="', "")
+
+
+def test_session_page_shows_summary_checkpoint_and_one_timeline(
+    browser: TestClient, settings: Settings
+) -> None:
+    seed(browser, settings, n=2)
+    h = bearer(settings)
+    done = browser.post(
+        "/api/sessions/s-1/summarize",
+        json={"last_assistant_message": "Fixed the flaky test; next: add a regression test."},
+        headers=h,
+    )
+    assert done.status_code in (200, 201), done.text
+    checkpoint = browser.post("/api/sessions/s-1/checkpoint", json={"trigger": "manual"}, headers=h)
+    assert checkpoint.status_code in (200, 201), checkpoint.text
+    page = browser.get("/sessions/s-1").text
+    assert "No summary yet" not in page
+    assert "No checkpoint" not in page
+    timeline = page[page.index('<ol class="timeline">') :]
+    # The prompt came first, then the two observations, in time order.
+    assert (
+        timeline.index("prompt 1") < timeline.index("ran tests 0") < timeline.index("ran tests 1")
+    )
+    assert browser.get("/sessions/nope").status_code == 404
