@@ -26,7 +26,7 @@ from worker.clock import now_ms, parse_iso
 from worker.errors import BadRequest, Conflict, NotFound
 from worker.memory import importance as importance_mod
 from worker.memory.decay import DecayPolicy, memory_retention
-from worker.memory.merge import SUPERSEDING_KINDS, save
+from worker.memory.merge import save, wants_supersession
 from worker.memory.relations import RELATION_KINDS, chain
 from worker.memory.tags import normalise_tags, pick_tags
 from worker.settings import Settings
@@ -168,10 +168,7 @@ async def similar_memories(call: Call, item: dict[str, Any]) -> dict[int, float]
     """
     s = call.cairn.settings
     service = call.cairn.services.get("embeddings")
-    wanted = item.get("supersede")
-    if wanted is None:
-        wanted = item.get("created_at_ms") is None
-    if not (s.supersede_enabled and wanted and item["kind"] in SUPERSEDING_KINDS):
+    if not wants_supersession(item, s):
         return {}
     if service is None or not getattr(service, "ready", False):
         return {}

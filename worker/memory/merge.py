@@ -145,6 +145,14 @@ def save(
     return result
 
 
+def wants_supersession(item: Mapping[str, Any], settings: Settings) -> bool:
+    """Check this save for supersession? On by default, off for imports (they carry a time)."""
+    wanted = item.get("supersede")
+    if wanted is None:
+        wanted = item.get("created_at_ms") is None
+    return bool(settings.supersede_enabled and wanted and item["kind"] in SUPERSEDING_KINDS)
+
+
 def _detect_supersession(
     conn: sqlite3.Connection,
     memory_id: int,
@@ -154,10 +162,7 @@ def _detect_supersession(
     result: Saved,
     similar: Mapping[int, float] | None = None,
 ) -> None:
-    wanted = item.get("supersede")
-    if wanted is None:
-        wanted = item.get("created_at_ms") is None
-    if not (settings.supersede_enabled and wanted and item["kind"] in SUPERSEDING_KINDS):
+    if not wants_supersession(item, settings):
         return
     mine = features(item["content"])
     if not mine.values and not mine.negated:
