@@ -410,15 +410,18 @@ def spool_dir(home: str) -> str:
 def spool_append(home: str, records: list[dict[str, object]]) -> int:
     """Append records as fsynced JSON lines; returns how many were written.
 
-    Writers hold an exclusive flock; after taking it they check that the path still names the
-    file they opened (the worker renames it away to replay it, and trimming replaces it).
-    Over CAIRN_SPOOL_MAX_BYTES the oldest lines are dropped and counted in dropped.json.
+    Writers hold an exclusive flock on events.jsonl; after taking it they check that the path
+    still names the file they opened (the worker renames files away to replay them, and a full
+    file is rotated). The active file is rotated to events-<ns>.jsonl at 1/8 of
+    CAIRN_SPOOL_MAX_BYTES; over the bound the oldest rotated segments are deleted and their
+    lines counted in dropped.json. Every step is O(1) in the spool's size but the line count.
     """
     if not records:
         return 0
     import fcntl
 
     max_bytes = env_int("CAIRN_SPOOL_MAX_BYTES", DEFAULT_SPOOL_MAX_BYTES)
+    segment = max(1, max_bytes // 8)
     folder = spool_dir(home)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     path = os.path.join(folder, SPOOL_FILE)
@@ -427,7 +430,7 @@ def spool_append(home: str, records: list[dict[str, object]]) -> int:
         _count_dropped(folder, len(records))
         log(home, f"spool: {len(records)} event(s) larger than the spool bound dropped")
         return 0
-    for _ in range(20):
+    for _ in range(50):
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -437,10 +440,11 @@ def spool_append(home: str, records: list[dict[str, object]]) -> int:
             except FileNotFoundError:
                 continue
             if (st.st_ino, st.st_dev) != (current.st_ino, current.st_dev):
-                continue  # renamed away or replaced while we waited: open the new one
-            if st.st_size + len(data) > max_bytes:
-                _trim(home, folder, path, max_bytes - len(data))
+                continue  # renamed away while we waited: open the new one
+            if st.st_size > 0 and st.st_size + len(data) > segment:
+                os.rename(path, os.path.join(folder, f"events-{time.time_ns():020d}.jsonl"))
                 continue
+            _make_room(home, folder, max_bytes - len(data))
             prefix = b""
             if st.st_size > 0 and os.pread(fd, 1, st.st_size - 1) != b"\n":
                 prefix = b"\n"  # a torn last line stays alone on its line (skipped at replay)
@@ -453,25 +457,48 @@ def spool_append(home: str, records: list[dict[str, object]]) -> int:
     return 0
 
 
-def _trim(home: str, folder: str, path: str, room: int) -> None:
-    """Drop the oldest lines so the file fits in `room` bytes (kept at 3/4 to avoid churn)."""
-    with open(path, "rb") as handle:
-        lines = handle.read().splitlines(keepends=True)
-    target = max(0, room * 3 // 4)
-    total = sum(len(line) for line in lines)
+def _make_room(home: str, folder: str, room: int) -> None:
+    """Delete the oldest rotated segments until every spool file fits in `room` bytes."""
+    import fcntl
+
+    sizes: list[tuple[str, int]] = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".jsonl"):
+            try:
+                sizes.append((name, os.stat(os.path.join(folder, name)).st_size))
+            except OSError:
+                continue
+    total = sum(size for _, size in sizes)
     dropped = 0
-    while lines and total > target:
-        total -= len(lines[0])
-        lines.pop(0)
-        dropped += 1
-    tmp = os.path.join(folder, f".trim.{os.getpid()}.tmp")
-    with open(tmp, "wb") as handle:
-        handle.writelines(lines)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    _count_dropped(folder, dropped)
-    log(home, f"spool: over its bound, dropped the {dropped} oldest event(s)")
+    for name, size in sizes:
+        if total <= room or name == SPOOL_FILE:
+            break
+        target = os.path.join(folder, name)
+        try:
+            fd = os.open(target, os.O_RDONLY)
+        except OSError:
+            continue  # claimed by the worker meanwhile
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                if os.stat(target).st_ino != os.fstat(fd).st_ino:
+                    continue
+            except FileNotFoundError:
+                continue
+            lines = 0
+            while True:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    break
+                lines += chunk.count(b"\n")
+            os.unlink(target)
+        finally:
+            os.close(fd)
+        total -= size
+        dropped += lines
+    if dropped:
+        _count_dropped(folder, dropped)
+        log(home, f"spool: over its bound, dropped the {dropped} oldest event(s)")
 
 
 def _count_dropped(folder: str, n: int) -> None:

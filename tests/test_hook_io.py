@@ -20,9 +20,18 @@ def records(n: int, start: int = 0) -> list[dict[str, object]]:
     ]
 
 
+def spool_files(home: Path) -> list[Path]:
+    """Rotated segments (oldest first), then the active events.jsonl."""
+    return sorted((home / "spool").glob("*.jsonl"))
+
+
 def spooled(home: Path) -> list[dict[str, object]]:
-    path = home / "spool" / "events.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [
+        json.loads(line)
+        for path in spool_files(home)
+        for line in path.read_text().splitlines()
+        if line.strip()
+    ]
 
 
 def test_append_is_one_line_per_record_in_a_private_folder(tmp_path: Path) -> None:
@@ -48,7 +57,8 @@ def test_bound_drops_the_oldest_and_counts(tmp_path: Path, monkeypatch: pytest.M
         hook_io.spool_append(str(tmp_path), records(1, start=i))
     kept = spooled(tmp_path)
     dropped = json.loads((tmp_path / "spool" / "dropped.json").read_text())["dropped"]
-    assert (tmp_path / "spool" / "events.jsonl").stat().st_size <= 2000
+    assert sum(p.stat().st_size for p in spool_files(tmp_path)) <= 2000
+    assert len(spool_files(tmp_path)) > 1  # rotated segments, the oldest deleted whole
     assert dropped + len(kept) == 60
     assert [r["body"]["i"] for r in kept] == list(range(60 - len(kept), 60))  # newest kept
 
