@@ -455,3 +455,31 @@ def test_session_page_shows_summary_checkpoint_and_one_timeline(
         timeline.index("prompt 1") < timeline.index("ran tests 0") < timeline.index("ran tests 1")
     )
     assert browser.get("/sessions/nope").status_code == 404
+
+
+def test_timeline_centres_on_an_item_and_pages_in_time(
+    browser: TestClient, settings: Settings
+) -> None:
+    h = bearer(settings)
+    items = [
+        {
+            "project": "/p/tl",
+            "type": "note",
+            "title": f"note {i}",
+            "created_at": f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}Z",
+        }
+        for i in range(80)
+    ]
+    assert (
+        browser.post("/api/observations", json={"observations": items}, headers=h).status_code
+        == 201
+    )
+    at = 1767225600000 + 40 * 1000  # note 40
+    page = browser.get(f"/timeline?project=/p/tl&at={at}&focus=observation-41").text
+    titles = re.findall(r'class="item-title">([^<]+)<', page)
+    assert titles[0] == "note 65" and titles[-1] == "note 16"  # 25 after, 25 up to and including
+    assert 'aria-current="true"' in page and "note 40" in page
+    earlier = re.search(r'href="(/timeline\?[^"]+)">Earlier', page)
+    assert earlier is not None
+    older = browser.get(earlier.group(1).replace("&amp;", "&")).text
+    assert re.findall(r'class="item-title">([^<]+)<', older)[-1] == "note 0"

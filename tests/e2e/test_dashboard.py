@@ -332,7 +332,7 @@ def test_search_highlights_and_explains(page: Any, live_worker: WorkerProcess) -
     page.go_back()
     page.locator(".hit").first.get_by_role("link", name="Timeline").click()
     page.wait_for_url(re.compile(r"/timeline\?"))
-    assert "Flaky websocket" in page.locator(".focus-marker + li").inner_text()
+    assert "Flaky websocket" in page.locator(".feed-item.focus").inner_text()
     shot(page, "timeline")
     page.get_by_role("link", name="Sessions").click()
     page.locator("table.list", has_text="search-s1").wait_for()

@@ -153,6 +153,13 @@ def csrf_token(request: Request) -> str:
     return str(cairn.tokens.derived("csrf"))
 
 
+def _corrupt_databases(request: Request) -> list[str]:
+    cairn = getattr(request.state, "cairn", None)
+    if cairn is None or request.scope.get("state", {}).get("auth_via") is None:
+        return []
+    return [str(p) for p in cairn.store.corrupt_copies()]
+
+
 def render(
     request: Request,
     template: str,
@@ -168,6 +175,8 @@ def render(
         "path": request.url.path,
         "active": "",
         "title": "",
+        # A damaged database moved aside at start is shown on every page until it is removed.
+        "corrupt_databases": _corrupt_databases(request),
     }
     ctx.update(context or {})
     html = environment().get_template(template).render(ctx)

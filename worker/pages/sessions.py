@@ -110,6 +110,10 @@ async def timeline_page(request: Request) -> Response:
         return list(reversed(newer)), older
 
     newer, older = await cairn.store.read(read)
+    shown = newer + older
+    # Paging moves the moment to the newest / oldest item shown (the edge item stays in view).
+    later_at = int(shown[0]["at"]) + 1 if newer and len(newer) == span else None
+    earlier_at = int(shown[-1]["at"]) if len(older) == span else None
     return render(
         request,
         "timeline.html",
@@ -120,6 +124,8 @@ async def timeline_page(request: Request) -> Response:
             "newer": newer,
             "older": older,
             "focus": focus,
+            "later_at": later_at if at is not None else None,
+            "earlier_at": earlier_at,
         },
     )
 
