@@ -37,13 +37,9 @@ def _rows() -> dict[str, object]:
                 "next_steps": ["Ship it"],
             }
         ],
-        "file_writes": [
-            {
-                "files": [f"{ROOT}/a.py", f"{ROOT}/b.py"],
-                "project_key": ROOT,
-                "project_name": "billing",
-            },
-            {"files": [f"{ROOT}/a.py"], "project_key": ROOT, "project_name": "billing"},
+        "file_changes": [
+            {"file": f"{ROOT}/a.py", "changes": 2, "project_key": ROOT, "project_name": "billing"},
+            {"file": f"{ROOT}/b.py", "changes": 1, "project_key": ROOT, "project_name": "billing"},
         ],
         "observation_types": {"file_write": 2, "command": 5},
         "prompt_count": 3,
@@ -107,7 +103,7 @@ def test_report_for_all_projects_names_them() -> None:
 def test_empty_report_says_so() -> None:
     empty = {
         "sessions": [],
-        "file_writes": [],
+        "file_changes": [],
         "observation_types": {},
         "prompt_count": 0,
         "learned": [],

@@ -48,10 +48,9 @@ def build_report(
     sessions = list(rows["sessions"])
     per_project = project is None
     files: Counter[str] = Counter()
-    for write in rows["file_writes"]:
-        for path in write["files"]:
-            rel = relative_path(str(path), write["project_key"])
-            files[f"{write['project_name']}: {rel}" if per_project else rel] += 1
+    for change in rows["file_changes"]:
+        rel = relative_path(change["file"], change["project_key"])
+        files[f"{change['project_name']}: {rel}" if per_project else rel] += change["changes"]
     top_files = sorted(files.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_FILES]
     learned = unique(
         [item for entry in rows["learned"] for item in entry["items"]]

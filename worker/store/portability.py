@@ -339,15 +339,9 @@ def _import_row(
 
 
 def _guarded(conn: sqlite3.Connection, sql: str, args: list[Any]) -> None:
-    """Run one statement inside a savepoint so a failing row leaves nothing half-done."""
-    conn.execute("SAVEPOINT cairn_import_row")
-    try:
-        conn.execute(sql, args)
-    except BaseException:
-        conn.execute("ROLLBACK TO cairn_import_row")
-        conn.execute("RELEASE cairn_import_row")
-        raise
-    conn.execute("RELEASE cairn_import_row")
+    """Run one row's statement. A constraint failure aborts only this statement (SQLite's
+    default ABORT resolution, trigger effects included), so no savepoint is needed."""
+    conn.execute(sql, args)
 
 
 def _is_clash(exc: sqlite3.IntegrityError) -> bool:

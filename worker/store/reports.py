@@ -5,11 +5,10 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from worker.store.rows import load_json
 from worker.store.summaries import split_lines
 
 MAX_SESSIONS = 200
-MAX_FILE_ROWS = 20_000
+MAX_FILE_ROWS = 5_000  # distinct files counted per report
 MAX_MEMORIES = 200
 
 
@@ -45,10 +44,12 @@ def report_rows(
     ).fetchall()
 
     clause, params = where("o", "created_at")
+    # Changes per file, counted in SQL (json_each over the files arrays): one row per file.
     writes = conn.execute(
-        "SELECT o.files, o.project_id, p.key AS project_key, p.name AS project_name "
-        "FROM observations o JOIN projects p ON p.id = o.project_id "
-        f"WHERE o.type = 'file_write' AND {clause} ORDER BY o.id LIMIT ?",
+        "SELECT f.value AS file, COUNT(*) AS n, p.key AS project_key, p.name AS project_name "
+        "FROM observations o JOIN projects p ON p.id = o.project_id, json_each(o.files) f "
+        f"WHERE o.type = 'file_write' AND {clause} AND json_valid(o.files) "
+        "GROUP BY o.project_id, f.value ORDER BY n DESC, f.value LIMIT ?",
         [*params, MAX_FILE_ROWS],
     ).fetchall()
     types = conn.execute(
@@ -74,9 +75,10 @@ def report_rows(
     ).fetchall()
     return {
         "sessions": [{**dict(r), "next_steps": split_lines(r["next_steps"])} for r in sessions],
-        "file_writes": [
+        "file_changes": [
             {
-                "files": load_json(r["files"], []),
+                "file": str(r["file"]),
+                "changes": int(r["n"]),
                 "project_key": r["project_key"],
                 "project_name": r["project_name"],
             }

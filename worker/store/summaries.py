@@ -6,9 +6,6 @@ import sqlite3
 from typing import Any
 
 from worker.clock import now_ms
-from worker.store.observations import COLUMNS as OBSERVATION_COLUMNS
-from worker.store.observations import FROM as OBSERVATION_FROM
-from worker.store.observations import to_dict as observation_dict
 from worker.store.rows import dump_json, iso, load_json
 from worker.store.sessions import get as get_session
 from worker.store.sessions import prompts_of
@@ -31,13 +28,20 @@ def split_lines(text: str | None) -> list[str]:
 
 
 def session_activity(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
-    """The session with its prompts and observations (archived included), oldest first."""
+    """The session with its prompts and observations (archived included), oldest first.
+
+    Observations are lean dicts (id, type, title, tool_name, files, body and meta of commands,
+    created_at in epoch ms): what the summary and checkpoint builders read.
+    """
     session = get_session(conn, session_id)
     if session is None:
         return None
+    # Lean rows: what the summary and checkpoint read (bodies and meta of commands only).
     rows = conn.execute(
-        f"SELECT * FROM (SELECT {OBSERVATION_COLUMNS} {OBSERVATION_FROM} WHERE o.session_id = ? "
-        "ORDER BY o.created_at DESC, o.id DESC LIMIT ?) ORDER BY created_at, id",
+        "SELECT * FROM (SELECT id, type, title, tool_name, files, created_at, "
+        "CASE WHEN type = 'command' THEN body ELSE '' END AS body, "
+        "CASE WHEN type = 'command' THEN meta END AS meta FROM observations "
+        "WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT ?) ORDER BY created_at, id",
         (session_id, MAX_SESSION_OBSERVATIONS),
     ).fetchall()
     session["project_id"] = conn.execute(
@@ -46,7 +50,19 @@ def session_activity(conn: sqlite3.Connection, session_id: str) -> dict[str, Any
     return {
         "session": session,
         "prompts": prompts_of(conn, session_id, limit=MAX_SESSION_OBSERVATIONS),
-        "observations": [observation_dict(r) for r in rows],
+        "observations": [
+            {
+                "id": r["id"],
+                "type": r["type"],
+                "title": r["title"],
+                "tool_name": r["tool_name"],
+                "files": load_json(r["files"], []),
+                "body": r["body"],
+                "meta": load_json(r["meta"]),
+                "created_at": r["created_at"],
+            }
+            for r in rows
+        ],
     }
 
 
