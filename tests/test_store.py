@@ -76,19 +76,29 @@ def test_corrupt_database_is_moved_aside_and_a_fresh_one_starts(
             == 0
         )
         recovered.write_sync(lambda c: add(c, "after recovery"))
+
+        async def write_async() -> int:
+            return await recovered.write(lambda c: add(c, "async after recovery"))
+
+        assert asyncio.run(write_async()) > 0
+        assert recovered.corrupt_copies() == [recovered.recovered_from]
     finally:
         recovered.close()
 
 
-def test_not_a_database_at_all_is_moved_aside(tmp_path: Path) -> None:
+def test_not_a_database_at_all_is_moved_aside_without_overwriting(tmp_path: Path) -> None:
     path = tmp_path / "c.db"
-    path.write_bytes(b"this is not sqlite" * 1000)
-    store = open_store(path)
-    try:
-        assert store.recovered_from is not None
-        assert store.recovered_from.read_bytes().startswith(b"this is not sqlite")
-    finally:
-        store.close()
+    for round_ in range(2):  # twice within the same second: two distinct copies
+        path.write_bytes(b"this is not sqlite %d" % round_ * 1000)
+        for side in ("-wal", "-shm"):
+            path.with_name(path.name + side).unlink(missing_ok=True)
+        store = open_store(path)
+        try:
+            assert store.recovered_from is not None
+            assert store.recovered_from.read_bytes().startswith(b"this is not sqlite %d" % round_)
+        finally:
+            store.close()
+    assert len(store.corrupt_copies()) == 2
 
 
 def test_write_sync_rolls_back_on_error(tmp_path: Path) -> None:

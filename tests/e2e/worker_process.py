@@ -178,6 +178,20 @@ class WorkerProcess:
             raw = exc.read()
             return exc.code, json.loads(raw) if raw else None
 
+    def request_text(
+        self, method: str, path: str, *, headers: dict[str, str] | None = None, timeout: float = 10
+    ) -> str:
+        """A page (or any non-JSON answer) as text, with the token."""
+        req = urllib.request.Request(self.url + path, method=method)
+        req.add_header("Authorization", f"Bearer {self.token}")
+        for k, v in (headers or {}).items():
+            req.add_header(k, v)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                return str(resp.read().decode("utf-8", "replace"))
+        except urllib.error.HTTPError as exc:
+            return str(exc.read().decode("utf-8", "replace"))
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int | None:
         if self.proc is None:
             return None

@@ -28,7 +28,9 @@ async def status(call: Call) -> Any:
 
     cairn = call.cairn
     counts = await cairn.store.read(stats.counts)
-    recovered = cairn.store.recovered_from
+    # Every damaged file moved aside (this run or an earlier one) stays reported until removed.
+    moved = cairn.store.corrupt_copies()
+    recovered = cairn.store.recovered_from or (moved[-1] if moved else None)
     return {
         "ok": True,
         "version": __version__,
@@ -40,6 +42,7 @@ async def status(call: Call) -> Any:
         "db_path": str(cairn.store.path),
         "db_size_bytes": cairn.store.db_size_bytes(),
         "recovered_from": str(recovered) if recovered else None,
+        "corrupt_databases": [str(p) for p in moved],
         "sse_clients": cairn.events.client_count,
         "services": {
             name: getattr(service, "status", lambda: {})()

@@ -131,6 +131,10 @@ class Store:
             self.close()
             stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
             target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+            n = 1
+            while target.exists():  # never overwrite an earlier damaged copy
+                target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{n}")
+                n += 1
             log.error(
                 "database %s failed its integrity check (%s); moved to %s", self.path, exc, target
             )
@@ -141,6 +145,7 @@ class Store:
                     side.rename(target.with_name(target.name + suffix))
             self.recovered_from = target
             self._open_checked()
+        self._closing = False  # open() after close() (or after moving a damaged file) reopens
 
     def _open_checked(self) -> None:
         try:
@@ -333,6 +338,13 @@ class Store:
         future: asyncio.Future[T] = loop.create_future()
         self._jobs.put(_WriteJob(fn, future, loop))
         return await future
+
+    def corrupt_copies(self) -> list[Path]:
+        """Damaged database files moved aside at start (oldest first), kept until the user acts."""
+        pattern = self.path.name + ".corrupt-*"
+        return sorted(
+            p for p in self.path.parent.glob(pattern) if not p.name.endswith(("-wal", "-shm"))
+        )
 
     def db_size_bytes(self) -> int:
         total = 0
