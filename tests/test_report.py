@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from starlette.testclient import TestClient
 
+from worker.cli.portability import _project_key
 from worker.clock import parse_iso
 from worker.memory.report import build_report, parse_when
 
@@ -159,3 +162,13 @@ def test_report_api_errors(client: TestClient) -> None:
     client.post("/api/sessions", json={"session_id": "x2", "project": "/b/app"})
     r = client.get("/api/report", params={"project": "app"})
     assert r.status_code == 400 and "ambiguous" in r.json()["error"]["message"]
+
+
+def test_report_cli_maps_a_path_to_its_repository(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src" / "pkg").mkdir(parents=True)
+    assert _project_key(str(repo / "src" / "pkg")) == str(repo.resolve())
+    assert _project_key(str(tmp_path)) == str(tmp_path.resolve())  # no repository: the folder
+    assert _project_key("billing") == "billing"  # not a path: a key or a name
+    assert _project_key("all") is None and _project_key(None) is None

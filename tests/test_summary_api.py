@@ -178,6 +178,16 @@ def test_checkpoint_captures_task_plan_and_files(client: TestClient) -> None:
     again = client.post(f"/api/sessions/{SID}/checkpoint", json={"event_id": "pc-1"})
     assert again.status_code == 200 and again.json()["id"] == cp["id"]
     assert client.get(f"/api/sessions/{SID}/checkpoint").json()["id"] == cp["id"]
+    # new work, a new checkpoint: the history keeps both, newest first
+    _obs(client, SID, type="file_write", title="Edit", tool_name="Edit", files=[f"{ROOT}/x.py"])
+    later = client.post(f"/api/sessions/{SID}/checkpoint", json={"trigger": "manual"}).json()
+    history = client.get(f"/api/sessions/{SID}/checkpoints").json()["items"]
+    assert [c["id"] for c in history] == [later["id"], cp["id"]]
+    assert (
+        client.get(f"/api/sessions/{SID}/checkpoints?limit=1").json()["items"][0]["id"]
+        == (later["id"])
+    )
+    assert client.get("/api/sessions/nope/checkpoints").status_code == 404
 
 
 def test_plan_put_validates_and_creates_with_project(client: TestClient) -> None:

@@ -273,6 +273,14 @@ async def get_checkpoint(call: Call) -> Any:
     )
 
 
+async def list_checkpoints(call: Call) -> Any:
+    limit = call.query.get("limit", call.cairn.settings.page_size)
+    items = await _session_item(
+        call, lambda c, sid: {"items": checkpoints.of_session(c, sid, limit)}, "checkpoints"
+    )
+    return items
+
+
 def plan_schema(s: Settings) -> Schema:
     return {
         "type": "object",
@@ -367,6 +375,15 @@ def endpoints(s: Settings) -> list[Endpoint]:
             get_checkpoint,
             "The session's latest checkpoint",
             TAG,
+            extra_statuses=(404,),
+        ),
+        Endpoint(
+            "GET",
+            "/api/sessions/{session_id}/checkpoints",
+            list_checkpoints,
+            "Every checkpoint of the session, newest first",
+            TAG,
+            query={"limit": {"type": "integer", "minimum": 1, "maximum": s.max_page_size}},
             extra_statuses=(404,),
         ),
         Endpoint(

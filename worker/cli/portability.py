@@ -237,6 +237,20 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------ report
+def _project_key(text: str | None) -> str | None:
+    """A project given as a path means its repository root (as the hooks key it), else as is."""
+    if not text or text == "all":
+        return None
+    path = Path(text).expanduser()
+    if not path.exists():
+        return text
+    resolved = path.resolve()
+    for candidate in (resolved, *resolved.parents):
+        if (candidate / ".git").exists():
+            return str(candidate)
+    return str(resolved)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from worker.api.report import make_report
 
@@ -244,9 +258,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     store = _open_existing(settings)
     if store is None:
         return _no_database(settings)
-    project = args.project
-    if project is not None and project not in ("", "all") and Path(project).exists():
-        project = str(Path(project).resolve())
+    project = _project_key(args.project)
     try:
         data = store.read_sync(
             lambda c: make_report(c, settings, project or None, args.since, args.until)

@@ -45,6 +45,16 @@ def latest(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
     return to_dict(row) if row is not None else None
 
 
+def of_session(conn: sqlite3.Connection, session_id: str, limit: int) -> list[dict[str, Any]]:
+    """The session's checkpoints, newest first."""
+    rows = conn.execute(
+        f"SELECT {COLUMNS} {FROM} WHERE c.session_id = ? ORDER BY c.created_at DESC, c.id DESC "
+        "LIMIT ?",
+        (session_id, limit),
+    ).fetchall()
+    return [to_dict(r) for r in rows]
+
+
 def latest_for_project(conn: sqlite3.Connection, project_id: int) -> dict[str, Any] | None:
     row = conn.execute(
         f"SELECT {COLUMNS} {FROM} WHERE c.project_id = ? ORDER BY c.created_at DESC, c.id DESC "
