@@ -483,3 +483,12 @@ def test_timeline_centres_on_an_item_and_pages_in_time(
     assert earlier is not None
     older = browser.get(earlier.group(1).replace("&amp;", "&")).text
     assert re.findall(r'class="item-title">([^<]+)<', older)[-1] == "note 0"
+
+
+def test_search_says_when_semantic_falls_back_to_keywords(
+    browser: TestClient, settings: Settings
+) -> None:
+    seed(browser, settings, n=1)
+    page = browser.get("/search?q=pytest&mode=semantic").text
+    assert "these are keyword results" in page  # embeddings are off in unit tests
+    assert "keyword results" not in browser.get("/search?q=pytest&mode=keyword").text

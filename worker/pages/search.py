@@ -44,6 +44,8 @@ async def search_page(request: Request) -> Response:
     hits: list[dict[str, Any]] = []
     refused = False
     error = ""
+    used_mode = p["mode"]
+    embeddings = ""
     if p["q"].strip() and available:
         result = await api(
             request,
@@ -63,6 +65,8 @@ async def search_page(request: Request) -> Response:
         if result.ok and isinstance(result.body, dict):
             hits = list(result.body.get("hits") or [])
             refused = bool(result.body.get("refused"))
+            used_mode = str(result.body.get("mode") or p["mode"])
+            embeddings = str(result.body.get("embeddings") or "")
         else:
             error = result.message
     more_query = ""
@@ -85,6 +89,8 @@ async def search_page(request: Request) -> Response:
         "hits": hits,
         "refused": refused,
         "error": error,
+        "used_mode": used_mode,
+        "embeddings": embeddings,
         "available": available,
         "modes": MODES,
         "kinds": KINDS,
