@@ -66,6 +66,9 @@ class Settings:
     sse_ping_seconds: float = 15.0
     # SQLite
     busy_timeout_ms: int = 5000
+    # Cap on the database file (0 = none): past it writes answer 507 and hooks spool, as on a
+    # full disk; raise it (or free space) and restart, and the spool replays.
+    max_db_bytes: int = 0
     # Embeddings
     embed_model: str = "sentence-transformers/all-MiniLM-L6-v2"
     embed_model_path: str = ""
