@@ -144,7 +144,11 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
         settings.home.mkdir(parents=True, exist_ok=True)
         tokens = TokenKeeper(settings.token_path)
         tokens.ensure()
-        store = Store(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
+        store = Store(
+            settings.db_path,
+            busy_timeout_ms=settings.busy_timeout_ms,
+            max_db_bytes=settings.max_db_bytes,
+        )
         store.open()
         events = Broadcaster(buffer_size=settings.sse_buffer, max_clients=settings.sse_max_clients)
         cairn = Cairn(
