@@ -89,9 +89,10 @@ class _WriteJob:
 
 
 class Store:
-    def __init__(self, path: Path, *, busy_timeout_ms: int = 5000) -> None:
+    def __init__(self, path: Path, *, busy_timeout_ms: int = 5000, max_db_bytes: int = 0) -> None:
         self.path = path
         self.busy_timeout_ms = busy_timeout_ms
+        self.max_db_bytes = max_db_bytes
         self._writer: sqlite3.Connection | None = None
         self._write_lock = threading.Lock()
         self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
@@ -162,6 +163,10 @@ class Store:
             apply_migrations(conn)
         except sqlite3.DatabaseError as exc:
             raise CorruptDatabase(str(exc)) from exc
+        if self.max_db_bytes:
+            # SQLite then fails writes past the cap with SQLITE_FULL, exactly as on a full disk.
+            page_size = int(conn.execute("PRAGMA page_size").fetchone()[0])
+            conn.execute(f"PRAGMA max_page_count = {max(1, self.max_db_bytes // page_size)}")
 
     def close(self) -> None:
         """Finish the queued writes, then close every connection."""
