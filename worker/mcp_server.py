@@ -491,11 +491,15 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
         days: Annotated[int, Field(ge=1, le=365)] = 7,
         project: Annotated[str | None, Field(description="Project key (default: this one)")] = None,
     ) -> str:
-        data = await gateway.acall(
-            "GET",
-            "/api/report",
-            query={"project": project_scope(project), "since": f"{days}d", "format": "json"},
-        )
+        key = project_scope(project)
+        try:
+            data = await gateway.acall(
+                "GET", "/api/report", query={"project": key, "since": f"{days}d", "format": "json"}
+            )
+        except ToolError as exc:
+            if "HTTP 404 (field 'project')" in str(exc):
+                return f"Nothing recorded yet for project {key}."
+            raise
         text = data.get("markdown") if isinstance(data, Mapping) else None
         return str(text or "Nothing happened in this period.")
 

@@ -253,6 +253,13 @@ def test_resume_session_and_report(worker: WorkerProcess, project: Path) -> None
     assert not report.is_error, text_of(report)
     assert text_of(report).strip()
 
+    async def elsewhere(session: ClientSession) -> Any:
+        return await session.call_tool("report", {"project": "/never/seen"})
+
+    unknown = run_with_session(worker.home, project, elsewhere)
+    assert not unknown.is_error
+    assert text_of(unknown) == "Nothing recorded yet for project /never/seen."
+
 
 def test_starts_the_worker_when_it_is_down(isolated_home: Path, project: Path) -> None:
     first = WorkerProcess(home=isolated_home).start()  # creates the token and database
