@@ -83,6 +83,8 @@ def test_summarize_builds_the_summary_from_the_session(client: TestClient) -> No
     # pytest failed first but then passed: not a next step
     assert not any("pytest" in step for step in summary["next_steps"])
 
+    # the Stop warmed the project profile: the next read is served from the cache
+    assert client.get(f"/api/profile?project={ROOT}").json()["cached"] is True
     got = client.get(f"/api/sessions/{SID}/summary").json()
     assert got["id"] == summary["id"] and got["files"] == summary["files"]
     detail = client.get(f"/api/sessions/{SID}").json()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Callable
 from typing import Any
@@ -13,6 +14,7 @@ from worker.errors import NotFound
 from worker.memory.activity import unique as unique_texts
 from worker.memory.checkpoint import build_checkpoint
 from worker.memory.merge import save as save_memory
+from worker.memory.profile import refresh_profile
 from worker.memory.summary import SummaryLimits, build_summary
 from worker.settings import Settings
 from worker.store import (
@@ -26,6 +28,7 @@ from worker.store import (
 )
 
 TAG = "sessions"
+log = logging.getLogger(__name__)
 PLAN_STATUSES = ("pending", "in_progress", "completed")
 
 
@@ -176,6 +179,11 @@ async def summarize(call: Call) -> Any:
         )
         changed, new_ids = _remember_facts(conn, s, session, draft.facts, previous_facts)
         received.record(conn, body.get("event_id"), "summary", sid)
+        # Warm the profile cache now so the next SessionStart finds it fresh.
+        try:
+            refresh_profile(conn, int(session["project_id"]), s)
+        except Exception:
+            log.exception("refreshing the profile of project %s failed", session["project"])
         return {
             "summary": summary,
             "created": created,
