@@ -114,6 +114,14 @@ def test_summary_learned_facts_exclude_exploration() -> None:
     assert concluded.learned[0] == concluded.facts[0]
 
 
+def test_without_tool_work_the_message_says_what_was_done() -> None:
+    message = "## Summary\n- Reviewed the retry policy\n- Explained the backoff cap"
+    draft = build_summary([{"text": "review the retry policy"}], [], last_assistant_message=message)
+    assert draft.completed == ["Reviewed the retry policy", "Explained the backoff cap"]
+    worked = build_summary([], [edit("/repo/a.py")], last_assistant_message=message, root=ROOT)
+    assert worked.completed == ["Edited a.py"]
+
+
 def test_trivial_prompts_do_not_make_the_request() -> None:
     draft = build_summary([{"text": "ok"}, {"text": "Port the CLI to click"}], [])
     assert draft.request == "Port the CLI to click"

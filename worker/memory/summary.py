@@ -227,7 +227,10 @@ def build_summary(
 
     return SummaryDraft(
         request=request,
-        completed=completed_items(observations, plan, root, limits.completed, chars),
+        completed=completed_items(observations, plan, root, limits.completed, chars)
+        # A session without tool work (a question answered, a review) reports what the agent
+        # said it did.
+        or [clip(item, chars) for item in parts["done"]][: limits.completed],
         files=changed_files(observations, root, limits.files),
         learned=learned[: limits.learned],
         next_steps=[clip(s, chars) for s in unique(next_steps)][: limits.next_steps],
