@@ -166,6 +166,16 @@ def test_plugin_manifest_and_hooks_match_the_installer() -> None:
         }
 
 
+def test_marketplace_lists_the_plugin_at_the_repo_root() -> None:
+    market = json.loads((REPO / ".claude-plugin" / "marketplace.json").read_text())
+    assert market["name"] == "cairn" and market["owner"]["name"]
+    (entry,) = market["plugins"]
+    root = (REPO / entry["source"]).resolve()
+    manifest = json.loads((root / ".claude-plugin" / "plugin.json").read_text())
+    assert entry["name"] == manifest["name"] == "cairn"
+    assert (root / "hooks" / "hooks.json").is_file()
+
+
 def test_plugin_hook_command_reaches_the_worker(worker: WorkerProcess, tmp_path: Path) -> None:
     hooks = json.loads((REPO / "hooks" / "hooks.json").read_text())["hooks"]
     command = hooks["PostToolUse"][0]["hooks"][0]["command"]
