@@ -73,6 +73,37 @@ Do you want me to open a PR?
     assert parts["questions"] == ["Do you want me to open a PR?"]
 
 
+REALISTIC_MESSAGE = """I've implemented the rate limiter and all tests pass.
+
+## What changed
+- Added `RateLimiter` class in `api/limits.py` using a token bucket
+- Wired it into the middleware stack in `app.py`
+
+The 429s you saw were caused by the proxy counting health checks against the same bucket. \
+Redis is only used when `RATE_LIMIT_BACKEND=redis`; otherwise an in-memory dict is used, which \
+means limits are per-process.
+
+**Note:** the limiter does not support per-user quotas yet.
+
+Would you like me to add per-user quotas next? You may also want to tune the burst size."""
+
+
+def test_a_realistic_final_message() -> None:
+    parts = message_parts(REALISTIC_MESSAGE)
+    assert parts["learned"] == [
+        "The 429s you saw were caused by the proxy counting health checks against the same bucket.",
+        "Redis is only used when `RATE_LIMIT_BACKEND=redis`; otherwise an in-memory dict is used, "
+        "which means limits are per-process.",
+        "The limiter does not support per-user quotas yet.",
+    ]
+    assert parts["done"] == [
+        "Added `RateLimiter` class in `api/limits.py` using a token bucket",
+        "Wired it into the middleware stack in `app.py`",
+    ]
+    assert parts["questions"] == ["Would you like me to add per-user quotas next?"]
+    assert parts["next"] == ["You may also want to tune the burst size."]
+
+
 def test_loose_learned_sentences_must_be_statements() -> None:
     message = (
         "I found three problems with the parser: "

@@ -291,7 +291,8 @@ _LEARNED_CUES = re.compile(
     r"caused by|because|the (?:issue|problem|bug) (?:was|is)|note that|apparently|requires|"
     r"depends on|is configured|(?:does not|doesn't|cannot|can't) (?:support|handle|work)|"
     r"only works|is stored|lives in|is defined in|is located|confirmed|verified that|"
-    r"uses|expects|must be)\b",
+    r"uses|expects|must be|means that|which means|(?:is|are) only used|only (?:when|if)|"
+    r"defaults? to|is limited to|is set to)\b",
     re.IGNORECASE,
 )
 _NEXT_CUES = re.compile(
@@ -373,7 +374,7 @@ def message_parts(message: str) -> dict[str, list[str]]:
             elif _NEXT_CUES.search(sentence):
                 parts["next"].append(sentence)
             elif _LEARNED_CUES.search(sentence) and is_statement(sentence):
-                parts["learned"].append(sentence)
+                parts["learned"].append(_without_note_prefix(sentence))
     return {key: unique(values) for key, values in parts.items()}
 
 
@@ -382,6 +383,12 @@ _PROCESS_TALK = re.compile(
     re.IGNORECASE,
 )
 MIN_STATEMENT_CHARS = 20
+_NOTE_PREFIX = re.compile(r"^(?:note|nb|n\.b\.|fyi|important)\s*:\s*", re.IGNORECASE)
+
+
+def _without_note_prefix(sentence: str) -> str:
+    text = _NOTE_PREFIX.sub("", sentence)
+    return text[:1].upper() + text[1:] if text != sentence else sentence
 
 
 def is_statement(sentence: str) -> bool:
