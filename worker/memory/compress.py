@@ -35,6 +35,10 @@ Pair = tuple[int, int, float]
 BLOCK_ROWS = 1024
 # Lexical near-duplicates must also share at least half of all their words (Jaccard).
 JACCARD_FLOOR = 0.5
+# A word in more than this share of a scope's memories (and more than COMMON_MIN of them) does not
+# seed lexical candidates.
+COMMON_SHARE = 0.02
+COMMON_MIN = 50
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 
 
@@ -81,12 +85,17 @@ def lexical_pairs(
         ),
         key=lambda entry: (len(entry[0]), entry[2]),
     )
+    # Words in many memories only seed candidates that the rarer words find anyway; skipping
+    # them keeps the join near linear (a pair alike only in very common words is not found).
+    common = max(COMMON_MIN, int(COMMON_SHARE * len(groups)))
     index: dict[str, list[int]] = defaultdict(list)
     for position, (tokens, mine, first) in enumerate(ordered):
         size = len(tokens)
-        prefix = size - math.ceil(jaccard_floor * size) + 1
+        prefix = [
+            w for w in tokens[: size - math.ceil(jaccard_floor * size) + 1] if freq[w] <= common
+        ]
         seen: set[int] = set()
-        for w in tokens[:prefix]:
+        for w in prefix:
             for other in index[w]:
                 if other in seen:
                     continue
@@ -101,7 +110,7 @@ def lexical_pairs(
                 if overlap >= threshold:
                     pair = (min(first, their_first), max(first, their_first), round(overlap, 4))
                     out.append(pair)
-        for w in tokens[:prefix]:
+        for w in prefix:
             index[w].append(position)
     return out
 

@@ -301,19 +301,35 @@ def text_candidates(
     words: list[str],
     *,
     exclude_id: int,
-    limit: int = 20,
+    limit: int = 12,
+    per_word: int = 60,
 ) -> list[sqlite3.Row]:
-    """Live memories of the same scope sharing any of `words` (FTS5, best BM25 first)."""
-    terms = [w for w in words if w.replace("_", "").isalnum()]
-    if not terms:
+    """Live memories of the same scope sharing the most of `words` (FTS5), most shared first.
+
+    Each word is looked up alone, newest first, at most `per_word` rows: a common word cannot
+    make one save scan (and score) every memory of the project.
+    """
+    counts: dict[int, int] = {}
+    for word in words[:32]:
+        if not word.replace("_", "").replace("-", "").replace(".", "").isalnum():
+            continue
+        for row in conn.execute(
+            "SELECT m.id FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid "
+            "WHERE memories_fts MATCH ? AND m.project_id IS ? AND m.archived_at IS NULL "
+            "AND m.superseded_by IS NULL AND m.id != ? ORDER BY memories_fts.rowid DESC LIMIT ?",
+            ('"' + word.replace('"', "") + '"', project_id, exclude_id, per_word),
+        ):
+            counts[int(row[0])] = counts.get(int(row[0]), 0) + 1
+    best = sorted(counts, key=lambda i: (-counts[i], -i))[:limit]
+    if not best:
         return []
-    match = " OR ".join('"' + w.replace('"', "") + '"' for w in terms[:32])
-    return conn.execute(
-        f"SELECT {COLUMNS} {FROM} JOIN memories_fts f ON f.rowid = m.id "
-        "WHERE memories_fts MATCH ? AND m.project_id IS ? AND m.archived_at IS NULL "
-        "AND m.superseded_by IS NULL AND m.id != ? ORDER BY bm25(memories_fts) LIMIT ?",
-        (match, project_id, exclude_id, limit),
-    ).fetchall()
+    rows = {
+        int(r["id"]): r
+        for r in conn.execute(
+            f"SELECT {COLUMNS} {FROM} WHERE m.id IN ({placeholders(len(best))})", best
+        )
+    }
+    return [rows[i] for i in best if i in rows]
 
 
 def global_preferences(conn: sqlite3.Connection, limit: int = 20) -> list[dict[str, Any]]:
