@@ -326,3 +326,17 @@ def test_local_scope_keeps_machine_paths_out_of_the_committed_file(
     assert not (project_cwd / ".claude" / "settings.json").exists()
     assert cairn("uninstall", "--project") == 0
     assert not (project_cwd / ".claude").exists()
+
+
+def test_a_missing_hook_script_is_refused(
+    user_home: Path,
+    project_cwd: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(
+        "worker.cli.install.hook_script", lambda: project_cwd / "nope" / "cairn_hook.py"
+    )
+    assert cairn("install", "--no-start") == 1
+    assert "is missing from this Cairn install" in capsys.readouterr().err
+    assert not settings_path(user_home).exists()

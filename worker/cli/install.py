@@ -56,6 +56,10 @@ def plan_install(args: argparse.Namespace, settings: Settings) -> list[installer
     changes: list[installer.FileChange] = []
     if not args.no_hooks:
         script = hook_script().resolve()
+        if not script.is_file():
+            raise InstallError(
+                f"the hook script {script} is missing from this Cairn install; reinstall Cairn"
+            )
         hooks_file = claude_settings_path(project, args.local)
         changes.append(installer.install_hooks(hooks_file, python, script, env))
     entry = server_entry(python, env)
