@@ -119,6 +119,7 @@ def endpoints(s: Settings) -> list[Endpoint]:
             "Export every table as JSON lines (ids and times kept), streamed",
             TAG,
             raw_response=True,
+            media_type="application/x-ndjson",
             description=(
                 "Line 1 is a header {format, version, migrations, tables, rows}; each next "
                 'line is {table, row}. BLOBs are {"$b64": ...}. One consistent snapshot.'
