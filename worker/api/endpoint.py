@@ -51,6 +51,7 @@ class Endpoint:
     extra_statuses: tuple[int, ...] = ()
     rate: RateGroup | None = None
     raw_response: bool = False  # handler returns a Starlette Response itself (e.g. SSE)
+    media_type: str = "application/json"  # of the success response, for /openapi.json
     description: str = ""
 
     @property

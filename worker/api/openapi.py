@@ -97,8 +97,8 @@ def _operation(ep: Endpoint) -> dict[str, Any]:
             }
         )
     ok: dict[str, Any] = {"description": STATUS_TEXT.get(ep.status, "OK")}
-    if ep.raw_response and ep.path.endswith("/events"):
-        ok["content"] = {"text/event-stream": {"schema": {"type": "string"}}}
+    if ep.media_type != "application/json":
+        ok["content"] = {ep.media_type: {"schema": {"type": "string"}}}
     elif ep.status != 204:
         ok["content"] = {
             "application/json": {"schema": _strip_custom(ep.response or {"type": "object"})}
@@ -107,9 +107,8 @@ def _operation(ep: Endpoint) -> dict[str, Any]:
     for status in ep.extra_statuses:
         if status < 300:
             responses[str(status)] = {**ok, "description": STATUS_TEXT.get(status, "OK")}
-    errors = [400, 401, 403, 413, 421, 429, 503] if ep.path != "/health" else [421]
-    if "{" in ep.path:
-        errors.append(404)
+    # 404 everywhere: any request naming an id or a project may name one that does not exist.
+    errors = [400, 401, 403, 404, 413, 421, 429, 503] if ep.path != "/health" else [421]
     if ep.method != "GET":
         errors.append(507)
     for status in [*errors, *[s for s in ep.extra_statuses if s >= 400]]:
@@ -151,7 +150,6 @@ def _raw_operations(route: Route) -> dict[str, dict[str, Any]]:
         }
         for pname, conv in _PARAM.findall(route.path)
     ]
-    media = "application/json" if route.path == "/openapi.json" else "text/html"
     out: dict[str, dict[str, Any]] = {}
     for method in sorted((route.methods or set()) - {"HEAD"}):
         op: dict[str, Any] = {
@@ -161,8 +159,8 @@ def _raw_operations(route: Route) -> dict[str, dict[str, Any]]:
             "parameters": params,
             "responses": {
                 "default": {
-                    "description": "A page, a redirect, or an error",
-                    "content": {media: {"schema": {}}},
+                    "description": "A page, a file, a redirect, or a JSON error",
+                    "content": {"*/*": {"schema": {}}},
                 }
             },
         }

@@ -120,6 +120,7 @@ def endpoints(s: Settings) -> list[Endpoint]:
             "summary.created, memory.created|updated|deleted (Last-Event-ID resume)",
             "events",
             raw_response=True,
+            media_type="text/event-stream",
             query={"last_event_id": {"type": "string", "maxLength": 100}},
         ),
     ]
