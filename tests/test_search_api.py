@@ -54,12 +54,12 @@ def test_code_identifiers_match_in_every_spelling(client: TestClient) -> None:
 
 def test_italian_and_english_stems(client: TestClient) -> None:
     _seed(client)
-    assert _titles(client.get("/api/search", params={"q": "funzioni", "project": PROJECT}))[
-        0
-    ] == ("Le funzioni di configurazione")
-    assert _titles(client.get("/api/search", params={"q": "deploying", "project": PROJECT}))[
-        0
-    ] == ("Read docs/deploy.md")
+    assert _titles(client.get("/api/search", params={"q": "funzioni", "project": PROJECT}))[0] == (
+        "Le funzioni di configurazione"
+    )
+    assert _titles(client.get("/api/search", params={"q": "deploying", "project": PROJECT}))[0] == (
+        "Read docs/deploy.md"
+    )
 
 
 def test_title_outranks_body(client: TestClient) -> None:
@@ -67,7 +67,12 @@ def test_title_outranks_body(client: TestClient) -> None:
         "/api/observations",
         json={
             "observations": [
-                {"project": PROJECT, "type": "note", "title": "misc", "body": "mentions nginx once"},
+                {
+                    "project": PROJECT,
+                    "type": "note",
+                    "title": "misc",
+                    "body": "mentions nginx once",
+                },
                 {"project": PROJECT, "type": "note", "title": "nginx", "body": "misc notes here"},
             ]
         },
@@ -117,14 +122,18 @@ def test_explain_returns_signal_contributions(client: TestClient) -> None:
         "importance",
         "staleness",
         "project",
+        "date",
     }
     assert abs(sum(hit["signals"].values()) - hit["score"]) < 1e-3
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     st.text(
-        alphabet=st.sampled_from(list('"*:-()^+ANDORNEAR{}[]\\\'/.,_ab\u00e8\u4e2d')) | st.characters(blacklist_categories=("Cs",)),
+        alphabet=st.sampled_from(list("\"*:-()^+ANDORNEAR{}[]\\'/.,_ab\u00e8\u4e2d"))
+        | st.characters(blacklist_categories=("Cs",)),
         min_size=1,
         max_size=60,
     )

@@ -86,9 +86,17 @@ class Settings:
     search_title_weight: float = 3.0
     search_body_weight: float = 1.0
     # Hybrid fusion: weighted reciprocal rank fusion of the keyword and vector lists
-    fusion_rrf_k: float = 60.0
+    # (k small: the top of each list matters most; tuned on LoCoMo dev, see bench/locomo.py)
+    fusion_rrf_k: float = 2.0
     fusion_keyword_weight: float = 1.0
-    fusion_vector_weight: float = 1.0
+    fusion_vector_weight: float = 0.6
+    # A hit lends part of its fused score to the previous/next item of its thread (same kind,
+    # project and session, within the window): answers often sit next to what matches.
+    fusion_prev_weight: float = 0.1
+    fusion_next_weight: float = 0.2
+    thread_window_minutes: float = 30.0
+    # An item's vector = its own embedding + this share of its thread predecessor's (context).
+    embed_context_weight: float = 0.5
     # Rerank signals (added to the fused relevance, which is scaled to 0..1)
     rank_relevance_weight: float = 1.0
     rank_recency_weight: float = 0.10
@@ -96,6 +104,9 @@ class Settings:
     rank_importance_weight: float = 0.10
     rank_staleness_weight: float = 0.25
     rank_project_weight: float = 0.10
+    # Dates named in the query ("in October 2023") favour items from that time.
+    rank_date_weight: float = 0.5
+    rank_date_slack_days: float = 7.0
     half_life_days_observation: float = 14.0
     half_life_days_prompt: float = 7.0
     half_life_days_summary: float = 30.0

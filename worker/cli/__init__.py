@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from worker.cli import dashboard, doctor, install, lifecycle, mcp
 from worker.cli import memory as memory_cli
 from worker.cli import portability as portability_cli
+from worker.cli import retrieval as retrieval_cli
 from worker.errors import ConfigError
 
 
@@ -17,7 +18,16 @@ def build_parser() -> argparse.ArgumentParser:
         prog="cairn", description="Cairn: local-first long-term memory for AI coding agents."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (lifecycle, install, mcp, doctor, dashboard, portability_cli, memory_cli):
+    for module in (
+        lifecycle,
+        install,
+        mcp,
+        doctor,
+        dashboard,
+        portability_cli,
+        memory_cli,
+        retrieval_cli,
+    ):
         module.register(sub)
     return parser
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from worker.retrieval.when import time_match
 from worker.settings import Settings
 
 Ref = tuple[str, int]
@@ -38,6 +39,10 @@ class Weights:
     staleness: float
     project: float
     half_life_days: Mapping[str, float]
+    prev: float = 0.0
+    next: float = 0.0
+    date: float = 0.0
+    date_slack_days: float = 7.0
 
     @classmethod
     def from_settings(cls, s: Settings) -> Weights:
@@ -51,6 +56,10 @@ class Weights:
             importance=s.rank_importance_weight,
             staleness=s.rank_staleness_weight,
             project=s.rank_project_weight,
+            prev=s.fusion_prev_weight,
+            next=s.fusion_next_weight,
+            date=s.rank_date_weight,
+            date_slack_days=s.rank_date_slack_days,
             half_life_days={
                 "observation": s.half_life_days_observation,
                 "prompt": s.half_life_days_prompt,
@@ -78,6 +87,24 @@ def fuse(
     return out
 
 
+def spread(
+    candidates: dict[Ref, Candidate],
+    links: Mapping[Ref, tuple[Ref | None, Ref | None]],
+    weights: Weights,
+) -> None:
+    """Each linked hit lends a share of its fused score to its thread neighbours (in place)."""
+    lent: dict[Ref, float] = {}
+    for ref, (prev, nxt) in links.items():
+        base = candidates[ref].fused if ref in candidates else 0.0
+        if prev is not None:
+            lent[prev] = lent.get(prev, 0.0) + weights.prev * base
+        if nxt is not None:
+            lent[nxt] = lent.get(nxt, 0.0) + weights.next * base
+    for ref, amount in lent.items():
+        if amount > 0:
+            candidates.setdefault(ref, Candidate(ref)).fused += amount
+
+
 def recency(kind: str, created_at: int, now: int, weights: Weights) -> float:
     half_life = weights.half_life_days.get(kind, 30.0)
     age_days = max(0.0, (now - created_at) / DAY_MS)
@@ -102,6 +129,7 @@ def rank(
     project_id: int | None,
     stale: set[Ref],
     weights: Weights,
+    dates: list[tuple[int, int]] | None = None,
 ) -> list[Candidate]:
     """Score each candidate (fused relevance scaled to 0..1 plus weighted signals), best first."""
     present = [c for c in candidates if c.ref in items]
@@ -119,6 +147,10 @@ def rank(
             "staleness": -weights.staleness if cand.ref in stale else 0.0,
             "project": weights.project
             if project_id is not None and item.get("project_id") == project_id
+            else 0.0,
+            "date": weights.date
+            * time_match(int(item["created_at"]), dates, weights.date_slack_days)
+            if dates
             else 0.0,
         }
         cand.signals = {k: round(v, 6) for k, v in contributions.items()}

@@ -20,6 +20,7 @@ from worker.clock import now_ms
 from worker.retrieval import ranking
 from worker.retrieval.ranking import Candidate, Ref, Weights
 from worker.retrieval.service import EmbeddingService
+from worker.retrieval.when import date_ranges
 from worker.settings import Settings
 from worker.store import Store, projects
 from worker.store import search as q
@@ -29,6 +30,8 @@ Mode = Literal["hybrid", "keyword", "semantic"]
 MODES: tuple[Mode, ...] = ("hybrid", "keyword", "semantic")
 # Keyword hits whose coverage is checked for the refusal rule.
 COVERAGE_DEPTH = 10
+# Hits whose thread neighbours get a share of their score.
+THREAD_DEPTH = 50
 # Grace between a file write and the observation recording it (same tool call).
 STALE_GRACE_MS = 5_000
 
@@ -46,6 +49,8 @@ class SearchRequest:
     # The prompt being answered was just stored: never offer a session its own prompts.
     exclude_session_prompts: str | None = None
     count_retrieval: bool = False
+    # Off only for measuring ranking alone (bench/locomo.py); the API always applies it.
+    apply_refusal: bool = True
 
 
 @dataclass
@@ -193,18 +198,22 @@ async def search(
             best_cosine = vector_hits[0][1] if vector_hits else None
     weights = Weights.from_settings(settings)
     candidates = ranking.fuse(kw.hits, vector_hits, weights)
-    refs = [r for r in candidates if r not in req.exclude]
+    window_ms = int(settings.thread_window_minutes * 60_000)
 
     def load(
         conn: sqlite3.Connection,
-    ) -> tuple[dict[Ref, dict[str, Any]], dict[Ref, str], set[Ref]]:
+    ) -> tuple[list[Ref], dict[Ref, dict[str, Any]], dict[Ref, str], set[Ref]]:
+        if weights.prev > 0 or weights.next > 0:
+            top = sorted(candidates.values(), key=lambda c: -c.fused)[:THREAD_DEPTH]
+            ranking.spread(candidates, q.neighbours(conn, [c.ref for c in top], window_ms), weights)
+        refs = [r for r in candidates if r not in req.exclude]
         items = {
             ref: item for ref, item in q.load_items(conn, refs).items() if _live(item, req, now)
         }
         top_keyword = [ref for ref, _ in kw.hits if ref in items][:COVERAGE_DEPTH]
-        return items, q.indexed_terms(conn, top_keyword), stale_refs(conn, items)
+        return refs, items, q.indexed_terms(conn, top_keyword), stale_refs(conn, items)
 
-    items, indexed, stale = await store.read(load)
+    refs, items, indexed, stale = await store.read(load)
     best_coverage = max(
         (
             ranking.coverage(kw.groups, set(text.split()), kw.df, kw.n_docs)
@@ -214,7 +223,7 @@ async def search(
     )
     live_cosines = [c for ref, c in vector_hits if ref in items]
     best_live_cosine = live_cosines[0] if live_cosines else None
-    if ranking.refuse(best_coverage, best_live_cosine, settings):
+    if req.apply_refusal and ranking.refuse(best_coverage, best_live_cosine, settings):
         empty.coverage, empty.best_cosine = best_coverage, best_cosine
         return empty
     ranked = ranking.rank(
@@ -224,6 +233,7 @@ async def search(
         project_id=kw.project_id,
         stale=stale,
         weights=weights,
+        dates=date_ranges(req.query),
     )
     hits = _dedupe(ranked, items, service if ready else None, settings.dedupe_cosine, req.limit)
     if req.count_retrieval and hits:

@@ -54,6 +54,20 @@ def embedding_text(item: dict[str, Any], max_chars: int) -> str:
     return text[:max_chars]
 
 
+def context_vector(
+    plain: dict[Ref, npt.NDArray[np.float32]], ref: Ref, previous: Ref | None, weight: float
+) -> npt.NDArray[np.float32]:
+    """What an item's vector stands for: the item, plus a share of the item before it in its
+    thread (a reply means little without what it answers). L2-normalised."""
+    vector = plain[ref]
+    if previous is None or previous not in plain or weight <= 0:
+        return vector
+    mixed = vector + weight * plain[previous]
+    norm = float(np.linalg.norm(mixed))
+    result: npt.NDArray[np.float32] = (mixed / norm).astype(np.float32) if norm > 0 else vector
+    return result
+
+
 class EmbeddingService:
     def __init__(
         self,
@@ -237,18 +251,34 @@ class EmbeddingService:
         if not batch:
             return False
         started = time.perf_counter()
-        items = self.store.read_sync(lambda c: search_q.load_items(c, batch))
+        window_ms = int(self.settings.thread_window_minutes * 60_000)
+        context = self.settings.embed_context_weight
+
+        def read(conn: Any) -> tuple[dict[Ref, dict[str, Any]], dict[Ref, Ref]]:
+            items = search_q.load_items(conn, batch)
+            previous: dict[Ref, Ref] = {}
+            if context > 0:
+                links = search_q.neighbours(conn, list(items), window_ms)
+                previous = {ref: prev for ref, (prev, _) in links.items() if prev is not None}
+                extra = [p for p in previous.values() if p not in items]
+                items.update(search_q.load_items(conn, extra))
+            return items, previous
+
+        items, previous = self.store.read_sync(read)
         refs = [ref for ref in dict.fromkeys(batch) if ref in items]
         if not refs:
             return True
-        texts = [embedding_text(items[ref], self.settings.embed_max_chars) for ref in refs]
+        texts_for = list(dict.fromkeys([*refs, *(p for p in previous.values() if p in items)]))
+        texts = [embedding_text(items[ref], self.settings.embed_max_chars) for ref in texts_for]
         matrix = embedder.embed(texts)
-        rows = [(ref, items[ref]["project_id"], to_blob(matrix[i])) for i, ref in enumerate(refs)]
+        plain = {ref: matrix[i] for i, ref in enumerate(texts_for)}
+        vectors = {ref: context_vector(plain, ref, previous.get(ref), context) for ref in refs}
+        rows = [(ref, items[ref]["project_id"], to_blob(vectors[ref])) for ref in refs]
         self.store.write_sync(
             lambda c: vector_q.save(c, embedder.model_id, embedder.dimensions, rows)
         )
-        for i, ref in enumerate(refs):
-            index.put(ref, items[ref]["project_id"], matrix[i])
+        for ref in refs:
+            index.put(ref, items[ref]["project_id"], vectors[ref])
         self._embedded += len(refs)
         self._busy_seconds += time.perf_counter() - started
         return True

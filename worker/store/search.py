@@ -318,3 +318,45 @@ def record_injections(conn: sqlite3.Connection, session_id: str, refs: list[Ref]
         "VALUES (?, ?, ?, ?)",
         [(session_id, kind, item_id, at) for kind, item_id in refs],
     )
+
+
+# ---------------------------------------------------------------- neighbours (same thread)
+_THREAD = {
+    "observation": ("observations", "session_id"),
+    "memory": ("memories", "session_id"),
+    "prompt": ("prompts", "session_id"),
+}
+
+
+def neighbours(
+    conn: sqlite3.Connection, refs: Iterable[Ref], window_ms: int
+) -> dict[Ref, tuple[Ref | None, Ref | None]]:
+    """Each item's previous and next item of the same kind, project and session, written
+    within `window_ms` of it: the conversation or task it belongs to."""
+    out: dict[Ref, tuple[Ref | None, Ref | None]] = {}
+    for kind, item_id in refs:
+        if kind not in _THREAD:
+            continue
+        table, session = _THREAD[kind]
+        row = conn.execute(
+            f"SELECT project_id, {session}, created_at FROM {table} WHERE id = ?", (item_id,)
+        ).fetchone()
+        if row is None:
+            continue
+        project_id, session_id, created = row[0], row[1], int(row[2])
+        same = f"project_id IS ? AND {session} IS ?"
+        prev = conn.execute(
+            f"SELECT id FROM {table} WHERE {same} AND (created_at < ? OR (created_at = ? AND id < ?)) "
+            f"AND created_at >= ? ORDER BY created_at DESC, id DESC LIMIT 1",
+            (project_id, session_id, created, created, item_id, created - window_ms),
+        ).fetchone()
+        nxt = conn.execute(
+            f"SELECT id FROM {table} WHERE {same} AND (created_at > ? OR (created_at = ? AND id > ?)) "
+            f"AND created_at <= ? ORDER BY created_at, id LIMIT 1",
+            (project_id, session_id, created, created, item_id, created + window_ms),
+        ).fetchone()
+        out[(kind, item_id)] = (
+            (kind, int(prev[0])) if prev is not None else None,
+            (kind, int(nxt[0])) if nxt is not None else None,
+        )
+    return out

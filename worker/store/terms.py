@@ -127,7 +127,8 @@ def query_groups(text: str, max_groups: int) -> list[tuple[str, ...]]:
 
 def quote(term: str) -> str:
     """One FTS5 string literal: user text can never be read as FTS syntax."""
-    return '"' + term.replace('"', '""') + '"'
+    # SQLite reads the expression as a C string: a NUL would end it mid-literal.
+    return '"' + term.replace("\x00", "").replace('"', '""') + '"'
 
 
 def match_expression(terms: list[str]) -> str | None:

@@ -1,0 +1,58 @@
+"""The keyword analyser: identifiers split, English+Italian stems, quoting that never breaks FTS5."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from worker.store.terms import index_text, match_expression, query_groups, query_terms, quote
+
+
+def test_identifiers_are_split_and_kept_whole() -> None:
+    for spelling in ("getUserById", "get_user_by_id", "GetUserByID"):
+        terms = index_text(spelling).split()
+        assert "getuserbyid" in terms, spelling
+        assert {"get", "user", "id"} <= set(terms), spelling
+    assert {"src", "auth", "login", "handler", "py"} <= set(
+        index_text("src/auth/login_handler.py").split()
+    )
+    assert {"http", "server", "error"} <= set(index_text("HTTPServerError").split())
+
+
+def test_english_and_italian_stems_meet() -> None:
+    assert set(index_text("funzioni").split()) & set(index_text("funzione").split())
+    assert set(index_text("deploying").split()) & set(index_text("deployment").split())
+    assert index_text("Caffè") == index_text("caffè") == index_text("CAFFÈ")
+    assert set(index_text("caffe").split()) <= set(index_text("Caffè").split())
+
+
+def test_stop_words_vanish_and_query_terms_are_distinct() -> None:
+    assert index_text("the of and il della") == ""
+    # English stem, then the Italian reading of "caching" (an alternative, kept once each).
+    assert query_terms("cache cache CACHE caching", 10) == ["cach", "caching"]
+    assert len(query_terms(" ".join(f"word{i}x" for i in range(100)), 7)) == 7
+    assert query_groups("deploying funzioni", 10) == [
+        ("deploy", "deploying"),
+        ("funzioni", "funzion"),
+    ]
+
+
+def test_quote_escapes_double_quotes() -> None:
+    assert quote('a"b') == '"a""b"'
+    assert match_expression([]) is None
+
+
+@given(st.text(max_size=80))
+def test_any_text_is_a_valid_match_expression(text: str) -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute(
+        "CREATE VIRTUAL TABLE t USING fts5(body, tokenize='unicode61 remove_diacritics 2')"
+    )
+    conn.execute("INSERT INTO t(body) VALUES (?)", (index_text("some getUserById text"),))
+    expression = match_expression(query_terms(text, 48))
+    if expression is not None:
+        conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (expression,)).fetchall()
+    # The raw text itself, quoted as one term, is also always valid FTS5.
+    conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (quote(text),)).fetchall()
