@@ -69,9 +69,10 @@ def check_port(ctx: Context) -> Check:
     if in_use:
         return Check(
             "port",
-            "fail",
-            f"127.0.0.1:{port} is taken by another program",
-            "set CAIRN_PORT to a free port (or stop that program), then cairn start",
+            "warn",
+            f"127.0.0.1:{port} is taken by another program: the worker will use a free port "
+            "(recorded in worker.json, which hooks and clients read)",
+            "set CAIRN_PORT to pin another port",
         )
     return Check("port", "ok", f"127.0.0.1:{port} is free for the worker")
 
