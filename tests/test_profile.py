@@ -86,6 +86,9 @@ def test_build_profile_static_and_dynamic() -> None:
     assert text.splitlines()[0] == "**Project shop:** Python 67%, TypeScript 33%"
     assert "`pytest -q` (test)" in text and "- Use Postgres 16" in text
     assert "**Current task:** Add coupons" in text
+    short = render_profile(profile, max_chars=90)
+    assert short == "\n".join(text.splitlines()[:2]) and len(short) <= 90
+    assert render_profile(profile, max_chars=5) == ""
 
 
 def test_render_empty_profile_is_empty() -> None:

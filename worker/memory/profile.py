@@ -250,8 +250,13 @@ def build_profile(
     }
 
 
-def render_profile(profile: Mapping[str, Any], *, max_items: int = 5) -> str:
-    """Compact Markdown for the start of the session context ("" when there is nothing to say)."""
+def render_profile(
+    profile: Mapping[str, Any], *, max_items: int = 5, max_chars: int | None = None
+) -> str:
+    """Compact Markdown for the start of the session context ("" when there is nothing to say).
+
+    With `max_chars`, whole lines are kept in order until the next one would not fit.
+    """
     static = profile.get("static") or {}
     dynamic = profile.get("dynamic") or {}
     name = (profile.get("project") or {}).get("name") or ""
@@ -281,6 +286,15 @@ def render_profile(profile: Mapping[str, Any], *, max_items: int = 5) -> str:
     flight = dynamic.get("files_in_flight") or []
     if flight:
         lines.append("**Files in flight:** " + ", ".join(flight[:max_items]))
+    if max_chars is not None:
+        kept: list[str] = []
+        used = 0
+        for line in lines:
+            if used + len(line) + (1 if kept else 0) > max_chars:
+                break
+            used += len(line) + (1 if kept else 0)
+            kept.append(line)
+        lines = kept
     return "\n".join(lines)
 
 
