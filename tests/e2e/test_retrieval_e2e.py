@@ -1,0 +1,110 @@
+"""Real worker, real offline model: a later session's prompt finds an earlier session's work,
+and an unrelated prompt injects nothing."""
+
+from __future__ import annotations
+
+import time
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.worker_process import WorkerProcess
+
+pytestmark = pytest.mark.e2e
+
+PROJECT = "/home/dev/shop"
+
+
+@pytest.fixture
+def semantic_worker(isolated_home: Path) -> Iterator[WorkerProcess]:
+    proc = WorkerProcess(home=isolated_home, env_extra={"CAIRN_EMBED_ENABLED": "1"}).start()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def _get(worker: WorkerProcess, path: str, **params: Any) -> Any:
+    status, body = worker.request("GET", f"{path}?{urllib.parse.urlencode(params)}")
+    assert status == 200, body
+    return body
+
+
+def _wait_embedded(worker: WorkerProcess, timeout: float = 240) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    stats: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        stats = _get(worker, "/api/embeddings/stats")
+        assert stats["status"] != "unavailable", stats
+        if stats["status"] == "ready" and stats["coverage"] == 1.0:
+            return stats
+        time.sleep(0.2)
+    raise AssertionError(f"embeddings never caught up: {stats}")
+
+
+def test_later_session_prompt_finds_earlier_work(semantic_worker: WorkerProcess) -> None:
+    w = semantic_worker
+    assert w.request("POST", "/api/sessions", {"session_id": "one", "project": PROJECT})[0] in (
+        200,
+        201,
+    )
+    observations = [
+        {
+            "type": "file_write",
+            "title": "Edit src/checkout/refunds.py",
+            "body": "Partial refunds now round to the cent before calling the Stripe API; "
+            "fixes the 'amount must be an integer' error on refunds of discounted orders",
+            "files": ["src/checkout/refunds.py"],
+        },
+        {
+            "type": "command",
+            "title": "pytest tests/checkout/test_refunds.py",
+            "body": "14 passed in 1.9s",
+        },
+        {
+            "type": "research",
+            "title": "Read docs/payments/stripe.md",
+            "body": "Stripe amounts are integers in the smallest currency unit",
+        },
+        {
+            "type": "file_write",
+            "title": "Edit frontend/styles/header.css",
+            "body": "Header logo aligned to the left on mobile",
+            "files": ["frontend/styles/header.css"],
+        },
+    ]
+    status, body = w.request(
+        "POST",
+        "/api/observations",
+        {"observations": [{"project": PROJECT, "session_id": "one", **o} for o in observations]},
+    )
+    assert status == 201, body
+    refund_id = body["items"][0]["id"]
+    stats = _wait_embedded(w)
+    assert stats["dimensions"] == 384 and stats["queue_depth"] == 0
+
+    # A later session, a prompt worded differently from what was recorded.
+    w.request("POST", "/api/sessions", {"session_id": "two", "project": PROJECT})
+    prompt = "customers get an error when we give back part of the money for a discounted order"
+    w.request("POST", "/api/prompts", {"session_id": "two", "project": PROJECT, "text": prompt})
+    context = _get(w, "/api/context", project=PROJECT, session_id="two", query=prompt)
+    assert context["refused"] is False
+    assert context["items"][0] == {"section": "relevant", "kind": "observation", "id": refund_id}
+    assert "Edit src/checkout/refunds.py" in context["text"]
+    assert 0 < context["tokens"] <= context["budget"] == 500
+
+    # Semantic search alone finds it too, and explains itself.
+    hits = _get(w, "/api/search", q=prompt, project=PROJECT, mode="semantic", explain="true")
+    assert hits["mode"] == "semantic" and hits["hits"][0]["id"] == refund_id
+    assert hits["hits"][0]["match"]["cosine"] > 0.3
+
+    # Unrelated prompts inject nothing at all.
+    for unrelated in (
+        "what is a good recipe for banana bread?",
+        "write a limerick about penguins on holiday",
+    ):
+        context = _get(w, "/api/context", project=PROJECT, session_id="two", query=unrelated)
+        assert context == {"text": "", "items": [], "tokens": 0, "budget": 500, "refused": True}
