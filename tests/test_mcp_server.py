@@ -9,9 +9,11 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from mcp.server.mcpserver.exceptions import ToolError
 
 from worker.cli.client import ApiError
 from worker.mcp_server import (
+    WorkerGateway,
     _api_error_text,
     default_project,
     format_hits,
@@ -19,6 +21,7 @@ from worker.mcp_server import (
     project_root,
 )
 from worker.paths import data_dir
+from worker.settings import Settings
 
 
 def hook_events() -> ModuleType:
@@ -106,3 +109,11 @@ def test_hits_are_index_lines() -> None:
     text = format_hits({"hits": [hit, {**hit, "kind": "memory", "id": 3, "type": "decision"}]})
     assert "memory:3 2026-01-02 03:04 DECISION" in text and "    AssertionError" in text
     assert format_hits({"hits": [], "refused": True}).startswith("No relevant memory found")
+
+
+def test_a_worker_that_is_down_is_a_clear_tool_error(settings: Settings) -> None:
+    gateway = WorkerGateway(settings, autostart=False)
+    with pytest.raises(ToolError) as caught:
+        gateway.call("GET", "/api/search", query={"q": "x"})
+    message = str(caught.value)
+    assert "not running" in message and "cairn start" in message
