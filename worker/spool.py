@@ -212,12 +212,16 @@ class SpoolReplayer:
             self._task = None
 
     def status(self) -> dict[str, Any]:
+        """Flat counters (shown by `cairn status` and /api/status under services.spool)."""
+        waiting = backlog(self.cairn.settings)
         return {
             "runs": self.runs,
             "last_run_at": to_iso(self.last_run_ms),
             "last_error": self.last_error,
-            **{k: v for k, v in self.totals.as_dict().items() if k != "errors"},
-            "backlog": backlog(self.cairn.settings),
+            **{k: v for k, v in self.totals.as_dict().items() if k not in ("errors", "files")},
+            "waiting_events": waiting["events"],
+            "waiting_bytes": waiting["bytes"],
+            "dropped_by_hooks": waiting["dropped_by_hooks"],
         }
 
     async def _loop(self) -> None:

@@ -21,7 +21,7 @@ async def spool_status(call: Call) -> Any:
     replayer = _replayer(call)
     if replayer is None:
         return {"running": False, "backlog": backlog(call.cairn.settings)}
-    return {"running": True, **replayer.status()}
+    return {"running": True, **replayer.status(), "backlog": backlog(call.cairn.settings)}
 
 
 async def replay_now(call: Call) -> Any:
