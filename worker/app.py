@@ -141,7 +141,7 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
-        settings.home.mkdir(parents=True, exist_ok=True)
+        settings.home.mkdir(mode=0o700, parents=True, exist_ok=True)
         tokens = TokenKeeper(settings.token_path)
         tokens.ensure()
         store = Store(
