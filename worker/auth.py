@@ -44,7 +44,7 @@ class TokenKeeper:
         self._stamp: tuple[int, int] | None = None
 
     def ensure(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not self.path.exists():
             self._write(secrets.token_urlsafe(32))
         else:

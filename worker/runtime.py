@@ -46,7 +46,7 @@ def write_runtime(settings: Settings, port: int) -> None:
         "started_at": to_iso(now_ms()),
         "url": f"http://{settings.host}:{port}",
     }
-    settings.home.mkdir(parents=True, exist_ok=True)
+    settings.home.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = settings.runtime_path.with_name(f".worker.json.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(info, indent=2) + "\n")
     os.replace(tmp, settings.runtime_path)
@@ -84,7 +84,7 @@ def remove_runtime(settings: Settings) -> None:
 
 def acquire_lock(settings: Settings) -> IO[str]:
     """Hold an exclusive lock on $CAIRN_HOME/worker.lock for the worker's lifetime."""
-    settings.home.mkdir(parents=True, exist_ok=True)
+    settings.home.mkdir(mode=0o700, parents=True, exist_ok=True)
     handle = open(settings.lock_path, "a+")  # noqa: SIM115 - held open for the process lifetime
     # Clients probing the lock (lock_is_held) hold it for microseconds: retry briefly.
     deadline = time.monotonic() + 0.5

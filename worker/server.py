@@ -25,7 +25,7 @@ def configure_logging(settings: Settings, *, to_file: bool) -> None:
     root.setLevel(logging.INFO)
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     if to_file:
-        settings.logs_dir.mkdir(parents=True, exist_ok=True)
+        settings.logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         handler: logging.Handler = logging.handlers.RotatingFileHandler(
             settings.logs_dir / "worker.log",
             maxBytes=settings.log_max_bytes,

@@ -97,7 +97,7 @@ class WorkerProcess:
     def start(self, timeout: float = 20.0) -> WorkerProcess:
         if not self.port:
             self.port = free_port()
-        self.home.mkdir(parents=True, exist_ok=True)
+        self.home.parent.mkdir(parents=True, exist_ok=True)  # the worker creates home (0700)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "worker", "start", "--foreground", "--port", str(self.port)],

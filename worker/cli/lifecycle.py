@@ -39,7 +39,7 @@ def _wait_healthy(
 
 def spawn_detached(settings: Settings, port: int | None = None) -> subprocess.Popen[bytes]:
     """Start `cairn start --foreground` detached from this terminal, logging to worker.log."""
-    settings.logs_dir.mkdir(parents=True, exist_ok=True)
+    settings.logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "worker", "start", "--foreground", "--log-file", "--quiet"]
     if port is not None:
         cmd += ["--port", str(port)]

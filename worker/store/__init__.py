@@ -125,7 +125,7 @@ class Store:
 
     def open(self) -> None:
         """Open (creating if needed), check integrity, migrate. A corrupt file is moved aside."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         try:
             self._open_checked()
         except CorruptDatabase as exc:
