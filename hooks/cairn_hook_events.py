@@ -196,6 +196,22 @@ def _lines(text: str) -> int:
     return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
 
+def search_hits(results: object, limit: int = 10) -> list[str]:
+    """`title - url` lines from WebSearch results (flat or nested in content blocks)."""
+    hits: list[str] = []
+    stack = list(results) if isinstance(results, list) else []
+    while stack and len(hits) < limit:
+        item = stack.pop(0)
+        if isinstance(item, dict):
+            url, name = item.get("url"), item.get("title")
+            if isinstance(url, str) and url:
+                hits.append(f"{name} - {url}" if isinstance(name, str) and name else url)
+            inner = item.get("content")
+            if isinstance(inner, list):
+                stack[:0] = inner
+    return hits
+
+
 def classify(tool_name: str) -> str | None:
     """The observation type for a tool, or None when the tool is never observed."""
     if tool_name.startswith(OWN_MCP_PREFIX) or tool_name in NOISE or tool_name == "TodoWrite":
@@ -339,6 +355,10 @@ def observation(
             query = _str(tin, "query")
             title = f"Search the web: {one_line(query, 120)}"
             add("query", head(query, n))
+            hits = search_hits(_get(resp, "results"))
+            if hits:
+                add("results", head("\n".join(hits), n))
+                resp = None  # the hits say it better than the raw JSON
         else:
             url = _str(tin, "url")
             title = f"Fetch {one_line(url, 140)}"

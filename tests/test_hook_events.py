@@ -113,6 +113,18 @@ def test_web_delegation_mcp_and_other() -> None:
     )
     s = post("WebSearch", {"query": "sqlite fts5 bm25"}, {"results": []})
     assert s["title"] == "Search the web: sqlite fts5 bm25"
+    nested = {
+        "query": "q",
+        "results": [
+            {
+                "tool_use_id": "srv",
+                "content": [{"title": "FTS5", "url": "https://sqlite.org/fts5.html"}],
+            },
+            "a plain summary",
+        ],
+    }
+    s = post("WebSearch", {"query": "fts5"}, nested)
+    assert "results: FTS5 - https://sqlite.org/fts5.html" in s["body"]
     t = post(
         "Task",
         {"description": "Find callers", "prompt": "Find all callers", "subagent_type": "Explore"},
