@@ -52,6 +52,7 @@ class Endpoint:
     rate: RateGroup | None = None
     raw_response: bool = False  # handler returns a Starlette Response itself (e.g. SSE)
     media_type: str = "application/json"  # of the success response, for /openapi.json
+    extra_media_types: tuple[str, ...] = ()  # other success types (e.g. ?format=markdown)
     description: str = ""
 
     @property

@@ -103,6 +103,8 @@ def _operation(ep: Endpoint) -> dict[str, Any]:
         ok["content"] = {
             "application/json": {"schema": _strip_custom(ep.response or {"type": "object"})}
         }
+    for media in ep.extra_media_types:
+        ok.setdefault("content", {})[media] = {"schema": {"type": "string"}}
     responses: dict[str, Any] = {str(ep.status): ok}
     for status in ep.extra_statuses:
         if status < 300:
