@@ -94,6 +94,7 @@ def endpoints(s: Settings) -> list[Endpoint]:
                 "format": {"type": "string", "enum": ["json", "markdown"]},
             },
             extra_statuses=(404,),
+            extra_media_types=("text/markdown",),
             description=f"Default window: the last {s.report_default_days} days.",
         ),
     ]
