@@ -33,7 +33,7 @@ def as_text(value: object) -> str:
         return ""
     if isinstance(value, str):
         return value
-    if isinstance(value, bool | int | float):
+    if isinstance(value, (bool, int, float)):
         return str(value)
     if isinstance(value, list):
         parts = []
@@ -46,7 +46,7 @@ def as_text(value: object) -> str:
     if isinstance(value, dict):
         for key in ("text", "content", "result", "output"):
             inner = value.get(key)
-            if isinstance(inner, str | list) and inner:
+            if isinstance(inner, (str, list)) and inner:
                 return as_text(inner)
         from cairn_hook_io import dumps
 
@@ -392,7 +392,7 @@ def observation(
     meta: dict[str, object] = {"source": "claude-code"}
     for key in ("tool_use_id", "agent_id", "agent_type", "duration_ms"):
         value = payload.get(key)
-        if isinstance(value, str | int) and not isinstance(value, bool):
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
             meta[key] = value if not isinstance(value, str) else value[:200]
     title = one_line(title) or tool
     return {

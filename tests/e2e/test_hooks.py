@@ -666,3 +666,53 @@ def test_a_stdin_that_never_closes_cannot_hang_the_hook(worker: WorkerProcess) -
         if proc.poll() is None:
             proc.kill()
         proc.communicate()
+
+
+OTHER_PYTHONS = ["python3.8", "python3.9", "python3.10", "python3.12", "python3.13"]
+
+
+def find_python(name: str) -> str | None:
+    """`name` on PATH if it runs, else from pyenv's versions (shims fail for inactive ones)."""
+    import glob
+    import shutil
+
+    candidates = [shutil.which(name)]
+    pyenv = shutil.which("pyenv")
+    if pyenv:
+        root = subprocess.run([pyenv, "root"], capture_output=True, text=True).stdout.strip()
+        version = name.removeprefix("python")
+        candidates += sorted(glob.glob(f"{root}/versions/{version}.*/bin/{name}"))
+    for exe in candidates:
+        if exe and subprocess.run([exe, "-c", "pass"], capture_output=True).returncode == 0:
+            return exe
+    return None
+
+
+@pytest.mark.parametrize("python", OTHER_PYTHONS)
+def test_hook_runs_under_older_and_newer_interpreters(
+    python: str, worker: WorkerProcess, project: Path
+) -> None:
+    """A plugin runs the hook with whatever `python3` is on PATH, not Cairn's own interpreter."""
+    exe = find_python(python)
+    if exe is None:
+        pytest.skip(f"{python} is not installed here")
+    payload = tool_payload(
+        "sess-py",
+        project,
+        "Bash",
+        {"command": "deploy --password=hunter2024"},
+        {"stdout": "ok"},
+        f"toolu_{python}",
+    )
+    proc = subprocess.run(
+        [exe, str(HOOK_SCRIPT), "post-tool-use"],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        env=env_for(worker),
+        timeout=HANG_GUARD,
+    )
+    assert proc.returncode == 0 and proc.stdout == b"" and proc.stderr == b""
+    got = [
+        o for o in observations(worker, "sess-py") if o["meta"]["tool_use_id"] == f"toolu_{python}"
+    ]
+    assert len(got) == 1 and "hunter2024" not in got[0]["body"]
