@@ -124,6 +124,22 @@ class Hook:
                         continue
                 self.worker = None
                 break
+            if status == 401 or (status >= 400 and not isinstance(body, dict)):
+                # Not our worker (a stale worker.json and the port now someone else's) or a
+                # token mismatch: keep the event and let a real worker start.
+                bad_port = self.worker.port
+                io.log(
+                    self.home,
+                    f"{self.event}: port {bad_port} is not a Cairn worker taking our token "
+                    f"(HTTP {status}); spooling",
+                )
+                self.worker = None
+                if not self.spawned:
+                    worker = self.start_worker()
+                    if worker is not None and worker.port != bad_port:
+                        self.worker = worker
+                        continue
+                break
             if status >= 500 or status == 429:
                 io.log(self.home, f"{self.event}: {request.path} answered {status}; spooling")
                 break

@@ -716,3 +716,66 @@ def test_hook_runs_under_older_and_newer_interpreters(
         o for o in observations(worker, "sess-py") if o["meta"]["tool_use_id"] == f"toolu_{python}"
     ]
     assert len(got) == 1 and "hunter2024" not in got[0]["body"]
+
+
+def test_a_stale_worker_json_pointing_at_another_program_loses_nothing(
+    isolated_home: Path, project: Path, tmp_path: Path
+) -> None:
+    """worker.json left by a crash names a port another program now serves (here a static
+    file server): the hook must not take its 404 for Cairn's answer."""
+    port = free_port()
+    other = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: _answers(port))
+        isolated_home.mkdir(parents=True, exist_ok=True)
+        (isolated_home / "worker.json").write_text(json.dumps({"pid": 999999, "port": port}))
+        (isolated_home / "token").write_text("stale-token\n")
+        tool = tool_payload(
+            "sess-stale", project, "Bash", {"command": "make"}, {"stdout": ""}, "t-s"
+        )
+        env = hook_env(isolated_home, CAIRN_PORT=str(port), CAIRN_AUTOSTART="0")
+        assert run_hook("post-tool-use", tool, env).returncode == 0
+        spooled = (isolated_home / "spool" / "events.jsonl").read_text().splitlines()
+        assert [json.loads(line)["body"]["event_id"] for line in spooled] == ["cc:sess-stale:t-s"]
+        # With auto-start, SessionStart brings up a real worker (on a free port, since this one
+        # is taken), registers the session and the spooled event is replayed.
+        start = {**base("sess-stale", project, "SessionStart"), "source": "startup"}
+        result = run_hook("session-start", start, hook_env(isolated_home, CAIRN_PORT=str(port)))
+        assert result.returncode == 0
+        info = wait_for(
+            lambda: (
+                _read_json(isolated_home / "worker.json")
+                if ((_read_json(isolated_home / "worker.json") or {}).get("port") != port)
+                else None
+            )
+        )
+        worker = WorkerProcess(home=isolated_home, port=int(info["port"]))
+
+        def landed() -> bool:
+            worker.request("POST", "/api/spool/replay", {})
+            return [o["title"] for o in observations(worker, "sess-stale")] == ["Run: make"]
+
+        wait_for(landed)
+        assert worker.request("GET", "/api/sessions/sess-stale")[0] == 200
+    finally:
+        stop_spawned_worker(isolated_home)
+        other.terminate()
+        other.wait(10)
+
+
+def _answers(port: int) -> bool:
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1).close()
+        return True
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
