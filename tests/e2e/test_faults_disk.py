@@ -111,3 +111,48 @@ def test_long_write_lock_503_within_busy_timeout_then_no_loss(isolated_home: Pat
         assert set(marker_counts(worker, "locked")) == session.markers
     finally:
         worker.stop()
+
+
+def _chattr(paths: list[Path], flag: str) -> bool:
+    try:
+        done = subprocess.run(["chattr", flag, *map(str, paths)], capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+@pytest.mark.parametrize("when", ["while running", "before start"])
+def test_read_only_database_507_reads_go_on_nothing_lost(isolated_home: Path, when: str) -> None:
+    """The database files become immutable (chattr +i: refused even to root, like a read-only
+    mount): writes answer 507 with a message, reads work, hooks spool; writable again -> replay."""
+    worker = WorkerProcess(home=isolated_home).start()
+    files = sorted(isolated_home.glob("cairn.db*"))
+    project = make_project(isolated_home.parent)
+    locked = False
+    try:
+        assert post(worker, "before")[0] == 201
+        if when == "before start":
+            worker.stop()
+            files = sorted(isolated_home.glob("cairn.db*"))
+        locked = _chattr(files, "+i")
+        if not locked:
+            pytest.skip("chattr +i is not available here (needs root on ext4/xfs)")
+        if when == "before start":
+            worker.start()
+        status, payload = post(worker, "refused")
+        assert status == 507, payload
+        assert payload["error"]["code"] == "insufficient_storage"  # type: ignore[index]
+        assert worker.request("GET", "/api/observations")[0] == 200
+        session = Session("readonly", project, 4, hook_env(isolated_home, CAIRN_AUTOSTART="0"))
+        session.run()
+        assert all(run.exit_code == 0 for run in session.runs)
+        assert _chattr(files, "-i")
+        locked = False
+        worker.stop()
+        worker.start()
+        drain_spool(worker)
+        assert set(marker_counts(worker, "readonly")) == session.markers
+    finally:
+        if locked:
+            _chattr(files, "-i")
+        worker.stop()

@@ -49,9 +49,14 @@ def _translate(exc: BaseException) -> BaseException:
         return ServiceUnavailable(
             "the database is busy (another process holds a write lock); retry shortly"
         )
-    if "full" in text or "disk i/o" in text:
+    if "full" in text:
         return InsufficientStorage(
             "the disk is full: the database cannot grow; free space and retry"
+        )
+    if "disk i/o" in text:
+        return InsufficientStorage(
+            "the database file cannot be written (disk I/O error: the disk may be full, "
+            "read-only or failing); check it and retry"
         )
     if "readonly" in text or "read-only" in text:
         return InsufficientStorage("the database file is read-only; check its permissions")
