@@ -123,6 +123,11 @@ def fill_decay(store: Store, n: int, rng: random.Random) -> None:
     store.write_sync(write)
 
 
+def unarchive(conn: Any) -> None:
+    for table in ("memories", "observations"):
+        conn.execute(f"UPDATE {table} SET archived_at = NULL, archive_reason = NULL")
+
+
 def bench_decay(n: int, runs: int, rng: random.Random) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(Path(tmp))
@@ -135,9 +140,14 @@ def bench_decay(n: int, runs: int, rng: random.Random) -> dict[str, Any]:
             started = time.perf_counter()
             store.write_sync(lambda c: run_pass(c, policy, now_ms(), dry_run=True))
             dry.append(time.perf_counter() - started)
-        started = time.perf_counter()
-        real = store.write_sync(lambda c: run_pass(c, DecayPolicy(), now_ms()))
-        real_seconds = time.perf_counter() - started
+        passes = []
+        real: dict[str, Any] = {}
+        for _ in range(runs):
+            store.write_sync(unarchive)
+            started = time.perf_counter()
+            real = store.write_sync(lambda c: run_pass(c, DecayPolicy(), now_ms()))
+            passes.append(time.perf_counter() - started)
+        real_seconds = statistics.median(passes)
         store.close()
     return {
         "items": n,
@@ -276,7 +286,7 @@ def main() -> None:
             "met": decay["dry_run_median_s"] < 1.0,
         },
         {
-            "figure": f"decay pass over {decay_n:,} items, archiving + caps (s)",
+            "figure": f"decay pass over {decay_n:,} items, archiving + caps, median (s)",
             "value": round(decay["pass_s"], 3),
             "aim": "< 1 s",
             "met": decay["pass_s"] < 1.0,

@@ -37,7 +37,7 @@ BLOCK_ROWS = 1024
 JACCARD_FLOOR = 0.5
 # A word in more than this share of a scope's memories (and more than COMMON_MIN of them) does not
 # seed lexical candidates.
-COMMON_SHARE = 0.02
+COMMON_SHARE = 0.005
 COMMON_MIN = 50
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 

@@ -50,8 +50,11 @@ def content_words(text: str) -> list[str]:
     return [w for w in words(text) if len(w) > 1 and w not in STOP_WORDS and not _is_number(w)]
 
 
+_NUMBER = re.compile(r"[\d.,:/+-]+")
+
+
 def _is_number(word: str) -> bool:
-    return bool(re.fullmatch(r"[\d.,:/+-]+", word))
+    return _NUMBER.fullmatch(word) is not None
 
 
 def normalise_tags(tags: Iterable[str], limit: int) -> list[str]:
