@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -201,9 +202,18 @@ def run(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", required=True, type=Path)
+    default_data = Path(__file__).resolve().parent.parent.parent / "shared/data/locomo-dev.json"
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path(os.environ.get("CAIRN_LOCOMO_DATA", default_data)),
+        help="LoCoMo JSON (default: $CAIRN_LOCOMO_DATA or ../shared/data/locomo-dev.json)",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
+    if not args.data.is_file():
+        print(f"locomo: no data at {args.data} (pass --data FILE)", file=sys.stderr)
+        return 2
     data = json.loads(args.data.read_text())
     with tempfile.TemporaryDirectory(prefix="cairn-locomo-") as tmp:
         settings = load_settings(home=Path(tmp), embed_enabled=True)

@@ -169,3 +169,15 @@ def test_bad_model_path_is_a_clear_error(tmp_path: Path) -> None:
 
     with pytest.raises(EmbedderUnavailable, match="not a folder"):
         load_embedder("sentence-transformers/all-MiniLM-L6-v2", str(tmp_path / "nope"), tmp_path, 8)
+
+
+def test_mix_predecessors_follows_chains_from_plain_vectors() -> None:
+    index = VectorIndex(2)
+    a, b, c = ("memory", 1), ("memory", 2), ("memory", 3)
+    for ref, vec in ((a, unit(1, 0)), (b, unit(0, 1)), (c, unit(0, 1))):
+        index.put(ref, 1, vec)
+    assert index.mix_predecessors([(b, a), (c, b)], 0.5) == 2
+    # c mixes with b's own vector (0, 1), not with b's mixed one: c stays (0, 1).
+    assert np.allclose(index.vector(c), unit(0, 1))
+    assert np.allclose(index.vector(b), unit(0.5, 1))
+    assert np.allclose(index.vector(a), unit(1, 0))

@@ -83,6 +83,8 @@ class Settings:
     search_max_query_chars: int = 10_000
     search_max_query_terms: int = 48
     search_candidates: int = 100
+    # Query terms found in more than this share of all items are left out of the keyword match.
+    search_common_term_share: float = 0.2
     search_title_weight: float = 3.0
     search_body_weight: float = 1.0
     # Hybrid fusion: weighted reciprocal rank fusion of the keyword and vector lists
@@ -112,8 +114,9 @@ class Settings:
     half_life_days_summary: float = 30.0
     half_life_days_memory: float = 180.0
     # Refusal: nothing relevant -> no hits (see retrieval/ranking.py for the rule)
-    refusal_min_cosine: float = 0.5
-    refusal_min_coverage: float = 0.5
+    # (tuned on LoCoMo dev: >=90% of foreign questions refused, <=2% of native ones)
+    refusal_min_cosine: float = 0.46
+    refusal_min_coverage: float = 0.8
     # De-duplication of near-identical hits (cosine of their vectors)
     dedupe_cosine: float = 0.97
     # Context injection

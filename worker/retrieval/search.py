@@ -30,6 +30,8 @@ Mode = Literal["hybrid", "keyword", "semantic"]
 MODES: tuple[Mode, ...] = ("hybrid", "keyword", "semantic")
 # Keyword hits whose coverage is checked for the refusal rule.
 COVERAGE_DEPTH = 10
+# Vector hits whose own (non-context) vectors are checked by the refusal rule.
+REFUSAL_DEPTH = 50
 # Hits whose thread neighbours get a share of their score.
 THREAD_DEPTH = 50
 # Grace between a file write and the observation recording it (same tool call).
@@ -80,8 +82,11 @@ def _keyword_pass(
 ) -> _KeywordPass:
     project_id = projects.find(conn, req.project) if req.project is not None else None
     known = req.project is None or project_id is not None
+    groups = query_groups(req.query, s.search_max_query_terms)
     terms = query_terms(req.query, s.search_max_query_terms)
-    match = match_expression(terms)
+    df = q.document_frequencies(conn, sorted({t for g in groups for t in g} | set(terms)))
+    n_docs = q.index_size(conn) if terms else 0
+    match = match_expression(selective_terms(terms, df, n_docs, s.search_common_term_share))
     hits: list[tuple[Ref, float]] = []
     if known and match is not None and want_keyword:
         rows = q.keyword_candidates(
@@ -94,9 +99,21 @@ def _keyword_pass(
             body_weight=s.search_body_weight,
         )
         hits = [((kind, item_id), score) for kind, item_id, score in rows]
-    groups = query_groups(req.query, s.search_max_query_terms)
-    df = q.document_frequencies(conn, sorted({t for g in groups for t in g}))
-    return _KeywordPass(project_id, known, groups, hits, df, q.index_size(conn) if groups else 0)
+    return _KeywordPass(project_id, known, groups, hits, df, n_docs)
+
+
+def selective_terms(
+    terms: list[str], df: dict[str, int], n_docs: int, common_share: float
+) -> list[str]:
+    """The terms worth matching: present somewhere, and not in most documents (a word found
+    everywhere barely moves BM25 but makes FTS5 score every row). If every term is common,
+    the rarest few still match."""
+    present = [t for t in terms if df.get(t, 0) > 0]
+    limit = max(1.0, common_share * n_docs)
+    chosen = [t for t in present if df[t] <= limit]
+    if not chosen:
+        chosen = sorted(present, key=lambda t: df[t])[:3]
+    return chosen
 
 
 def _live(item: dict[str, Any], req: SearchRequest, now: int) -> bool:
@@ -129,16 +146,23 @@ def _file_changed(path: str, project: str | None, since: int) -> bool:
 
 
 def stale_refs(conn: sqlite3.Connection, items: dict[Ref, dict[str, Any]]) -> set[Ref]:
-    """Observations about files whose content changed since they were captured."""
-    stale: set[Ref] = set()
+    """Observations about files whose content changed since they were captured: a later
+    file_write observation touched the file, or the file on disk is newer."""
+    by_project: dict[int, list[tuple[Ref, dict[str, Any]]]] = {}
     for ref, item in items.items():
-        files = item.get("files") or []
-        if ref[0] != "observation" or not files:
-            continue
-        created = int(item["created_at"])
-        later = q.later_file_writes(conn, int(item["project_id"]), files, created + STALE_GRACE_MS)
-        if later or any(_file_changed(f, item.get("project"), created) for f in files[:20]):
-            stale.add(ref)
+        if ref[0] == "observation" and item.get("files"):
+            by_project.setdefault(int(item["project_id"]), []).append((ref, item))
+    stale: set[Ref] = set()
+    for project_id, members in by_project.items():
+        files = sorted({f for _, item in members for f in item["files"][:20]})
+        since = min(int(item["created_at"]) for _, item in members)
+        writes = q.later_file_writes(conn, project_id, files[:500], since)
+        for ref, item in members:
+            created = int(item["created_at"])
+            if any(writes.get(f, 0) > created + STALE_GRACE_MS for f in item["files"][:20]) or any(
+                _file_changed(f, item.get("project"), created) for f in item["files"][:20]
+            ):
+                stale.add(ref)
     return stale
 
 
@@ -186,6 +210,7 @@ async def search(
 
     vector_hits: list[tuple[Ref, float]] = []
     best_cosine: float | None = None
+    query_vector = None
     if mode in ("hybrid", "semantic") and ready and service is not None:
         query_vector = await anyio.to_thread.run_sync(service.embed_query, req.query)
         if query_vector is not None:
@@ -221,8 +246,14 @@ async def search(
         ),
         default=0.0,
     )
-    live_cosines = [c for ref, c in vector_hits if ref in items]
-    best_live_cosine = live_cosines[0] if live_cosines else None
+    best_live_cosine: float | None = None
+    if query_vector is not None and service is not None:
+        close = [ref for ref, _ in vector_hits if ref in items][:REFUSAL_DEPTH]
+        vector = query_vector
+        best_live_cosine = await anyio.to_thread.run_sync(
+            lambda: service.best_plain_cosine(vector, close)
+        )
+        best_cosine = best_live_cosine
     if req.apply_refusal and ranking.refuse(best_coverage, best_live_cosine, settings):
         empty.coverage, empty.best_cosine = best_coverage, best_cosine
         return empty

@@ -173,6 +173,17 @@ class EmbeddingService:
     def vector(self, ref: Ref) -> npt.NDArray[np.float32] | None:
         return self.index.vector(ref) if self.index is not None else None
 
+    def best_plain_cosine(self, query: npt.NDArray[np.float32], refs: list[Ref]) -> float | None:
+        """The best cosine between the query and these items' own vectors (not their context
+        vectors): the refusal rule asks whether any single item is close."""
+        embedder = self.embedder
+        if embedder is None or not refs:
+            return None
+        stored = self.store.read_sync(lambda c: vector_q.plain_vectors(c, embedder.model_id, refs))
+        if not stored:
+            return None
+        return max(float(from_blob(blob) @ query) for blob in stored.values())
+
     # ------------------------------------------------------------------ thread
     def _run(self) -> None:
         self._state = "loading"
@@ -216,13 +227,20 @@ class EmbeddingService:
         self._state = "unavailable"
 
     def _load_vectors(self, index: VectorIndex, embedder: Embedder) -> None:
-        def read(conn: Any) -> None:
+        window_ms = int(self.settings.thread_window_minutes * 60_000)
+
+        def read(conn: Any) -> list[tuple[Ref, Ref]]:
             for ref, project_id, blob in vector_q.iter_vectors(conn, embedder.model_id):
                 vector = from_blob(blob)
                 if vector.shape[0] == embedder.dimensions:
                     index.put(ref, project_id, vector)
+            if self.settings.embed_context_weight <= 0:
+                return []
+            return vector_q.predecessors(conn, window_ms)
 
-        self.store.read_sync(read)
+        links = self.store.read_sync(read)
+        if links:
+            index.mix_predecessors(links, self.settings.embed_context_weight)
 
     def _next_batch(self, model: str) -> list[Ref]:
         batch: list[Ref] = []
@@ -254,31 +272,40 @@ class EmbeddingService:
         window_ms = int(self.settings.thread_window_minutes * 60_000)
         context = self.settings.embed_context_weight
 
-        def read(conn: Any) -> tuple[dict[Ref, dict[str, Any]], dict[Ref, Ref]]:
+        model = embedder.model_id
+
+        def read(
+            conn: Any,
+        ) -> tuple[dict[Ref, dict[str, Any]], dict[Ref, Ref], dict[Ref, bytes]]:
             items = search_q.load_items(conn, batch)
             previous: dict[Ref, Ref] = {}
+            stored: dict[Ref, bytes] = {}
             if context > 0:
                 links = search_q.neighbours(conn, list(items), window_ms)
                 previous = {ref: prev for ref, (prev, _) in links.items() if prev is not None}
-                extra = [p for p in previous.values() if p not in items]
-                items.update(search_q.load_items(conn, extra))
-            return items, previous
+                outside = [p for p in previous.values() if p not in items]
+                stored = vector_q.plain_vectors(conn, model, outside)
+                items.update(search_q.load_items(conn, [p for p in outside if p not in stored]))
+            return items, previous, stored
 
-        items, previous = self.store.read_sync(read)
+        items, previous, stored = self.store.read_sync(read)
         refs = [ref for ref in dict.fromkeys(batch) if ref in items]
         if not refs:
             return True
+        # Predecessors with no stored vector yet are embedded along (not saved: their turn comes).
         texts_for = list(dict.fromkeys([*refs, *(p for p in previous.values() if p in items)]))
         texts = [embedding_text(items[ref], self.settings.embed_max_chars) for ref in texts_for]
         matrix = embedder.embed(texts)
         plain = {ref: matrix[i] for i, ref in enumerate(texts_for)}
-        vectors = {ref: context_vector(plain, ref, previous.get(ref), context) for ref in refs}
-        rows = [(ref, items[ref]["project_id"], to_blob(vectors[ref])) for ref in refs]
+        for ref, blob in stored.items():
+            plain.setdefault(ref, from_blob(blob))
+        rows = [(ref, items[ref]["project_id"], to_blob(plain[ref])) for ref in refs]
         self.store.write_sync(
             lambda c: vector_q.save(c, embedder.model_id, embedder.dimensions, rows)
         )
         for ref in refs:
-            index.put(ref, items[ref]["project_id"], vectors[ref])
+            mixed = context_vector(plain, ref, previous.get(ref), context)
+            index.put(ref, items[ref]["project_id"], mixed)
         self._embedded += len(refs)
         self._busy_seconds += time.perf_counter() - started
         return True

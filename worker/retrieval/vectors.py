@@ -80,6 +80,30 @@ class VectorIndex:
             if ref in self._where:
                 self._buckets[self._where.pop(ref)].drop(ref)
 
+    def mix_predecessors(self, links: list[tuple[Ref, Ref]], weight: float) -> int:
+        """Turn loaded item vectors into context vectors: v + weight * v(predecessor), normalised.
+
+        Rows were loaded oldest first, so walking successors from the last row down reads each
+        predecessor while it still holds its own vector. Returns how many rows were mixed."""
+        mixed = 0
+        with self._lock:
+            pairs: dict[int | None, list[tuple[int, int]]] = {}
+            for ref, prev in links:
+                where = self._where.get(ref, -1)
+                if where == -1 or self._where.get(prev, -1) != where:
+                    continue
+                bucket = self._buckets[where]
+                pairs.setdefault(where, []).append((bucket.rows[ref], bucket.rows[prev]))
+            for where, rows in pairs.items():
+                matrix = self._buckets[where].matrix
+                for row, prev_row in sorted(rows, reverse=True):
+                    vector = matrix[row] + weight * matrix[prev_row]
+                    norm = float(np.linalg.norm(vector))
+                    if norm > 0:
+                        matrix[row] = vector / norm
+                        mixed += 1
+        return mixed
+
     def vector(self, ref: Ref) -> npt.NDArray[np.float32] | None:
         with self._lock:
             if ref not in self._where:

@@ -25,20 +25,22 @@ def keyword_candidates(
     title_weight: float,
     body_weight: float,
 ) -> list[tuple[str, int, float]]:
-    """(kind, id, score) best first; score = -bm25 (higher is better). Global items included."""
-    where = ["search_index MATCH ?"]
-    args: list[Any] = [match]
+    """(kind, id, score) best first; score = -bm25 (higher is better). Global items included.
+
+    `match` is an FTS5 expression over analysed terms; project and kind filters are added as
+    `scope` tokens so FTS5 intersects doclists instead of reading rows."""
+    expression = f"{{title body}} : ({match})"
     if project_id is not None:
-        where.append("(project_id = ? OR project_id IS NULL)")
-        args.append(project_id)
-    kind_list = list(kinds) if kinds is not None else None
-    if kind_list is not None:
-        where.append(f"kind IN ({placeholders(len(kind_list))})")
-        args.extend(kind_list)
+        expression += f' AND scope : ("p{int(project_id)}" OR "pglobal")'
+    kind_list = [k for k in (kinds or ()) if k in KIND_CODES]
+    if kinds is not None:
+        if not kind_list:
+            return []
+        expression += " AND scope : (" + " OR ".join(f'"k{k}"' for k in kind_list) + ")"
     rows = conn.execute(
-        f"SELECT kind, item_id, bm25(search_index, ?, ?, 0, 0, 0) AS rank FROM search_index "
-        f"WHERE {' AND '.join(where)} ORDER BY rank LIMIT ?",
-        (title_weight, body_weight, *args, limit),
+        "SELECT kind, item_id, bm25(search_index, ?, ?, 0, 0, 0, 0) AS rank FROM search_index "
+        "WHERE search_index MATCH ? ORDER BY rank LIMIT ?",
+        (title_weight, body_weight, expression, limit),
     ).fetchall()
     return [(str(r[0]), int(r[1]), -float(r[2])) for r in rows]
 
