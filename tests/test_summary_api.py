@@ -241,3 +241,31 @@ def test_learned_items_become_fact_memories_once(client: TestClient) -> None:
     assert other.json()["facts_saved"] == []
     merged = _facts(client)
     assert len(merged) == 1 and merged[0]["hit_count"] == facts[0]["hit_count"] + 1
+
+
+def test_late_or_replayed_plans_do_not_overwrite_a_newer_one(client: TestClient) -> None:
+    _start(client)
+    old = {"plan": [{"content": "old step", "status": "pending"}]}
+    new = {"plan": [{"content": "new step", "status": "in_progress"}]}
+    path = f"/api/sessions/{SID}/plan"
+    first = client.put(
+        path, json={**old, "event_id": "todo-1", "updated_at": "2026-01-01T10:00:00Z"}
+    )
+    assert first.json()["applied"] is True
+    second = client.put(
+        path, json={**new, "event_id": "todo-2", "updated_at": "2026-01-01T10:05:00Z"}
+    )
+    assert second.json()["plan"] == new["plan"]
+    # the first event replayed from the spool: acknowledged, not applied
+    replay = client.put(
+        path, json={**old, "event_id": "todo-1", "updated_at": "2026-01-01T10:00:00Z"}
+    )
+    assert replay.status_code == 200 and replay.json()["applied"] is False
+    # an older plan that was never delivered before (late spool) is ignored too
+    late = client.put(
+        path, json={**old, "event_id": "todo-0", "updated_at": "2026-01-01T09:59:00Z"}
+    )
+    assert late.json()["applied"] is False
+    assert client.get(f"/api/sessions/{SID}").json()["plan"] == new["plan"]
+    bad = client.put(path, json={**new, "updated_at": "not a time"})
+    assert bad.status_code == 400 and bad.json()["error"]["field"] == "updated_at"

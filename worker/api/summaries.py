@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from worker.api.common import EVENT_ID, project_field, text_field
+from worker.api.common import DATETIME, EVENT_ID, project_field, text_field, time_ms
 from worker.api.endpoint import Call, Endpoint, with_status
 from worker.api.schema import Schema
 from worker.errors import NotFound
@@ -20,6 +20,7 @@ from worker.settings import Settings
 from worker.store import (
     checkpoints,
     memories,
+    plans,
     profiles,
     projects,
     received,
@@ -310,6 +311,11 @@ def plan_schema(s: Settings) -> Schema:
                 },
             },
             "project": project_field(s),
+            "updated_at": {
+                **DATETIME,
+                "description": "When the agent wrote this plan; an older plan than the stored "
+                "one is ignored (late spool replays).",
+            },
             "event_id": EVENT_ID,
         },
     }
@@ -320,6 +326,7 @@ async def put_plan(call: Call) -> Any:
     body = call.body
     keep = ("content", "status", "activeForm", "id", "priority")
     plan = [{k: item[k] for k in keep if k in item} for item in body["plan"]]
+    at = time_ms(body, "updated_at")
 
     def write(conn: sqlite3.Connection) -> dict[str, Any]:
         if sessions.get(conn, sid) is None:
@@ -329,13 +336,22 @@ async def put_plan(call: Call) -> Any:
                     field="session_id",
                 )
             sessions.ensure(conn, sid, projects.ensure(conn, body["project"]))
-        sessions.set_plan(conn, sid, plan)
-        row_pid = conn.execute("SELECT project_id FROM sessions WHERE id = ?", (sid,)).fetchone()
-        profiles.invalidate(conn, int(row_pid[0]))
-        received.record(conn, body.get("event_id"), "plan", sid)
+        # A replayed event, or a plan older than the stored one (spool replays can arrive late),
+        # must not overwrite a newer plan.
+        applied = received.seen(conn, body.get("event_id")) is None and plans.is_newer(
+            conn, sid, at
+        )
+        if applied:
+            sessions.set_plan(conn, sid, plan)
+            plans.stamp(conn, sid, at)
+            row_pid = conn.execute(
+                "SELECT project_id FROM sessions WHERE id = ?", (sid,)
+            ).fetchone()
+            profiles.invalidate(conn, int(row_pid[0]))
+            received.record(conn, body.get("event_id"), "plan", sid)
         row = sessions.get(conn, sid)
         assert row is not None
-        return row
+        return {**row, "applied": applied}
 
     return await call.cairn.store.write(write)
 
