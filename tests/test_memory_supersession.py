@@ -1,0 +1,73 @@
+"""merge.save on a real SQLite store: write-time merge and both supersession paths."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from worker.memory.merge import save
+from worker.settings import Settings
+from worker.store import Store
+
+P = "/repo/sup"
+
+
+@pytest.fixture
+def store(settings: Settings) -> Iterator[Store]:
+    s = Store(settings.db_path)
+    s.open()
+    yield s
+    s.close()
+
+
+def put(store: Store, settings: Settings, content: str, **extra: Any) -> Any:
+    item = {"kind": "fact", "content": content, "project": P, **extra}
+    similar = extra.pop("similar", None)
+    item.pop("similar", None)
+    return store.write_sync(lambda c: save(c, item, settings, similar))
+
+
+def test_paraphrase_needs_the_vector_path(store: Store, settings: Settings) -> None:
+    old = put(store, settings, "Our database is PostgreSQL 15").row
+    # Too few shared words for the lexical check alone.
+    plain = put(store, settings, "We upgraded the DB to Postgres 16")
+    assert plain.superseded == []
+    close = put(store, settings, "The DB was upgraded to Postgres 17", similar={old["id"]: 0.71})
+    # The vector finds the paraphrased original; the lexical check finds the close wording.
+    assert sorted(close.superseded) == [old["id"], plain.row["id"]]
+
+
+def test_vector_path_still_needs_different_values(store: Store, settings: Settings) -> None:
+    old = put(store, settings, "Our database is PostgreSQL 15").row
+    same_values = put(
+        store, settings, "PostgreSQL 15 is what our database runs", similar={old["id"]: 0.95}
+    )
+    assert same_values.superseded == []
+    far = put(store, settings, "The cache is Redis 7", similar={old["id"]: 0.4})
+    assert far.superseded == []
+
+
+def test_only_live_latest_memories_of_the_same_scope_are_candidates(
+    store: Store, settings: Settings
+) -> None:
+    other_project = store.write_sync(
+        lambda c: save(
+            c,
+            {"kind": "fact", "content": "Use PostgreSQL 15 for the database", "project": "/x"},
+            settings,
+        )
+    ).row
+    new = put(
+        store, settings, "Use PostgreSQL 16 for the database", similar={other_project["id"]: 0.99}
+    )
+    assert new.superseded == []
+    note = put(store, settings, "Use PostgreSQL 14 for the database", kind="note")
+    assert note.superseded == []  # notes never supersede
+
+
+def test_disabled_by_setting(settings: Settings, store: Store) -> None:
+    off = Settings(**{**settings.__dict__, "supersede_enabled": False})
+    put(store, off, "Use PostgreSQL 15 for the database")
+    assert put(store, off, "Move to PostgreSQL 16 for the database").superseded == []
