@@ -25,7 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.common import percentile, print_table, write_result  # noqa: E402
+from bench.common import percentile, report  # noqa: E402
 from tests.e2e.worker_process import WorkerProcess  # noqa: E402
 
 WORDS = [
@@ -299,21 +299,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             )
         else:
             rows.append((f"keyword search @{size}", "n/a", res["note"], None))
-    print_table("API (real worker over HTTP, embeddings off)", rows)
-    result = {
-        "name": "api",
-        "quick": args.quick,
-        "single_posts": single,
-        "batches": batch,
-        "keyword_search": search,
-        "figures": [
-            {"figure": name, "value": value, "aim": aim, "met": met}
-            for name, value, aim, met in rows
-        ],
-    }
-    if not args.no_write:
-        write_result("api", result)
-    return result
+    data = {"quick": args.quick, "single_posts": single, "batches": batch, "keyword_search": search}
+    return report(
+        "api", "API (real worker over HTTP, embeddings off)", rows, data, write=not args.no_write
+    )
 
 
 if __name__ == "__main__":

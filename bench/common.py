@@ -57,3 +57,21 @@ def write_result(name: str, result: dict[str, Any]) -> Path:
     path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     print(f"wrote {path.relative_to(RESULTS.parent.parent)}")
     return path
+
+
+def report(
+    name: str, title: str, rows: Sequence[Row], data: dict[str, Any], *, write: bool = True
+) -> dict[str, Any]:
+    """Print the table and write bench/results/<name>.json: `data` plus the figures list."""
+    print_table(title, rows)
+    result = {
+        "name": name,
+        **data,
+        "figures": [
+            {"figure": figure, "value": value, "aim": aim, "met": met}
+            for figure, value, aim, met in rows
+        ],
+    }
+    if write:
+        write_result(name, result)
+    return result

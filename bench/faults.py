@@ -16,7 +16,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.common import print_table, write_result  # noqa: E402
+from bench.common import report  # noqa: E402
 from tests.e2e.fault_scenario import run_kill_scenario  # noqa: E402
 
 
@@ -42,18 +42,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ("hooks exiting non-zero", r["nonzero_exits"], "0", r["nonzero_exits"] == 0),
         ("wall seconds", r["seconds"], "", None),
     ]
-    print_table(f"Faults: 8 x {events} events, {len(r['kills'])} x kill -9", rows)
-    out = {
-        "name": "faults",
-        "quick": quick,
-        **r,
-        "figures": [
-            {"figure": name, "value": value, "aim": aim, "met": met}
-            for name, value, aim, met in rows
-        ],
-    }
-    write_result("faults", out)
-    return out
+    return report(
+        "faults",
+        f"Faults: 8 x {events} events, {len(r['kills'])} x kill -9",
+        rows,
+        {"quick": quick, **r},
+    )
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.common import print_table, write_result  # noqa: E402
+from bench.common import report  # noqa: E402
 from tests.e2e.load_scenario import run_load  # noqa: E402
 
 
@@ -63,19 +63,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ),
         ("wall seconds", r["seconds"], "", None),
     ]
-    print_table(f"Load: 8 x {events} PostToolUse hooks + 4 SSE clients + search every 100 ms", rows)
-    out = {
-        "name": "load",
-        "quick": quick,
-        "embeddings": not args.no_embed,
-        **r,
-        "figures": [
-            {"figure": name, "value": value, "aim": aim, "met": met}
-            for name, value, aim, met in rows
-        ],
-    }
-    write_result("load", out)
-    return out
+    return report(
+        "load",
+        f"Load: 8 x {events} PostToolUse hooks + 4 SSE clients + search every 100 ms",
+        rows,
+        {"quick": quick, "embeddings": not args.no_embed, **r},
+    )
 
 
 if __name__ == "__main__":
