@@ -378,3 +378,45 @@ def test_any_import_input_is_imported_or_rejected_cleanly(
         assert store.read_sync(lambda c: c.execute("PRAGMA foreign_key_check").fetchall()) == []
     finally:
         store.close()
+
+
+def test_backup_while_another_connection_keeps_writing(settings: Settings) -> None:
+    import threading
+
+    store = Store(settings.db_path)
+    store.open()
+    writer = Store(settings.db_path)
+    writer.open()
+    stop = threading.Event()
+
+    def keep_writing() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            writer.write_sync(
+                lambda c, n=n: c.execute(
+                    "INSERT INTO kv(key, value, updated_at) VALUES (?, 'x', 1)", (f"k{n}",)
+                )
+            )
+
+    thread = threading.Thread(target=keep_writing)
+    thread.start()
+    try:
+        store.write_sync(
+            lambda c: c.executemany(
+                "INSERT INTO kv(key, value, updated_at) VALUES (?, ?, 1)",
+                [(f"bulk{i}", "v" * 500) for i in range(5000)],
+            )
+        )
+        info = store.read_sync(lambda c: portability.backup(c, settings.backups_dir))
+    finally:
+        stop.set()
+        thread.join()
+        writer.close()
+        store.close()
+    copy = sqlite3.connect(info["path"])
+    try:
+        assert copy.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert copy.execute("SELECT COUNT(*) FROM kv WHERE key LIKE 'bulk%'").fetchone()[0] == 5000
+    finally:
+        copy.close()

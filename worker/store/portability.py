@@ -433,7 +433,9 @@ def backup(
             if progress is not None:
                 progress(total - remaining, total)
 
-        conn.backup(dest, pages=1024, progress=step)
+        # One step: the copy is read from a single snapshot (WAL readers never block the worker's
+        # writers), whereas a stepped backup restarts whenever another connection writes.
+        conn.backup(dest, pages=-1, progress=step)
         check = dest.execute("PRAGMA quick_check").fetchone()
         if check is None or check[0] != "ok":
             raise RuntimeError(f"the backup failed its integrity check: {check}")
