@@ -129,29 +129,25 @@ def _missing(oid: int) -> NotFound:
 
 
 async def archive_observation(call: Call) -> Any:
-    oid = call.path["id"]
-
-    def write(conn: sqlite3.Connection) -> dict[str, Any]:
-        if observations_store.get(conn, oid) is None:
-            raise _missing(oid)
-        lifecycle.archive(conn, "observation", [oid], now_ms(), "manual")
-        row = observations_store.get(conn, oid)
-        assert row is not None
-        return row
-
-    row = await call.cairn.store.write(write)
-    call.cairn.events.publish("observation.updated", row)
-    return row
+    return await _set_observation_archived(call, archived=True)
 
 
 async def restore_observation(call: Call) -> Any:
+    return await _set_observation_archived(call, archived=False)
+
+
+async def _set_observation_archived(call: Call, *, archived: bool) -> Any:
     oid = call.path["id"]
 
     def write(conn: sqlite3.Connection) -> dict[str, Any]:
-        if not lifecycle.restore_observation(conn, oid, now_ms()):
-            raise _missing(oid)
+        if archived:
+            if observations_store.get(conn, oid) is not None:
+                lifecycle.archive(conn, "observation", [oid], now_ms(), "manual")
+        else:
+            lifecycle.restore_observation(conn, oid, now_ms())
         row = observations_store.get(conn, oid)
-        assert row is not None
+        if row is None:
+            raise _missing(oid)
         return row
 
     row = await call.cairn.store.write(write)
