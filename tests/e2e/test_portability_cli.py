@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -107,12 +109,20 @@ def test_import_through_a_running_worker_in_chunks(worker: WorkerProcess, tmp_pa
     rows = len(export_file.read_text().split("\n")) - 2
 
     # a second worker with a small body limit: the CLI must split the import into requests
+    # (this shell does not know the worker's limit: it learns it from the 413 answers)
     target = WorkerProcess(
         home=tmp_path / "target-home", env_extra={"CAIRN_MAX_BODY_BYTES": "4096"}
     )
     target.start()
     try:
-        done = target.cli("import", str(export_file))
+        shell_env = {k: v for k, v in target.env().items() if k != "CAIRN_MAX_BODY_BYTES"}
+        done = subprocess.run(
+            [sys.executable, "-m", "worker", "import", str(export_file)],
+            env=shell_env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
         assert f"imported {rows} rows: {rows} new" in done.stderr
         status, session = target.request("GET", "/api/sessions/o-1")
@@ -129,9 +139,10 @@ def test_import_through_a_running_worker_in_chunks(worker: WorkerProcess, tmp_pa
 def test_cli_errors_are_clear(worker: WorkerProcess, tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"hello": 1}\n')
-    done = worker.cli("import", str(bad))
-    assert done.returncode == 1
-    assert "not a Cairn export header" in done.stderr and "Traceback" not in done.stderr
+    for how in ([], ["--direct"]):  # through the running worker, and into the file
+        done = worker.cli("import", str(bad), *how)
+        assert done.returncode == 1, how
+        assert "not a Cairn export header" in done.stderr and "Traceback" not in done.stderr
     missing = worker.cli("import", str(tmp_path / "nope.jsonl"))
     assert missing.returncode == 1 and "cannot read" in missing.stderr
     empty_home = WorkerProcess(home=tmp_path / "empty")

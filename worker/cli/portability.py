@@ -138,25 +138,42 @@ def _chunks(lines: list[str], limit: int) -> Iterator[list[str]]:
     yield [header, *chunk]
 
 
+MIN_CHUNK_BYTES = 1024
+
+
 def _import_via_api(
     settings: Settings, lines: list[str], mode: str, bar: ProgressBar
 ) -> dict[str, Any]:
-    total = sum(1 for line in lines[1:] if line.strip())
+    """Post the export in chunks under the worker's body limit; on a 413 (the worker runs with
+    a smaller limit than this shell's settings) the rest is re-chunked at half the size.
+    Re-sending a chunk is safe: an import of rows already there changes nothing."""
+    header, rows = lines[0], [line for line in lines[1:] if line.strip()]
     totals: dict[str, Any] = {"rows": 0, "inserted": 0, "unchanged": 0, "replaced": 0, "skipped": 0}
     limit = int(settings.max_body_bytes * 0.9)
-    for chunk in _chunks(lines, limit):
+    done = 0
+    first = True
+    while first or done < len(rows):
+        first = False
+        chunk = next(_chunks([header, *rows[done:]], limit))
         body = "\n".join(chunk) + "\n"
-        result = request(
-            settings,
-            "POST",
-            f"/api/import?on_conflict={mode}",
-            raw_body=body.encode("utf-8"),
-            content_type="application/x-ndjson",
-            timeout=300,
-        )
+        try:
+            result = request(
+                settings,
+                "POST",
+                f"/api/import?on_conflict={mode}",
+                raw_body=body.encode("utf-8"),
+                content_type="application/x-ndjson",
+                timeout=300,
+            )
+        except ApiError as exc:
+            if exc.status != 413 or limit // 2 < MIN_CHUNK_BYTES:
+                raise
+            limit //= 2
+            continue
         for key in ("rows", "inserted", "unchanged", "replaced", "skipped"):
             totals[key] += int(result.get(key, 0))
-        bar(totals["rows"], total)
+        done += len(chunk) - 1
+        bar(done, len(rows))
     return totals
 
 
