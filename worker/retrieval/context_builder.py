@@ -8,17 +8,21 @@ relevant to the prompt that this session was not given yet; refusal -> empty tex
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
 from worker.clock import now_ms, to_iso
+from worker.memory.profile import load_profile, render_profile
 from worker.retrieval.search import SearchRequest, search
 from worker.retrieval.service import EmbeddingService
 from worker.retrieval.tokens import estimate_tokens, truncate_to_tokens
 from worker.settings import Settings
 from worker.store import Store, projects
 from worker.store import search as q
+
+log = logging.getLogger(__name__)
 
 RESUME_SOURCES = ("resume", "compact", "clear")
 # Per-item caps keep one long item from eating a whole budget.
@@ -157,6 +161,7 @@ class _StartRows:
     recent: list[dict[str, Any]]
     top_files: list[tuple[str, int]]
     injected: set[tuple[str, int]]
+    profile: str = ""
 
 
 def _start_rows(conn: sqlite3.Connection, req: ContextRequest, s: Settings) -> _StartRows:
@@ -175,7 +180,18 @@ def _start_rows(conn: sqlite3.Connection, req: ContextRequest, s: Settings) -> _
         recent=q.recent_observations(conn, pid, s.context_recent_observations),
         top_files=q.top_files(conn, pid, 5),
         injected=q.injected(conn, req.session_id) if req.session_id else set(),
+        profile=_profile_text(conn, pid, s),
     )
+
+
+def _profile_text(conn: sqlite3.Connection, project_id: int, s: Settings) -> str:
+    """The project profile's compact Markdown (languages, commands that work, folders...)."""
+    try:
+        profile = load_profile(conn, project_id, s)
+    except sqlite3.Error:
+        log.exception("project profile unavailable for the session-start context")
+        return ""
+    return render_profile(profile) if profile else ""
 
 
 def _session_start(rows: _StartRows, req: ContextRequest, budget: int) -> Composer:
@@ -199,12 +215,17 @@ def _session_start(rows: _StartRows, req: ContextRequest, budget: int) -> Compos
     out.used += estimate_tokens(title)
     if resume_first:
         checkpoint()
-    if rows.top_files:
+    profile_lines = [line for line in rows.profile.splitlines() if line.strip()]
+    for line in profile_lines:
+        part = Part("profile", "profile", rows.project_id or 0, truncate_to_tokens(line, 120))
+        out.add("## Project", part)
+    if not profile_lines and rows.top_files:
         files = ", ".join(f for f, _ in rows.top_files)
-        out.add(
-            "## Project", Part("profile", "profile", rows.project_id or 0, f"Most edited: {files}")
-        )
+        part = Part("profile", "profile", rows.project_id or 0, f"Most edited: {files}")
+        out.add("## Project", part)
     for memory in rows.memories:
+        if rows.profile and _one_line(memory["body"]) in rows.profile:
+            continue  # the profile already lists it (decisions, preferences)
         out.add("## Memories", Part("memories", "memory", memory["id"], memory_line(memory)))
     if not resume_first:
         checkpoint()
