@@ -106,15 +106,66 @@ class Conn:
         self.conn.close()
 
 
+def _vocabulary() -> tuple[list[str], list[float]]:
+    """Developer-ish words plus ~4,000 generated ones, with Zipf weights (rank r ~ 1/r): like
+    real text, a few words are everywhere and most are rare, so a query's words have a realistic
+    spread of document frequencies (a 48-word vocabulary would make every word match half the
+    corpus and measure the worst case only)."""
+    syllables = [
+        "ka",
+        "lo",
+        "mi",
+        "ne",
+        "ru",
+        "ta",
+        "shi",
+        "vo",
+        "pe",
+        "zu",
+        "ba",
+        "di",
+        "fo",
+        "gu",
+        "he",
+        "ji",
+    ]
+    generated = [a + b for a in syllables for b in syllables]
+    generated += [a + b + c for a in syllables for b in syllables[:8] for c in syllables]
+    vocab = WORDS + generated
+    weights = [1 / (rank + 1) for rank in range(len(vocab))]
+    cumulative, total = [], 0.0
+    for w in weights:
+        total += w
+        cumulative.append(total)
+    return vocab, cumulative
+
+
+VOCAB, CUM_WEIGHTS = _vocabulary()
+
+
+def words(rng: random.Random, k: int) -> list[str]:
+    return rng.choices(VOCAB, cum_weights=CUM_WEIGHTS, k=k)
+
+
+def query(rng: random.Random) -> str:
+    """1-3 words as people search: drawn from the corpus, skipping its 30 commonest words."""
+    picked: list[str] = []
+    while len(picked) < rng.choice((1, 2, 3)):
+        word = words(rng, 1)[0]
+        if VOCAB.index(word) >= 30 and word not in picked:
+            picked.append(word)
+    return " ".join(picked)
+
+
 def observation(rng: random.Random, i: int, project: str) -> dict[str, Any]:
-    title = " ".join(rng.choices(WORDS, k=6))
+    title = " ".join(words(rng, 6))
     return {
         "project": project,
         "session_id": f"bench-{i % 16}",
         "type": rng.choice(("command", "file_write", "research", "note")),
         "title": title,
-        "body": " ".join(rng.choices(WORDS, k=40)),
-        "files": [f"src/{rng.choice(WORDS)}.py"],
+        "body": " ".join(words(rng, 40)),
+        "files": [f"src/{words(rng, 1)[0]}.py"],
         "event_id": f"bench-{project}-{i}",
     }
 
@@ -222,7 +273,7 @@ def search_latency(worker: WorkerProcess, queries: int, seed: int) -> dict[str, 
     samples: list[float] = []
     hits: list[int] = []
     for _ in range(queries):
-        q = " ".join(rng.sample(WORDS, k=rng.choice((1, 2, 3))))
+        q = query(rng)
         path = "/api/search?" + urllib.parse.urlencode({"q": q, "mode": "keyword", "limit": 10})
         t0 = time.perf_counter()
         status, raw = conn.call("GET", path)
