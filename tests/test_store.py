@@ -293,3 +293,27 @@ def test_read_only_connection_gives_507_with_a_message(tmp_path: Path) -> None:
             store.write_sync(lambda c: add(c, "x"))
     finally:
         store.close()
+
+
+def test_group_commit_reports_exactly_what_was_stored_when_the_disk_fills(tmp_path: Path) -> None:
+    """Under a size cap SQLite fails some writes with SQLITE_FULL (possibly rolling back the whole
+    group's transaction): every write reported as done is stored, every refused one is not."""
+    store = open_store(tmp_path / "c.db", max_db_bytes=600_000)
+
+    async def main() -> list[Any]:
+        jobs = [
+            store.write(lambda c, i=i: add(c, f"row {i} " + "lorem ipsum " * 150))
+            for i in range(400)
+        ]
+        return await asyncio.gather(*jobs, return_exceptions=True)
+
+    try:
+        results = asyncio.run(main())
+        ok_ids = [r for r in results if isinstance(r, int)]
+        failures = [r for r in results if isinstance(r, BaseException)]
+        assert ok_ids and failures, "the cap should let some writes in and refuse others"
+        assert all(isinstance(f, InsufficientStorage) for f in failures), failures[:3]
+        stored = store.read_sync(lambda c: {r[0] for r in c.execute("SELECT id FROM observations")})
+        assert stored == set(ok_ids)
+    finally:
+        store.close()
