@@ -420,3 +420,37 @@ def test_backup_while_another_connection_keeps_writing(settings: Settings) -> No
         assert copy.execute("SELECT COUNT(*) FROM kv WHERE key LIKE 'bulk%'").fetchone()[0] == 5000
     finally:
         copy.close()
+
+
+def _chain(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "INSERT INTO memories(id, project_id, kind, content, content_hash, created_at, "
+        "updated_at) VALUES (10, 1, 'fact', 'c', 'c', 1, 1), "
+        "(11, 1, 'fact', 'd', 'd', 1, 1), (12, 1, 'fact', 'e', 'e', 1, 1)"
+    )
+    for memory_id, by in ((1, 10), (11, 1), (12, 12)):
+        conn.execute("UPDATE memories SET superseded_by = ? WHERE id = ?", (by, memory_id))
+
+
+def test_rows_never_point_forward_so_chunked_imports_work(
+    client: TestClient, settings: Settings, second: tuple[TestClient, Settings]
+) -> None:
+    populate(client, settings)
+    store = Store(settings.db_path)
+    store.open()
+    try:  # a supersession chain pointing both ways: 10 <- 1 <- 11, and 12 superseded by itself
+        store.write_sync(_chain)
+    finally:
+        store.close()
+    lines = _export_text(settings)
+    memory_ids = [
+        json.loads(line)["row"]["id"] for line in lines[1:] if '"table":"memories"' in line
+    ]
+    assert memory_ids.index(10) < memory_ids.index(1) < memory_ids.index(11)
+    assert {10, 11, 12, 1} <= set(memory_ids) and len(memory_ids) == len(set(memory_ids))
+
+    other_client, other = second
+    for line in lines[1:]:  # the smallest chunks: one row per request
+        r = other_client.post("/api/import", content=f"{lines[0]}\n{line}\n".encode())
+        assert r.status_code == 201, r.text
+    assert table_dump(other.db_path) == table_dump(settings.db_path)

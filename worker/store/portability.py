@@ -41,6 +41,8 @@ class TableInfo:
     name: str
     columns: list[str]
     key: list[str]  # primary-key columns (empty: compare whole rows)
+    # (column, referenced column) of a foreign key to the table itself, e.g. superseded_by -> id
+    self_ref: tuple[str, str] | None = None
 
 
 @dataclass
@@ -96,8 +98,10 @@ def tables(conn: sqlite3.Connection) -> list[TableInfo]:
     for name in names:
         cols = conn.execute(f"PRAGMA table_info({_quote(name)})").fetchall()
         key = [c["name"] for c in sorted(cols, key=lambda c: c["pk"]) if c["pk"] > 0]
-        infos[name] = TableInfo(name, [c["name"] for c in cols], key)
         fks = conn.execute(f"PRAGMA foreign_key_list({_quote(name)})").fetchall()
+        own = [fk for fk in fks if fk["table"] == name and fk["to"]]
+        self_ref = (str(own[0]["from"]), str(own[0]["to"])) if len(own) == 1 else None
+        infos[name] = TableInfo(name, [c["name"] for c in cols], key, self_ref)
         parents[name] = {fk["table"] for fk in fks if fk["table"] != name and fk["table"] in names}
     ordered: list[str] = []
     pending = sorted(names)
@@ -157,8 +161,7 @@ def export_lines(
     )
     done = 0
     for info in infos:
-        order = ", ".join(_quote(c) for c in info.key) if info.key else "rowid"
-        cursor = conn.execute(f"SELECT * FROM {_quote(info.name)} ORDER BY {order}")
+        cursor = conn.execute(_select_in_order(info))
         columns = [d[0] for d in cursor.description]
         for row in cursor:
             values = {c: _encode(v) for c, v in zip(columns, row, strict=True)}
@@ -168,6 +171,28 @@ def export_lines(
                 progress(done, total)
     if progress is not None:
         progress(total, total)
+
+
+MAX_CHAIN_DEPTH = 10_000
+
+
+def _select_in_order(info: TableInfo) -> str:
+    """Rows in primary-key order; with a self reference (a memory superseded by another), every
+    row after the row it points to, so an import sent in chunks never points forward."""
+    table = _quote(info.name)
+    order = ", ".join(f"t.{_quote(c)}" for c in info.key) if info.key else "t.rowid"
+    if info.self_ref is None:
+        return f"SELECT t.* FROM {table} t ORDER BY {order}"
+    ref, to = (_quote(c) for c in info.self_ref)
+    return (
+        f"WITH RECURSIVE chain(k, depth) AS ("
+        f"SELECT {to}, 0 FROM {table} WHERE {ref} IS NULL "
+        f"OR {ref} NOT IN (SELECT {to} FROM {table} WHERE {to} IS NOT NULL) "
+        f"UNION ALL SELECT c.{to}, chain.depth + 1 FROM {table} c JOIN chain "
+        f"ON c.{ref} = chain.k AND c.{ref} IS NOT c.{to} WHERE chain.depth < {MAX_CHAIN_DEPTH}) "
+        f"SELECT t.* FROM {table} t LEFT JOIN (SELECT k, MIN(depth) AS depth FROM chain GROUP BY k)"
+        f" d ON d.k = t.{to} ORDER BY COALESCE(d.depth, {MAX_CHAIN_DEPTH + 1}), {order}"
+    )
 
 
 def export_to(
