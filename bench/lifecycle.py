@@ -10,6 +10,7 @@ bench/results/lifecycle.json.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
@@ -273,6 +274,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
     args = parser.parse_args()
     rng = random.Random(42)
+    load_before = os.getloadavg()
     decay_n, compress_n, runs = (10_000, 2_000, 1) if args.quick else (100_000, 10_000, 3)
     decay = bench_decay(decay_n, runs, rng)
     vec = bench_compress(compress_n, runs, rng, vectors=True)
@@ -339,10 +341,18 @@ def main() -> None:
         f"{vec['planted_near_duplicates']} planted (embeddings), {lex['merged']} merged "
         "(lexical)"
     )
+    load_after = os.getloadavg()
+    print(
+        f"load average (1 min) {load_before[0]:.1f} before, {load_after[0]:.1f} after, on "
+        f"{os.cpu_count()} CPUs: figures taken on a busy machine are slower"
+    )
     write_result(
         "lifecycle",
         {
             "quick": args.quick,
+            "cpus": os.cpu_count(),
+            "load_average_before": [round(x, 2) for x in load_before],
+            "load_average_after": [round(x, 2) for x in load_after],
             "figures": figures,
             "decay": decay,
             "compress_embeddings": vec,
