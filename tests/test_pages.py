@@ -492,3 +492,20 @@ def test_search_says_when_semantic_falls_back_to_keywords(
     page = browser.get("/search?q=pytest&mode=semantic").text
     assert "these are keyword results" in page  # embeddings are off in unit tests
     assert "keyword results" not in browser.get("/search?q=pytest&mode=keyword").text
+
+
+def test_long_session_says_what_it_leaves_out(browser: TestClient, settings: Settings) -> None:
+    h = bearer(settings)
+    browser.post("/api/sessions", json={"session_id": "long", "project": "/p/long"}, headers=h)
+    batch = [
+        {"project": "/p/long", "session_id": "long", "type": "command", "title": f"step {i}"}
+        for i in range(500)
+    ]
+    for _ in range(2):
+        assert (
+            browser.post("/api/observations", json={"observations": batch}, headers=h).status_code
+            == 201
+        )
+    page = browser.get("/sessions/long").text
+    assert "Showing the latest 500 of 1000 observations" in page
+    assert page.count('class="tl-observation"') == 500
