@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -68,16 +69,20 @@ async def stats_page(request: Request) -> Response:
     cairn = request.state.cairn
     today = datetime.now(tz=UTC)
 
-    def read(conn: Any) -> dict[str, Any]:
+    def totals(conn: Any) -> dict[str, Any]:
         return {
             "counts": stats.counts(conn),
-            "breakdown": stats.breakdown(conn, None, DAYS),
             "coverage": feed.embedding_coverage(conn),
             "memories": feed.retention_inputs(conn, "memories", RETENTION_SAMPLE),
-            "observations": feed.retention_inputs(conn, "observations", RETENTION_SAMPLE),
         }
 
-    data = await cairn.store.read(read)
+    # Three independent scans on separate read connections (SQLite runs them in parallel).
+    first, breakdown, sample = await asyncio.gather(
+        cairn.store.read(totals),
+        cairn.store.read(lambda c: stats.breakdown(c, None, DAYS)),
+        cairn.store.read(lambda c: feed.retention_inputs(c, "observations", RETENTION_SAMPLE)),
+    )
+    data = {**first, "breakdown": breakdown, "observations": sample}
     now = now_ms()
     memory_retention = retention_histogram(cairn.settings, data["memories"], now)
     observation_retention = retention_histogram(cairn.settings, data["observations"], now)
