@@ -89,9 +89,9 @@ class Settings:
     search_body_weight: float = 1.0
     # Hybrid fusion: weighted reciprocal rank fusion of the keyword and vector lists
     # (k small: the top of each list matters most; tuned on LoCoMo dev, see bench/locomo.py)
-    fusion_rrf_k: float = 2.0
+    fusion_rrf_k: float = 1.0
     fusion_keyword_weight: float = 1.0
-    fusion_vector_weight: float = 0.6
+    fusion_vector_weight: float = 0.5
     # A hit lends part of its fused score to the previous/next item of its thread (same kind,
     # project and session, within the window): answers often sit next to what matches.
     fusion_prev_weight: float = 0.1

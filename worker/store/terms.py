@@ -16,6 +16,7 @@ from functools import lru_cache
 import snowballstemmer
 
 SQL_FUNCTION = "cairn_terms"
+SQL_NEW_TERMS = "cairn_new_terms"
 
 # Runs of letters, digits and `_`; `-`, `.`, `/` and everything else separate words.
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -142,6 +143,15 @@ def _sql_terms(*texts: object) -> str:
     return index_text(*(t if isinstance(t, str) else None for t in texts))
 
 
+def _sql_new_terms(extra: object, *base: object) -> str:
+    """Terms of `extra` that `base` does not already contain (tags picked from a memory's own
+    words add nothing; a tag that is not in the text does)."""
+    have = set(analyse(" ".join(t for t in base if isinstance(t, str))))
+    return " ".join(t for t in analyse(extra if isinstance(extra, str) else None) if t not in have)
+
+
 def register(conn: sqlite3.Connection) -> None:
-    """Make `cairn_terms(text, ...)` available to the index triggers on this connection."""
+    """Make `cairn_terms(text, ...)` and `cairn_new_terms(extra, text, ...)` available to the
+    index triggers on this connection."""
     conn.create_function(SQL_FUNCTION, -1, _sql_terms, deterministic=True)
+    conn.create_function(SQL_NEW_TERMS, -1, _sql_new_terms, deterministic=True)
