@@ -144,3 +144,71 @@ def test_fts_syntax_never_raises(client: TestClient, query: str) -> None:
     resp = client.get("/api/search", params={"q": query, "project": PROJECT})
     assert resp.status_code == 200, resp.text
     assert isinstance(resp.json()["hits"], list)
+
+
+def test_archived_and_superseded_are_hidden_unless_asked(client: TestClient) -> None:
+    created = _seed(client)
+    first = created[0]["id"]
+    assert client.post(f"/api/observations/{first}/archive").status_code == 200
+    params = {"q": "getUserById", "project": PROJECT}
+    assert first not in [h["id"] for h in client.get("/api/search", params=params).json()["hits"]]
+    shown = client.get("/api/search", params={**params, "include_archived": "true"}).json()
+    assert first in [h["id"] for h in shown["hits"]]
+
+
+def test_global_memory_is_found_in_every_project_and_injected(client: TestClient) -> None:
+    resp = client.post(
+        "/api/memories",
+        json={
+            "kind": "preference",
+            "content": "Always use pnpm instead of npm for JavaScript installs",
+            "scope": "global",
+            "importance": 5,
+        },
+    )
+    assert resp.status_code == 201, resp.text
+    memory_id = resp.json()["id"]
+    _seed(client)
+    for project in (PROJECT, "/repo/other"):
+        client.post("/api/observations", json={"project": project, "type": "note", "title": "x"})
+        hits = client.get("/api/search", params={"q": "pnpm install", "project": project}).json()
+        assert [(h["kind"], h["id"]) for h in hits["hits"]][:1] == [("memory", memory_id)]
+        start = client.get("/api/context", params={"project": project}).json()
+        assert "Always use pnpm" in start["text"]
+
+
+def test_identical_content_is_returned_once(client: TestClient) -> None:
+    same = {"project": PROJECT, "type": "note", "title": "flaky test in ci", "body": "retry it"}
+    for session in ("a", "b"):
+        client.post("/api/observations", json={**same, "session_id": session})
+    hits = client.get("/api/search", params={"q": "flaky ci", "project": PROJECT}).json()["hits"]
+    assert len(hits) == 1
+
+
+def test_observation_about_a_file_changed_since_is_stale(client: TestClient) -> None:
+    read = {
+        "project": PROJECT,
+        "type": "research",
+        "title": "Read src/billing/invoice.py",
+        "body": "invoice totals are computed in cents",
+        "files": ["src/billing/invoice.py"],
+        "created_at": "2026-01-01T10:00:00Z",
+    }
+    other = {**read, "title": "Read src/billing/tax.py", "files": ["src/billing/tax.py"]}
+    write = {
+        "project": PROJECT,
+        "type": "file_write",
+        "title": "Edit src/billing/invoice.py",
+        "body": "switched to decimal",
+        "files": ["src/billing/invoice.py"],
+        "created_at": "2026-01-02T10:00:00Z",
+    }
+    client.post("/api/observations", json={"observations": [read, other, write]})
+    hits = client.get(
+        "/api/search",
+        params={"q": "invoice totals cents", "project": PROJECT, "explain": "true"},
+    ).json()["hits"]
+    staleness = {h["title"]: h["signals"]["staleness"] for h in hits}
+    assert staleness["Read src/billing/invoice.py"] < 0
+    assert staleness["Read src/billing/tax.py"] == 0
+    assert staleness.get("Edit src/billing/invoice.py", 0) == 0  # the write itself is current
