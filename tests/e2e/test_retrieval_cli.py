@@ -1,0 +1,68 @@
+"""`cairn search` and `cairn reindex` against a real worker with the real offline model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.worker_process import WorkerProcess
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def semantic_worker(isolated_home: Path) -> Iterator[WorkerProcess]:
+    proc = WorkerProcess(home=isolated_home, env_extra={"CAIRN_EMBED_ENABLED": "1"}).start()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def cairn(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
+    env["CAIRN_HOME"] = str(home)
+    return subprocess.run(
+        [sys.executable, "-m", "worker", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_search_and_reindex_from_the_terminal(semantic_worker: WorkerProcess) -> None:
+    w = semantic_worker
+    items = [
+        {"project": "/p", "type": "note", "title": f"note {i} about the build cache"}
+        for i in range(30)
+    ] + [{"project": "/p", "type": "command", "title": "make release", "body": "tagged v1.2"}]
+    assert w.request("POST", "/api/observations", {"observations": items})[0] == 201
+
+    done = cairn(w.home, "reindex")
+    assert done.returncode == 0, done.stderr
+    assert "[##############################] 100.0%" in done.stderr and "done" in done.stderr
+    _, stats = w.request("GET", "/api/embeddings/stats")
+    assert stats["coverage"] == 1.0 and stats["embedded"] == 31
+
+    found = cairn(w.home, "search", "release tag", "--project", "/p", "--json")
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)["hits"]
+    assert hits[0]["title"] == "make release"
+    text = cairn(w.home, "search", "release tag", "--explain")
+    assert "make release" in text.stdout and "signals: relevance" in text.stdout
+    nothing = cairn(w.home, "search", "banana bread recipe", "--project", "/p")
+    assert nothing.stdout.strip() == "nothing relevant found (refused)"
+
+
+def test_cli_reports_a_stopped_worker(isolated_home: Path) -> None:
+    result = cairn(isolated_home, "search", "anything")
+    assert result.returncode == 1
+    assert "not running" in result.stderr
