@@ -358,6 +358,8 @@ def plan_requests(
                 body = {
                     "plan": todos,
                     "project": project,
+                    # A late spool replay of an older plan must not overwrite a newer one.
+                    "updated_at": io.iso_now(),
                     "event_id": ev.event_id("tool", payload, "plan"),
                 }
                 hook.pending.append(Request("PUT", session_path(payload, "/plan"), body))

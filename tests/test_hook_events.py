@@ -388,3 +388,19 @@ def test_the_tail_of_a_long_private_key_is_redacted() -> None:
     pem = f"-----BEGIN RSA PRIVATE KEY-----\n{key}\n-----END RSA PRIVATE KEY-----\ndone"
     obs = post("Bash", {"command": "cat id_rsa"}, {"stdout": pem, "stderr": ""})
     assert "MIIEpA" not in obs["body"] and "done" in obs["body"]
+
+
+def test_todowrite_becomes_a_timestamped_plan_request() -> None:
+    hook = run.Hook("PostToolUse", "/nonexistent-home")
+    payload = {
+        "session_id": "s1",
+        "tool_name": "TodoWrite",
+        "tool_use_id": "toolu_t",
+        "tool_input": {"todos": [{"content": "ship", "status": "done?"}]},
+    }
+    run.plan_requests(hook, payload, "/r", "/r", 500)
+    (request,) = hook.pending
+    assert (request.method, request.path) == ("PUT", "/api/sessions/s1/plan")
+    assert request.body is not None
+    assert request.body["plan"] == [{"content": "ship", "status": "pending"}]
+    assert str(request.body["updated_at"]).endswith("Z") and request.body["project"] == "/r"
