@@ -93,6 +93,11 @@ def test_build_profile_static_and_dynamic() -> None:
 
 def test_render_empty_profile_is_empty() -> None:
     assert render_profile({"project": {"name": "x"}, "static": {}, "dynamic": {}}) == ""
+    # a prompt alone (no files, commands, decisions, plan) is not a profile worth injecting
+    only_task = {"project": {"name": "x"}, "static": {}, "dynamic": {"current_task": "hi"}}
+    assert render_profile(only_task) == ""
+    planned = {"static": {}, "dynamic": {"current_task": "ship", "in_progress": ["tests"]}}
+    assert render_profile(planned) == "**Current task:** ship\n- in progress: tests"
 
 
 def test_profile_endpoint_caches_and_invalidates(client: TestClient, settings: Settings) -> None:

@@ -279,11 +279,13 @@ def render_profile(
         if items:
             lines.append(f"**{title}:**")
             lines += [f"- {m['content']}" for m in items[:max_items]]
-    if dynamic.get("current_task"):
-        lines.append(f"**Current task:** {dynamic['current_task']}")
-    for item in (dynamic.get("in_progress") or [])[:max_items]:
-        lines.append(f"- in progress: {item}")
     flight = dynamic.get("files_in_flight") or []
+    in_progress = (dynamic.get("in_progress") or [])[:max_items]
+    # The latest prompt alone is no profile (the last summary and checkpoint carry it): the
+    # current task is shown only for a project with some recorded work.
+    if dynamic.get("current_task") and (lines or flight or in_progress):
+        lines.append(f"**Current task:** {dynamic['current_task']}")
+    lines += [f"- in progress: {item}" for item in in_progress]
     if flight:
         lines.append("**Files in flight:** " + ", ".join(flight[:max_items]))
     if max_chars is not None:
