@@ -176,7 +176,7 @@ def test_mix_predecessors_follows_chains_from_plain_vectors() -> None:
     a, b, c = ("memory", 1), ("memory", 2), ("memory", 3)
     for ref, vec in ((a, unit(1, 0)), (b, unit(0, 1)), (c, unit(0, 1))):
         index.put(ref, 1, vec)
-    assert index.mix_predecessors([(b, a), (c, b)], 0.5) == 2
+    assert index.mix_predecessors([(c, b), (b, a)], 0.5) == 2  # newest first
     # c mixes with b's own vector (0, 1), not with b's mixed one: c stays (0, 1).
     assert np.allclose(index.vector(c), unit(0, 1))
     assert np.allclose(index.vector(b), unit(0.5, 1))

@@ -230,6 +230,8 @@ class EmbeddingService:
         window_ms = int(self.settings.thread_window_minutes * 60_000)
 
         def read(conn: Any) -> list[tuple[Ref, Ref]]:
+            for project_id, rows in vector_q.counts_by_project(conn, embedder.model_id).items():
+                index.reserve(project_id, rows + 1024)
             for ref, project_id, blob in vector_q.iter_vectors(conn, embedder.model_id):
                 vector = from_blob(blob)
                 if vector.shape[0] == embedder.dimensions:

@@ -30,17 +30,25 @@ class _Bucket:
         self.matrix = np.zeros((_INITIAL_ROWS, self.dim), dtype=np.float32)
         self.kinds = np.zeros(_INITIAL_ROWS, dtype=np.int8)
 
+    def reserve(self, rows: int) -> None:
+        if rows > self.matrix.shape[0]:
+            self._resize(rows)
+
+    def _resize(self, capacity: int) -> None:
+        used = len(self.refs)
+        matrix = np.zeros((capacity, self.dim), dtype=np.float32)
+        matrix[:used] = self.matrix[:used]
+        kinds = np.zeros(capacity, dtype=np.int8)
+        kinds[:used] = self.kinds[:used]
+        self.matrix, self.kinds = matrix, kinds
+
     def put(self, ref: Ref, vector: npt.NDArray[np.float32]) -> None:
         row = self.rows.get(ref)
         if row is None:
             row = len(self.refs)
             if row >= self.matrix.shape[0]:
-                grown = max(_INITIAL_ROWS, self.matrix.shape[0] * 2)
-                matrix = np.zeros((grown, self.dim), dtype=np.float32)
-                matrix[:row] = self.matrix[:row]
-                kinds = np.zeros(grown, dtype=np.int8)
-                kinds[:row] = self.kinds[:row]
-                self.matrix, self.kinds = matrix, kinds
+                # Grow by a quarter: large matrices never sit half empty.
+                self._resize(max(_INITIAL_ROWS, self.matrix.shape[0] + self.matrix.shape[0] // 4))
             self.refs.append(ref)
             self.rows[ref] = row
         self.matrix[row] = vector
@@ -64,6 +72,14 @@ class VectorIndex:
     def __len__(self) -> int:
         return len(self._where)
 
+    def reserve(self, project_id: int | None, rows: int) -> None:
+        """Size a project's matrix for `rows` vectors up front (no doubling overshoot)."""
+        with self._lock:
+            bucket = self._buckets.get(project_id)
+            if bucket is None:
+                bucket = self._buckets[project_id] = _Bucket(self.dim)
+            bucket.reserve(rows)
+
     def put(self, ref: Ref, project_id: int | None, vector: npt.NDArray[np.float32]) -> None:
         with self._lock:
             previous = self._where.get(ref, project_id)
@@ -83,25 +99,21 @@ class VectorIndex:
     def mix_predecessors(self, links: list[tuple[Ref, Ref]], weight: float) -> int:
         """Turn loaded item vectors into context vectors: v + weight * v(predecessor), normalised.
 
-        Rows were loaded oldest first, so walking successors from the last row down reads each
-        predecessor while it still holds its own vector. Returns how many rows were mixed."""
+        `links` come newest item first, so each predecessor is read while it still holds its
+        own vector (it is mixed later, being older). Returns how many rows were mixed."""
         mixed = 0
         with self._lock:
-            pairs: dict[int | None, list[tuple[int, int]]] = {}
             for ref, prev in links:
                 where = self._where.get(ref, -1)
                 if where == -1 or self._where.get(prev, -1) != where:
                     continue
                 bucket = self._buckets[where]
-                pairs.setdefault(where, []).append((bucket.rows[ref], bucket.rows[prev]))
-            for where, rows in pairs.items():
-                matrix = self._buckets[where].matrix
-                for row, prev_row in sorted(rows, reverse=True):
-                    vector = matrix[row] + weight * matrix[prev_row]
-                    norm = float(np.linalg.norm(vector))
-                    if norm > 0:
-                        matrix[row] = vector / norm
-                        mixed += 1
+                matrix, row, prev_row = bucket.matrix, bucket.rows[ref], bucket.rows[prev]
+                vector = matrix[row] + weight * matrix[prev_row]
+                norm = float(np.linalg.norm(vector))
+                if norm > 0:
+                    matrix[row] = vector / norm
+                    mixed += 1
         return mixed
 
     def vector(self, ref: Ref) -> npt.NDArray[np.float32] | None:

@@ -14,44 +14,54 @@ Ref = tuple[str, int]
 def iter_vectors(
     conn: sqlite3.Connection, model: str, batch: int = 5000
 ) -> Iterator[tuple[Ref, int | None, bytes]]:
-    """Every stored vector of `model`: ((kind, id), project_id, blob), oldest item first (an
-    item's thread predecessor always comes before it)."""
-    parts = [
-        f"SELECT e.item_kind, e.item_id, e.project_id, e.vector, x.{'updated_at' if table == 'summaries' else 'created_at'} AS at "
-        f"FROM embeddings e JOIN {table} x ON x.id = e.item_id "
-        f"WHERE e.item_kind = '{kind}' AND e.model = :model"
-        for kind, (table, *_rest) in SOURCES.items()
-    ]
-    cursor = conn.execute(" UNION ALL ".join(parts) + " ORDER BY at, item_id", {"model": model})
+    """Every stored vector of `model`: ((kind, id), project_id, blob), in table order (no sort:
+    sorting 100k blobs would hold them all in memory at once)."""
+    cursor = conn.execute(
+        "SELECT item_kind, item_id, project_id, vector FROM embeddings WHERE model = ?", (model,)
+    )
     while rows := cursor.fetchmany(batch):
         for row in rows:
             yield (str(row[0]), int(row[1])), row[2], bytes(row[3])
 
 
+def counts_by_project(conn: sqlite3.Connection, model: str) -> dict[int | None, int]:
+    return {
+        row[0]: int(row[1])
+        for row in conn.execute(
+            "SELECT project_id, COUNT(*) FROM embeddings WHERE model = ? GROUP BY project_id",
+            (model,),
+        )
+    }
+
+
 def plain_vectors(conn: sqlite3.Connection, model: str, refs: list[Ref]) -> dict[Ref, bytes]:
     """Stored (item-only) vectors of some items."""
     out: dict[Ref, bytes] = {}
+    by_kind: dict[str, list[int]] = {}
     for kind, item_id in refs:
-        row = conn.execute(
-            "SELECT vector FROM embeddings WHERE item_kind = ? AND item_id = ? AND model = ?",
-            (kind, item_id, model),
-        ).fetchone()
-        if row is not None:
-            out[(kind, item_id)] = bytes(row[0])
+        by_kind.setdefault(kind, []).append(item_id)
+    for kind, ids in by_kind.items():
+        marks = ",".join("?" * len(ids))
+        for row in conn.execute(
+            f"SELECT item_id, vector FROM embeddings WHERE item_kind = ? AND model = ? "
+            f"AND item_id IN ({marks})",
+            (kind, model, *ids),
+        ):
+            out[(kind, int(row[0]))] = bytes(row[1])
     return out
 
 
 def predecessors(conn: sqlite3.Connection, window_ms: int) -> list[tuple[Ref, Ref]]:
     """(item, the item before it in its thread): same kind, project and session, written
-    within `window_ms` before it. Summaries have no thread."""
-    out: list[tuple[Ref, Ref]] = []
+    within `window_ms` before it; newest item first. Summaries have no thread."""
+    out: list[tuple[int, Ref, Ref]] = []
     for kind, table in (
         ("observation", "observations"),
         ("memory", "memories"),
         ("prompt", "prompts"),
     ):
         rows = conn.execute(
-            f"""SELECT id, prev_id FROM (
+            f"""SELECT id, prev_id, created_at FROM (
                   SELECT id, created_at,
                          LAG(id) OVER w AS prev_id, LAG(created_at) OVER w AS prev_at
                   FROM {table}
@@ -59,8 +69,9 @@ def predecessors(conn: sqlite3.Connection, window_ms: int) -> list[tuple[Ref, Re
                 WHERE prev_id IS NOT NULL AND prev_at >= created_at - ?""",
             (window_ms,),
         )
-        out.extend(((kind, int(r[0])), (kind, int(r[1]))) for r in rows)
-    return out
+        out.extend((int(r[2]), (kind, int(r[0])), (kind, int(r[1]))) for r in rows)
+    out.sort(key=lambda link: (link[0], link[1][1]), reverse=True)
+    return [(ref, prev) for _at, ref, prev in out]
 
 
 def missing(
