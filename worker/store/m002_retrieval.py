@@ -63,6 +63,13 @@ def _insert(kind: str, alias: str) -> str:
     )
 
 
+_FILE_WRITES_INSERT = (
+    "INSERT INTO file_writes(observation_id, project_id, file, created_at) "
+    "SELECT new.id, new.project_id, j.value, new.created_at FROM json_each(new.files) j "
+    "WHERE json_valid(new.files)"
+)
+
+
 def _statements() -> list[str]:
     out = [
         "CREATE VIRTUAL TABLE search_index USING fts5(title, body, scope, kind UNINDEXED, "
@@ -78,6 +85,26 @@ def _statements() -> list[str]:
         ) WITHOUT ROWID""",
         "CREATE TRIGGER sessions_injections_ad AFTER DELETE ON sessions BEGIN "
         "DELETE FROM context_injections WHERE session_id = old.id; END",
+        # Which files each file_write observation wrote, indexed: staleness asks "was this file
+        # written after time T?" for a few files without scanning every observation's JSON.
+        """CREATE TABLE file_writes (
+            observation_id INTEGER NOT NULL,
+            project_id INTEGER NOT NULL,
+            file TEXT NOT NULL,
+            created_at INTEGER NOT NULL
+        )""",
+        "CREATE INDEX file_writes_file ON file_writes(project_id, file, created_at)",
+        "CREATE INDEX file_writes_observation ON file_writes(observation_id)",
+        f"CREATE TRIGGER observations_file_writes_ai AFTER INSERT ON observations "
+        f"WHEN new.type = 'file_write' BEGIN {_FILE_WRITES_INSERT}; END",
+        "CREATE TRIGGER observations_file_writes_ad AFTER DELETE ON observations BEGIN "
+        "DELETE FROM file_writes WHERE observation_id = old.id; END",
+        "CREATE TRIGGER observations_file_writes_au AFTER UPDATE OF type, files, project_id, "
+        "created_at ON observations BEGIN DELETE FROM file_writes WHERE observation_id = old.id; "
+        f"{_FILE_WRITES_INSERT} AND new.type = 'file_write'; END",
+        "INSERT INTO file_writes(observation_id, project_id, file, created_at) "
+        "SELECT o.id, o.project_id, j.value, o.created_at FROM observations o, json_each(o.files) j "
+        "WHERE o.type = 'file_write' AND json_valid(o.files)",
     ]
     for kind, (table, _title, _body, _project, watched) in SOURCES.items():
         code = KIND_CODES[kind]

@@ -208,10 +208,10 @@ def later_file_writes(
     if not files:
         return {}
     rows = conn.execute(
-        f"""SELECT j.value, MAX(o.created_at) FROM observations o, json_each(o.files) j
-            WHERE o.project_id = ? AND o.type = 'file_write' AND o.created_at > ?
-              AND j.value IN ({placeholders(len(files))}) GROUP BY j.value""",
-        (project_id, since, *files),
+        f"""SELECT file, MAX(created_at) FROM file_writes
+            WHERE project_id = ? AND file IN ({placeholders(len(files))}) AND created_at > ?
+            GROUP BY file""",
+        (project_id, *files, since),
     ).fetchall()
     return {str(r[0]): int(r[1]) for r in rows}
 
@@ -296,9 +296,8 @@ def latest_checkpoint(
 def top_files(conn: sqlite3.Connection, project_id: int, limit: int) -> list[tuple[str, int]]:
     """The files this project's sessions wrote most often."""
     rows = conn.execute(
-        """SELECT j.value, COUNT(*) AS n FROM observations o, json_each(o.files) j
-           WHERE o.project_id = ? AND o.type = 'file_write' AND o.archived_at IS NULL
-           GROUP BY j.value ORDER BY n DESC, j.value LIMIT ?""",
+        """SELECT file, COUNT(*) AS n FROM file_writes WHERE project_id = ?
+           GROUP BY file ORDER BY n DESC, file LIMIT ?""",
         (project_id, limit),
     ).fetchall()
     return [(str(r[0]), int(r[1])) for r in rows]
