@@ -33,7 +33,7 @@ COVERAGE_DEPTH = 10
 # Vector hits whose own (non-context) vectors are checked by the refusal rule.
 REFUSAL_DEPTH = 50
 # Hits whose thread neighbours get a share of their score.
-THREAD_DEPTH = 20
+THREAD_DEPTH = 50
 # Grace between a file write and the observation recording it (same tool call).
 STALE_GRACE_MS = 5_000
 
