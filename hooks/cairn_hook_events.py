@@ -20,7 +20,8 @@ FILE_WRITE = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 RESEARCH = ("Read", "Grep", "Glob", "LS")
 WEB = ("WebFetch", "WebSearch")
 DELEGATION = ("Task", "Agent")
-OWN_MCP_PREFIX = "mcp__cairn__"
+# Cairn's own MCP tools: registered directly, or through the Claude Code plugin.
+OWN_MCP_PREFIXES = ("mcp__cairn__", "mcp__plugin_cairn_")
 # Tools whose calls say nothing worth remembering on their own.
 PLAN_STATUSES = ("pending", "in_progress", "completed")
 NOISE = ("TodoRead", "BashOutput", "KillShell", "KillBash", "ListMcpResourcesTool")
@@ -214,7 +215,7 @@ def search_hits(results: object, limit: int = 10) -> list[str]:
 
 def classify(tool_name: str) -> str | None:
     """The observation type for a tool, or None when the tool is never observed."""
-    if tool_name.startswith(OWN_MCP_PREFIX) or tool_name in NOISE or tool_name == "TodoWrite":
+    if tool_name.startswith(OWN_MCP_PREFIXES) or tool_name in NOISE or tool_name == "TodoWrite":
         return None
     if tool_name in FILE_WRITE:
         return "file_write"

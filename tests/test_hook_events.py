@@ -143,7 +143,13 @@ def test_web_delegation_mcp_and_other() -> None:
 
 
 def test_noise_own_mcp_and_todowrite_are_not_observations() -> None:
-    for tool in ("mcp__cairn__search", "mcp__cairn__save_memory", "TodoWrite", "BashOutput"):
+    for tool in (
+        "mcp__cairn__search",
+        "mcp__cairn__save_memory",
+        "mcp__plugin_cairn_cairn__search",
+        "TodoWrite",
+        "BashOutput",
+    ):
         assert events.observation({"tool_name": tool, "tool_input": {}}, ROOT, ROOT) is None
     todos = {
         "todos": [{"content": "write tests", "status": "in_progress", "activeForm": "Writing"}]
