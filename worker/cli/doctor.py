@@ -308,18 +308,15 @@ def check_database(ctx: Context) -> Check:
 
 
 def check_spool(ctx: Context) -> Check:
+    from worker.spool import backlog
+
     folder = ctx.settings.spool_dir
-    files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
-    events = 0
-    for file in files:
-        try:
-            with open(file, "rb") as handle:
-                events += sum(1 for line in handle if line.strip())
-        except OSError:
-            continue
+    waiting = backlog(ctx.settings)
+    events, files, dropped = waiting["events"], waiting["files"], waiting["dropped_by_hooks"]
+    lost = f"; {dropped} events were dropped by hooks when the spool was full" if dropped else ""
     if events == 0:
-        return Check("spool", "ok", "no events waiting")
-    detail = f"{events} events waiting in {folder} ({len(files)} files)"
+        return Check("spool", "warn" if dropped else "ok", "no events waiting" + lost)
+    detail = f"{events} events waiting in {folder} ({files} files){lost}"
     if not ctx.healthy:
         return Check("spool", "fail", detail, "cairn start (the worker replays the spool)")
     period = ctx.settings.spool_replay_seconds
