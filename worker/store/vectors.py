@@ -43,7 +43,8 @@ def plain_vectors(conn: sqlite3.Connection, model: str, refs: list[Ref]) -> dict
     for kind, ids in by_kind.items():
         marks = ",".join("?" * len(ids))
         for row in conn.execute(
-            f"SELECT item_id, vector FROM embeddings WHERE item_kind = ? AND model = ? "
+            # `+model`: look rows up by primary key, never scan the model index.
+            f"SELECT item_id, vector FROM embeddings WHERE item_kind = ? AND +model = ? "
             f"AND item_id IN ({marks})",
             (kind, model, *ids),
         ):
