@@ -30,7 +30,9 @@ def test_session_start_lists_recent_observations_as_index_lines(client: TestClie
     assert body["refused"] is False
     assert "FILE_WRITE Edit src/payments/refund_2.py" in body["text"]
     text = body["text"]
-    assert text.index("WRITE Edit src/payments/refund_2") < text.index("WRITE Edit src/payments/refund_0")
+    assert text.index("WRITE Edit src/payments/refund_2") < text.index(
+        "WRITE Edit src/payments/refund_0"
+    )
     assert body["tokens"] == estimate_tokens(body["text"]) <= body["budget"] == 1500
 
 
