@@ -25,8 +25,9 @@ from worker.errors import BadRequest, Conflict
 
 FORMAT = "cairn-export"
 FORMAT_VERSION = 1
-# Tables that describe the database itself rather than hold Cairn's data.
-SKIPPED_TABLES = frozenset({"schema_migrations"})
+# Tables that describe the database itself, or that triggers derive from other rows
+# (file_writes is rebuilt from observations as they are imported), rather than hold data.
+SKIPPED_TABLES = frozenset({"schema_migrations", "file_writes"})
 # Derived from other rows (triggers drop a vector when its item changes): imported last.
 LAST_TABLES = ("embeddings",)
 ITEM_TABLES = {"observations": "observation", "memories": "memory", "prompts": "prompt"}
