@@ -80,17 +80,32 @@ class _WriteJob:
         self.future = future
         self.loop = loop
 
-    def settle(self, ok: bool, value: Any) -> None:
-        def resolve() -> None:
-            if self.future.done():  # the caller went away (cancelled): the write still stands
-                return
-            if ok:
-                self.future.set_result(value)
-            else:
-                self.future.set_exception(value)
+    def resolve(self, ok: bool, value: Any) -> None:
+        """On the job's event loop: hand the outcome to the waiting caller."""
+        if self.future.done():  # the caller went away (cancelled): the write still stands
+            return
+        if ok:
+            self.future.set_result(value)
+        else:
+            self.future.set_exception(value)
 
+    def settle(self, ok: bool, value: Any) -> None:
+        settle_all([(self, ok, value)])
+
+
+def settle_all(outcomes: list[tuple[_WriteJob, bool, Any]]) -> None:
+    """Resolve many jobs with one wake-up per event loop (each wake-up is a syscall)."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_WriteJob, bool, Any]]] = {}
+    for outcome in outcomes:
+        by_loop.setdefault(outcome[0].loop, []).append(outcome)
+
+    def resolve(batch: list[tuple[_WriteJob, bool, Any]]) -> None:
+        for job, ok, value in batch:
+            job.resolve(ok, value)
+
+    for loop, batch in by_loop.items():
         with suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            self.loop.call_soon_threadsafe(resolve)
+            loop.call_soon_threadsafe(resolve, batch)
 
 
 class Store:
@@ -326,8 +341,7 @@ class Store:
             self.groups_committed += 1
             self.writes_committed += committed
             self._after_commit()
-        for job, (ok, value) in zip(group, outcomes, strict=True):
-            job.settle(ok, value)
+        settle_all([(job, ok, value) for job, (ok, value) in zip(group, outcomes, strict=True)])
 
     # ------------------------------------------------------------------ async access
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
