@@ -229,7 +229,7 @@ def test_observation_archive_restore_forget(client: TestClient, settings: Settin
             conn.execute("SELECT COUNT(*) FROM observations WHERE id = ?", (oid,)).fetchone()[0]
             == 0
         )
-        fts = "SELECT COUNT(*) FROM observations_fts WHERE observations_fts MATCH 'zebracorn'"
+        fts = "SELECT COUNT(*) FROM search_index WHERE search_index MATCH 'zebracorn'"
         assert conn.execute(fts).fetchone()[0] == 0
         assert (
             conn.execute(

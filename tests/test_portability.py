@@ -148,7 +148,8 @@ def test_round_trip_into_a_fresh_home(
     conn = sqlite3.connect(other.db_path)
     try:
         hits = conn.execute(
-            "SELECT rowid FROM observations_fts WHERE observations_fts MATCH 'limits'"
+            "SELECT rowid FROM search_index WHERE search_index MATCH 'limits' "
+            "AND kind = 'observation'"
         ).fetchall()
     finally:
         conn.close()

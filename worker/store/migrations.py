@@ -5,7 +5,13 @@ from __future__ import annotations
 import sqlite3
 
 from worker.clock import now_ms
-from worker.store import m001_core, m002_retrieval, m003_lifecycle, m007_dashboard
+from worker.store import (
+    m001_core,
+    m002_retrieval,
+    m003_lifecycle,
+    m007_dashboard,
+    m008_drop_unused_fts,
+)
 
 # (version, name, statements). Append only; never edit a released step.
 MIGRATIONS: list[tuple[int, str, list[str]]] = [
@@ -13,6 +19,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (2, "retrieval", m002_retrieval.STATEMENTS),
     (3, "memory_lifecycle", m003_lifecycle.STATEMENTS),
     (7, "dashboard_time_indexes", m007_dashboard.STATEMENTS),
+    (8, "drop_unused_fts", m008_drop_unused_fts.STATEMENTS),
 ]
 
 
