@@ -59,6 +59,13 @@ def test_full_database_507_then_space_returns_and_nothing_is_lost(isolated_home:
         else:
             raise AssertionError("the capped database never filled up")
         assert acknowledged
+        # Top up with small writes too, so no page has room left for a hook's small events.
+        for i in range(5000):
+            status, payload = post(worker, f"top {i}")
+            if status == 507:
+                break
+            assert status == 201, payload
+            acknowledged.append(int(payload["id"]))  # type: ignore[arg-type]
         assert worker.request("GET", "/api/status")[0] == 200  # reads still work
         # Hooks meanwhile: every write refused -> spooled, exit 0, no error shown to the agent.
         project = make_project(isolated_home.parent)
