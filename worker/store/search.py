@@ -55,7 +55,27 @@ def document_frequencies(conn: sqlite3.Connection, terms: list[str]) -> dict[str
 
 
 def index_size(conn: sqlite3.Connection) -> int:
+    """Rows in search_index. FTS5 keeps the count as the first varint of its "averages" record
+    (id 1 in %_data); reading it is O(1) where COUNT(*) walks every row (27 ms at 100k, most of
+    a keyword search). Falls back to COUNT(*) if the record is missing or unreadable."""
+    row = conn.execute("SELECT block FROM search_index_data WHERE id = 1").fetchone()
+    if row is not None and isinstance(row[0], bytes) and row[0]:
+        count = _sqlite_varint(row[0])
+        if count is not None:
+            return count
     return int(conn.execute("SELECT COUNT(*) FROM search_index").fetchone()[0])
+
+
+def _sqlite_varint(blob: bytes) -> int | None:
+    """Decode SQLite's big-endian varint (1-9 bytes) at the start of `blob`."""
+    value = 0
+    for k, byte in enumerate(blob[:9]):
+        if k == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            return value
+    return None
 
 
 def indexed_terms(conn: sqlite3.Connection, refs: list[Ref]) -> dict[Ref, str]:
