@@ -76,6 +76,10 @@ def test_hooks_restart_a_killed_worker_themselves(isolated_home: Path) -> None:
         drain_spool(worker)
         assert_exactly_once(worker, [first, second])
     finally:
+        if not spawned_pid:  # a worker a hook spawned late must not outlive the test either
+            late = worker.runtime()
+            if late is not None and late.get("pid") != killed:
+                spawned_pid = int(late["pid"])
         if spawned_pid:
             os.kill(spawned_pid, signal.SIGTERM)
             for _ in range(100):
