@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from starlette.types import ASGIApp, Message
+from starlette.types import ASGIApp
 
+from worker.api.inprocess import call_app
 from worker.clock import now_ms, to_iso
 from worker.context import Cairn
 from worker.settings import Settings
@@ -327,52 +328,20 @@ class SpoolReplayer:
     async def dispatch(self, method: str, target: str, body: Any) -> tuple[int, Any]:
         """One request through the full application (middleware, auth, validation) in-process."""
         path, _, query = target.partition("?")
-        raw = b"" if body is None else json.dumps(body).encode("utf-8")
         port = self.cairn.port
-        headers = [
-            (b"host", f"127.0.0.1:{port}".encode()),
-            (b"authorization", f"Bearer {self.cairn.tokens.current()}".encode()),
-            (b"user-agent", b"cairn-spool-replay"),
-            (b"content-length", str(len(raw)).encode()),
-        ]
-        if body is not None:
-            headers.append((b"content-type", b"application/json"))
-        scope: dict[str, Any] = {
-            "type": "http",
-            "asgi": {"version": "3.0", "spec_version": "2.3"},
-            "http_version": "1.1",
-            "method": method,
-            "scheme": "http",
-            "path": urllib.parse.unquote(path),
-            "raw_path": path.encode("latin-1", "replace"),
-            "query_string": query.encode("latin-1", "replace"),
-            "root_path": "",
-            "headers": headers,
-            "client": ("cairn-spool", 0),
-            "server": ("127.0.0.1", port),
-            "state": {"cairn": self.cairn},
-        }
-        sent = False
-        status = 500
-        chunks: list[bytes] = []
-
-        async def receive() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": raw, "more_body": False}
-            await asyncio.Event().wait()  # never disconnects
-            return {"type": "http.disconnect"}
-
-        async def send(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            elif message["type"] == "http.response.body":
-                chunks.append(message.get("body", b""))
-
-        await self.app(scope, receive, send)
-        data = b"".join(chunks)
+        status, data = await call_app(
+            self.app,
+            method,
+            urllib.parse.unquote(path),
+            query=query,
+            body=body,
+            token=self.cairn.tokens.current(),
+            host=f"127.0.0.1:{port}",
+            state={"cairn": self.cairn},
+            client=("cairn-spool", 0),
+            server=("127.0.0.1", port),
+            extra_headers=[(b"user-agent", b"cairn-spool-replay")],
+        )
         try:
             parsed = json.loads(data) if data else None
         except ValueError:

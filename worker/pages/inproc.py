@@ -13,7 +13,8 @@ from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.routing import Match
-from starlette.types import Message
+
+from worker.api.inprocess import call_app
 
 
 @dataclass
@@ -63,53 +64,20 @@ async def api(
 ) -> ApiResult:
     """Run `method path` through the whole app (auth, validation, rate limits) and decode JSON."""
     cairn = request.state.cairn
-    raw = b"" if body is None else json.dumps(body).encode()
-    host = request.headers.get("host", "127.0.0.1")
-    headers = [
-        (b"host", host.encode("latin-1")),
-        (b"authorization", f"Bearer {cairn.tokens.current()}".encode()),
-        (b"accept", b"application/json"),
-        (b"content-length", str(len(raw)).encode()),
-    ]
-    if body is not None:
-        headers.append((b"content-type", b"application/json"))
     state = {k: v for k, v in request.scope.get("state", {}).items() if k != "login_required"}
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": method,
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": "",
-        "query_string": _query(params).encode(),
-        "headers": headers,
-        "client": request.scope.get("client") or ("127.0.0.1", 0),
-        "server": request.scope.get("server"),
-        "state": state,
-        "app": request.app,
-    }
-    sent = False
-    status = 500
-    chunks: list[bytes] = []
-
-    async def receive() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": raw, "more_body": False}
-        return {"type": "http.disconnect"}
-
-    async def send(message: Message) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = int(message["status"])
-        elif message["type"] == "http.response.body":
-            chunks.append(message.get("body", b""))
-
-    await request.app(scope, receive, send)
-    data = b"".join(chunks)
+    status, data = await call_app(
+        request.app,
+        method,
+        path,
+        query=_query(params),
+        body=body,
+        token=cairn.tokens.current(),
+        host=request.headers.get("host", "127.0.0.1"),
+        state=state,
+        client=request.scope.get("client") or ("127.0.0.1", 0),
+        server=request.scope.get("server"),
+        extra_headers=[(b"accept", b"application/json")],
+    )
     try:
         decoded: Any = json.loads(data) if data else None
     except ValueError:
