@@ -11,6 +11,7 @@ from worker.api.common import (
     int_cursor,
     meta_field,
     page_query,
+    parse_ids,
     project_field,
     text_field,
     time_ms,
@@ -117,7 +118,7 @@ async def list_observations(call: Call) -> Any:
     s = call.cairn.settings
     qp = call.query
     if "ids" in qp:
-        ids = _parse_ids(qp["ids"], s.max_page_size)
+        ids = parse_ids(qp["ids"], s.max_page_size)
         items = await call.cairn.store.read(lambda c: q.get_many(c, ids))
         return {"items": items, "next_cursor": None}
     limit = qp.get("limit", s.page_size)
@@ -135,15 +136,6 @@ async def list_observations(call: Call) -> Any:
         )
     )
     return {"items": items, "next_cursor": str(cursor) if cursor is not None else None}
-
-
-def _parse_ids(raw: str, limit: int) -> list[int]:
-    parts = [p.strip() for p in raw.split(",") if p.strip()]
-    if not parts or not all(p.isascii() and p.isdigit() and len(p) < 19 for p in parts):
-        raise BadRequest("'ids' must be a comma-separated list of integer ids", field="ids")
-    if len(parts) > limit:
-        raise BadRequest(f"'ids' allows at most {limit} ids", field="ids")
-    return [int(p) for p in parts]
 
 
 async def get_observation(call: Call) -> Any:
