@@ -41,7 +41,8 @@ SOURCES: dict[str, tuple[str, str, str, str, str]] = {
 }
 
 
-def _insert(kind: str, alias: str) -> str:
+def insert_statement(kind: str, alias: str) -> str:
+    """The index insert for one `kind` row named `alias` (also used by later migrations)."""
     _table, title, body, project, _ = SOURCES[kind]
     code = KIND_CODES[kind]
     values = ", ".join(
@@ -111,11 +112,11 @@ def _statements() -> list[str]:
         delete = f"DELETE FROM search_index WHERE rowid = old.id * 8 + {code};"
         out += [
             f"CREATE TRIGGER {table}_terms_ai AFTER INSERT ON {table} BEGIN "
-            f"{_insert(kind, 'new')}; END",
+            f"{insert_statement(kind, 'new')}; END",
             f"CREATE TRIGGER {table}_terms_ad AFTER DELETE ON {table} BEGIN {delete} END",
             f"CREATE TRIGGER {table}_terms_au AFTER UPDATE OF {watched} ON {table} BEGIN "
-            f"{delete} {_insert(kind, 'new')}; END",
-            f"{_insert(kind, 'x')} FROM {table} x",
+            f"{delete} {insert_statement(kind, 'new')}; END",
+            f"{insert_statement(kind, 'x')} FROM {table} x",
         ]
     # A deleted item's vector is useless and an edited item's is wrong: drop it; the
     # background embedder notices the missing vector and embeds the new text.

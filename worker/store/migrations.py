@@ -11,6 +11,7 @@ from worker.store import (
     m003_lifecycle,
     m007_dashboard,
     m008_drop_unused_fts,
+    m009_observation_index_in_batches,
 )
 
 # (version, name, statements). Append only; never edit a released step.
@@ -20,6 +21,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (3, "memory_lifecycle", m003_lifecycle.STATEMENTS),
     (7, "dashboard_time_indexes", m007_dashboard.STATEMENTS),
     (8, "drop_unused_fts", m008_drop_unused_fts.STATEMENTS),
+    (9, "observation_index_in_batches", m009_observation_index_in_batches.STATEMENTS),
 ]
 
 

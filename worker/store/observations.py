@@ -7,7 +7,9 @@ from typing import Any
 
 from worker.clock import now_ms
 from worker.store import projects, received, sessions
+from worker.store.m002_retrieval import KIND_CODES
 from worker.store.rows import content_hash, dump_json, iso, load_json, placeholders
+from worker.store.terms import batch_indexing, index_text
 
 TYPES = ("file_write", "command", "research", "web", "delegation", "mcp", "note", "other")
 
@@ -49,19 +51,31 @@ def insert_many(
 ) -> list[tuple[dict[str, Any], bool]]:
     """Insert validated observations in order; (row, created) for each. Repeated event_ids
     (in earlier requests or earlier in this batch) are no-ops returning the stored row."""
+    by_event = _stored_for_events(conn, [e for item in items if (e := item.get("event_id"))])
+    with batch_indexing(conn):
+        refs, fresh = _insert_rows(conn, items, by_event)
+        _index(conn, fresh)
+    received.record_many(
+        conn, [(item.get("event_id"), "observation", new_id) for new_id, _, item in fresh]
+    )
+    rows = {row["id"]: row for row in get_many(conn, sorted({i for i, _ in refs}))}
+    return [(rows[row_id], created) for row_id, created in refs]
+
+
+def _insert_rows(
+    conn: sqlite3.Connection, items: list[dict[str, Any]], by_event: dict[str, int]
+) -> tuple[list[tuple[int, bool]], list[tuple[int, int, dict[str, Any]]]]:
+    """Insert the items not yet received: ((id, created) per item, (id, project, item) per
+    new row). `by_event` learns the new rows' event ids (a batch may repeat one)."""
+    refs: list[tuple[int, bool]] = []
+    fresh: list[tuple[int, int, dict[str, Any]]] = []
     project_ids: dict[str, int] = {}
     known_sessions: set[str] = set()
-    by_event: dict[str, int] = {}
-    refs: list[tuple[int, bool]] = []
     for item in items:
         event_id = item.get("event_id")
-        if event_id:
-            earlier = by_event.get(event_id)
-            if earlier is None:
-                earlier = _stored_for_event(conn, event_id)
-            if earlier is not None:
-                refs.append((earlier, False))
-                continue
+        if event_id and event_id in by_event:
+            refs.append((by_event[event_id], False))
+            continue
         key = item["project"]
         project_id = project_ids.get(key)
         if project_id is None:
@@ -71,21 +85,56 @@ def insert_many(
             sessions.ensure(conn, session_id, project_id)
             known_sessions.add(session_id)
         new_id = _insert_row(conn, item, project_id, session_id)
-        received.record(conn, event_id, "observation", new_id)
         if event_id:
             by_event[event_id] = new_id
+        fresh.append((new_id, project_id, item))
         refs.append((new_id, True))
-    rows = {row["id"]: row for row in get_many(conn, sorted({i for i, _ in refs}))}
-    return [(rows[row_id], created) for row_id, created in refs]
+    return refs, fresh
 
 
-def _stored_for_event(conn: sqlite3.Connection, event_id: str) -> int | None:
-    """The observation an earlier delivery of `event_id` created, if it still exists."""
-    seen = received.seen(conn, event_id)
-    if seen is None or not seen.isdigit():
-        return None
-    row = conn.execute("SELECT id FROM observations WHERE id = ?", (int(seen),)).fetchone()
-    return int(row[0]) if row is not None else None
+def _stored_for_events(conn: sqlite3.Connection, event_ids: list[str]) -> dict[str, int]:
+    """The observations earlier deliveries of these event ids created (if they still exist)."""
+    out: dict[str, int] = {}
+    unique = sorted(set(event_ids))
+    for start in range(0, len(unique), 500):
+        chunk = unique[start : start + 500]
+        for event_id, seen in received.seen_many(conn, chunk, "observation").items():
+            if seen.isdigit():
+                out[event_id] = int(seen)
+    if out:
+        alive: set[int] = set()
+        ids = sorted(set(out.values()))
+        for start in range(0, len(ids), 500):
+            some = ids[start : start + 500]
+            alive.update(
+                int(r[0])
+                for r in conn.execute(
+                    f"SELECT id FROM observations WHERE id IN ({placeholders(len(some))})", some
+                )
+            )
+        out = {event_id: oid for event_id, oid in out.items() if oid in alive}
+    return out
+
+
+def _index(conn: sqlite3.Connection, fresh: list[tuple[int, int, dict[str, Any]]]) -> None:
+    """Add new observations to the keyword index in one statement (migration 9 explains why
+    this is not a trigger). The same columns as the m002 update trigger writes."""
+    code = KIND_CODES["observation"]
+    conn.executemany(
+        "INSERT INTO search_index(rowid, title, body, scope, kind, item_id, project_id) "
+        "VALUES (?, ?, ?, ?, 'observation', ?, ?)",
+        [
+            (
+                new_id * 8 + code,
+                index_text(item["title"]),
+                index_text(item.get("body") or "", dump_json(item.get("files") or [])),
+                f"kobservation p{project_id}",
+                new_id,
+                project_id,
+            )
+            for new_id, project_id, item in fresh
+        ],
+    )
 
 
 def _insert_row(

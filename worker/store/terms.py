@@ -11,12 +11,17 @@ from __future__ import annotations
 import re
 import sqlite3
 import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 
 import snowballstemmer
 
 SQL_FUNCTION = "cairn_terms"
 SQL_NEW_TERMS = "cairn_new_terms"
+# `cairn_auto_index()` is 1 unless code that indexes a batch itself switched the trigger off with
+# `cairn_auto_index(0)` (per connection; see observations.insert_many and migration 9).
+SQL_AUTO_INDEX = "cairn_auto_index"
 
 # Runs of letters, digits and `_`; `-`, `.`, `/` and everything else separate words.
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -79,12 +84,20 @@ def _word_parts(word: str) -> tuple[str | None, tuple[tuple[str, ...], ...]]:
     return whole, tuple(groups)
 
 
-def _word_terms(word: str) -> list[str]:
+@lru_cache(maxsize=131072)
+def _word_terms(word: str) -> tuple[str, ...]:
     whole, groups = _word_parts(word)
     out = [whole] if whole else []
     for group in groups:
         out.extend(group)
-    return out
+    return tuple(out)
+
+
+@lru_cache(maxsize=131072)
+def _word_text(word: str) -> str:
+    """A word's terms, space-separated ('' for a stop word): the unit index_text joins. Words
+    repeat (Zipf), so caching the finished string makes analysis a dictionary lookup per word."""
+    return " ".join(_word_terms(word))
 
 
 def analyse(text: str | None) -> list[str]:
@@ -92,14 +105,20 @@ def analyse(text: str | None) -> list[str]:
     if not text:
         return []
     terms: list[str] = []
-    for match in _WORD.finditer(text[:MAX_ANALYSED_CHARS]):
-        terms.extend(_word_terms(match.group()))
+    for word in _WORD.findall(text[:MAX_ANALYSED_CHARS]):
+        terms.extend(_word_terms(word))
     return terms
 
 
 def index_text(*texts: str | None) -> str:
     """The analysed form stored in the FTS index (space-separated terms)."""
-    return " ".join(term for text in texts for term in analyse(text))
+    parts = [
+        _word_text(word)
+        for text in texts
+        if text
+        for word in _WORD.findall(text[:MAX_ANALYSED_CHARS])
+    ]
+    return " ".join(filter(None, parts))
 
 
 def query_terms(text: str, max_terms: int) -> list[str]:
@@ -151,7 +170,25 @@ def _sql_new_terms(extra: object, *base: object) -> str:
 
 
 def register(conn: sqlite3.Connection) -> None:
-    """Make `cairn_terms(text, ...)` and `cairn_new_terms(extra, text, ...)` available to the
-    index triggers on this connection."""
+    """Make `cairn_terms(text, ...)`, `cairn_new_terms(extra, text, ...)` and
+    `cairn_auto_index([on])` available to the index triggers on this connection."""
     conn.create_function(SQL_FUNCTION, -1, _sql_terms, deterministic=True)
     conn.create_function(SQL_NEW_TERMS, -1, _sql_new_terms, deterministic=True)
+    auto = [1]
+
+    def auto_index(*switch: object) -> int:
+        if switch:
+            auto[0] = 1 if switch[0] else 0
+        return auto[0]
+
+    conn.create_function(SQL_AUTO_INDEX, -1, auto_index)
+
+
+@contextmanager
+def batch_indexing(conn: sqlite3.Connection) -> Iterator[None]:
+    """The caller writes the index rows of the rows it inserts (the insert trigger is off)."""
+    conn.execute(f"SELECT {SQL_AUTO_INDEX}(0)")
+    try:
+        yield
+    finally:
+        conn.execute(f"SELECT {SQL_AUTO_INDEX}(1)")

@@ -1,0 +1,98 @@
+"""observations.insert_many writes the keyword index itself (migration 9): the rows it writes
+must be exactly what the m002 triggers write, and every other insert path keeps the trigger."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from worker.store import Store
+from worker.store import observations as q
+from worker.store.terms import SQL_AUTO_INDEX, index_text
+
+INDEX_COLUMNS = "rowid, title, body, scope, kind, item_id, project_id"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Any:
+    st = Store(tmp_path / "cairn.db")
+    st.open()
+    yield st
+    st.close()
+
+
+def _index_rows(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+    return [
+        tuple(r) for r in conn.execute(f"SELECT {INDEX_COLUMNS} FROM search_index ORDER BY rowid")
+    ]
+
+
+def _items(n: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "project": f"/repo/{i % 2}",
+            "session_id": f"s{i % 3}",
+            "type": "file_write" if i % 2 else "note",
+            "title": f"Fix getUserById in parser_{i}",
+            "body": f"Le funzioni del modulo {i} were refactored; café naïve résumé",
+            "files": [f"src/auth/user_{i}.py", "README.md"],
+            "event_id": f"ev-{i}",
+        }
+        for i in range(n)
+    ]
+
+
+def test_batch_index_rows_equal_what_the_triggers_write(store: Store) -> None:
+    store.write_sync(lambda c: q.insert_many(c, _items(7)))
+    batch_rows = store.read_sync(_index_rows)
+    assert len(batch_rows) == 7
+
+    def reindex(conn: sqlite3.Connection) -> None:
+        # The m002 update trigger deletes and re-inserts each row's index entry.
+        conn.execute("UPDATE observations SET title = title")
+
+    store.write_sync(reindex)
+    assert store.read_sync(_index_rows) == batch_rows
+
+
+def test_other_insert_paths_still_index_through_the_trigger(store: Store) -> None:
+    store.write_sync(lambda c: q.insert_many(c, _items(1)))
+
+    def raw_insert(conn: sqlite3.Connection) -> int:
+        cur = conn.execute(
+            "INSERT INTO observations(project_id, type, title, body, files, content_hash, "
+            "importance, created_at) SELECT project_id, 'note', 'parseConfigFile twice', '', "
+            "'[]', 'h', 2, 1 FROM observations LIMIT 1"
+        )
+        return int(cur.lastrowid or 0)
+
+    new_id = store.write_sync(raw_insert)
+    row = store.read_sync(
+        lambda c: c.execute(
+            "SELECT title FROM search_index WHERE rowid = ?", (new_id * 8 + 1,)
+        ).fetchone()
+    )
+    assert row is not None and row[0] == index_text("parseConfigFile twice")
+
+
+def test_the_trigger_is_switched_back_on_when_a_batch_fails(store: Store) -> None:
+    bad = _items(2)
+    bad[1]["title"] = None  # fails after the first row went in
+
+    with pytest.raises(AttributeError):
+        store.write_sync(lambda c: q.insert_many(c, bad))
+    assert store.write_sync(lambda c: c.execute(f"SELECT {SQL_AUTO_INDEX}()").fetchone()[0]) == 1
+    assert store.read_sync(_index_rows) == []  # the failed batch left nothing behind
+
+
+def test_repeated_event_ids_are_not_indexed_twice(store: Store) -> None:
+    items = _items(3)
+    first = store.write_sync(lambda c: q.insert_many(c, items))
+    again = store.write_sync(lambda c: q.insert_many(c, [*items, dict(items[0])]))
+    assert [created for _, created in first] == [True, True, True]
+    assert [created for _, created in again] == [False, False, False, False]
+    assert [row["id"] for row, _ in again][:3] == [row["id"] for row, _ in first]
+    assert len(store.read_sync(_index_rows)) == 3
