@@ -1,0 +1,86 @@
+"""store/search.py queries that must stay correct and index-driven on a real SQLite file."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from worker.store import Store, observations
+from worker.store import search as q
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Any:
+    st = Store(tmp_path / "cairn.db")
+    st.open()
+    yield st
+    st.close()
+
+
+def _session(store: Store, n: int, created: list[int]) -> list[int]:
+    items = [
+        {
+            "project": "/repo",
+            "session_id": "s1",
+            "type": "note",
+            "title": f"step {i}",
+            "created_at_ms": created[i % len(created)],
+        }
+        for i in range(n)
+    ]
+    rows = store.write_sync(lambda c: observations.insert_many(c, items))
+    return [int(row["id"]) for row, _ in rows]
+
+
+def test_neighbours_follow_time_then_id_including_ties(store: Store) -> None:
+    # Three rows share a timestamp: order among them is by id.
+    ids = _session(store, 5, [1_000, 2_000, 2_000, 2_000, 3_000])
+    got = store.read_sync(lambda c: q.neighbours(c, [("observation", i) for i in ids], 60_000))
+    chain = [None, *[("observation", i) for i in ids], None]
+    for k, oid in enumerate(ids):
+        assert got[("observation", oid)] == (chain[k], chain[k + 2])
+
+
+def test_neighbours_respect_the_window(store: Store) -> None:
+    ids = _session(store, 3, [0, 10 * 60_000, 11 * 60_000])
+    got = store.read_sync(lambda c: q.neighbours(c, [("observation", ids[1])], 5 * 60_000))
+    assert got[("observation", ids[1])] == (None, ("observation", ids[2]))
+
+
+def _lookup_work(store: Store, ref: tuple[str, int]) -> int:
+    """SQLite VM instructions (in thousands) one neighbours() call runs."""
+    ticks = [0]
+
+    def counted(conn: sqlite3.Connection) -> None:
+        def tick() -> int:
+            ticks[0] += 1
+            return 0
+
+        conn.set_progress_handler(tick, 1000)
+        try:
+            q.neighbours(conn, [ref], 3_600_000)
+        finally:
+            conn.set_progress_handler(None, 0)
+
+    store.read_sync(counted)
+    return ticks[0]
+
+
+def test_neighbour_lookups_do_not_grow_with_the_session(tmp_path: Path) -> None:
+    """With ANALYZE statistics an OR-shaped time range made SQLite sort every row of the
+    session per lookup (about a second per search at 100k rows): a lookup must walk an index,
+    so its work must not grow with the session's size."""
+    work = []
+    for n in (300, 3000):
+        st = Store(tmp_path / f"{n}.db")
+        st.open()
+        try:
+            ids = _session(st, n, [1_000 + i for i in range(n)])
+            st.write_sync(lambda c: c.execute("ANALYZE"))
+            work.append(_lookup_work(st, ("observation", ids[n // 2])))
+        finally:
+            st.close()
+    assert work[1] <= work[0] + 2, work
