@@ -24,7 +24,7 @@ from worker.retrieval.when import date_ranges
 from worker.settings import Settings
 from worker.store import Store, projects
 from worker.store import search as q
-from worker.store.terms import match_expression, query_groups, query_terms
+from worker.store.terms import keyword_expression, query_groups, query_terms
 
 Mode = Literal["hybrid", "keyword", "semantic"]
 MODES: tuple[Mode, ...] = ("hybrid", "keyword", "semantic")
@@ -86,7 +86,8 @@ def _keyword_pass(
     terms = query_terms(req.query, s.search_max_query_terms)
     df = q.document_frequencies(conn, sorted({t for g in groups for t in g} | set(terms)))
     n_docs = q.index_size(conn) if terms else 0
-    match = match_expression(selective_terms(terms, df, n_docs, s.search_common_term_share))
+    chosen = selective_terms(terms, df, n_docs, s.search_common_term_share)
+    match = keyword_expression(chosen, broad_terms(chosen, df, s.search_broad_term_rows))
     hits: list[tuple[Ref, float]] = []
     if known and match is not None and want_keyword:
         rows = q.keyword_candidates(
@@ -114,6 +115,12 @@ def selective_terms(
     if not chosen:
         chosen = sorted(present, key=lambda t: df[t])[:3]
     return chosen
+
+
+def broad_terms(terms: list[str], df: dict[str, int], max_rows: int) -> set[str]:
+    """Terms found in more than `max_rows` items: they match only in titles or beside a rarer
+    query term (see terms.keyword_expression)."""
+    return {t for t in terms if df.get(t, 0) > max_rows}
 
 
 def _live(item: dict[str, Any], req: SearchRequest, now: int) -> bool:

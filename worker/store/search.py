@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable
 from typing import Any
@@ -10,6 +11,7 @@ from worker.store.m002_retrieval import KIND_CODES
 from worker.store.rows import content_hash, load_json, placeholders
 
 KINDS = tuple(KIND_CODES)
+KIND_NAMES = {code: kind for kind, code in KIND_CODES.items()}
 Ref = tuple[str, int]
 
 _TITLE_CHARS = 120
@@ -27,9 +29,10 @@ def keyword_candidates(
 ) -> list[tuple[str, int, float]]:
     """(kind, id, score) best first; score = -bm25 (higher is better). Global items included.
 
-    `match` is an FTS5 expression over analysed terms; project and kind filters are added as
-    `scope` tokens so FTS5 intersects doclists instead of reading rows."""
-    expression = f"{{title body}} : ({match})"
+    `match` is an FTS5 expression over the title and body of analysed terms (see
+    terms.keyword_expression); project and kind filters are added as `scope` tokens so FTS5
+    intersects doclists instead of reading rows."""
+    expression = f"({match})"
     if project_id is not None:
         expression += f' AND scope : ("p{int(project_id)}" OR "pglobal")'
     kind_list = [k for k in (kinds or ()) if k in KIND_CODES]
@@ -37,12 +40,18 @@ def keyword_candidates(
         if not kind_list:
             return []
         expression += " AND scope : (" + " OR ".join(f'"k{k}"' for k in kind_list) + ")"
+    # The rowid encodes kind and id: selecting the UNINDEXED kind/item_id columns instead would
+    # read every matching row's content before the sort (~1/3 of the query's time).
     rows = conn.execute(
-        "SELECT kind, item_id, bm25(search_index, ?, ?, 0, 0, 0, 0) AS rank FROM search_index "
+        "SELECT rowid, bm25(search_index, ?, ?, 0, 0, 0, 0) AS rank FROM search_index "
         "WHERE search_index MATCH ? ORDER BY rank LIMIT ?",
         (title_weight, body_weight, expression, limit),
     ).fetchall()
-    return [(str(r[0]), int(r[1]), -float(r[2])) for r in rows]
+    return [
+        (KIND_NAMES[int(r[0]) % 8], int(r[0]) // 8, -float(r[1]))
+        for r in rows
+        if int(r[0]) % 8 in KIND_NAMES
+    ]
 
 
 def document_frequencies(conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
@@ -227,13 +236,15 @@ def later_file_writes(
     """Newest file_write time per file, among writes after `since` (staleness evidence)."""
     if not files:
         return {}
+    # One index probe per file (SQLite's min/max optimisation on (project_id, file, created_at));
+    # a GROUP BY over `created_at > since` read every later write of every file instead.
     rows = conn.execute(
-        f"""SELECT file, MAX(created_at) FROM file_writes
-            WHERE project_id = ? AND file IN ({placeholders(len(files))}) AND created_at > ?
-            GROUP BY file""",
-        (project_id, *files, since),
+        """SELECT f.value, (SELECT MAX(w.created_at) FROM file_writes w
+                             WHERE w.project_id = ? AND w.file = f.value)
+           FROM json_each(?) f""",
+        (project_id, json.dumps(sorted(set(files)))),
     ).fetchall()
-    return {str(r[0]): int(r[1]) for r in rows}
+    return {str(r[0]): int(r[1]) for r in rows if r[1] is not None and int(r[1]) > since}
 
 
 # ---------------------------------------------------------------- session-start context rows

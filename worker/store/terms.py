@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 
@@ -156,6 +156,28 @@ def match_expression(terms: list[str]) -> str | None:
     if not terms:
         return None
     return " OR ".join(quote(t) for t in terms)
+
+
+def keyword_expression(
+    terms: list[str], broad: Collection[str] = (), *, title: str = "title", body: str = "body"
+) -> str | None:
+    """The FTS5 expression over the title and body columns for a query's `terms`.
+
+    A `broad` term (one found in very many rows) selects only rows where it is in the title or
+    where a narrower query term is present: FTS5 computes bm25() for every row it selects (about
+    2.5 us each), and a word in 15k of 100k rows would otherwise dominate a search's time while
+    adding the least evidence. Rows are selected with NOT, so their bm25() still counts every
+    term, broad ones included, in both columns: scores of the rows kept are exact."""
+    narrow = match_expression([t for t in terms if t not in broad])
+    wide = match_expression([t for t in terms if t in broad])
+    both = f"{{{title} {body}}}"
+    if wide is None:
+        return None if narrow is None else f"{both} : ({narrow})"
+    if narrow is None:
+        return f"{{{title}}} : ({wide})"
+    # body-only broad rows without a narrow term are the ones left out
+    body_only = f"(({{{body}}} : ({wide})) NOT ({{{title}}} : ({wide}))) NOT ({both} : ({narrow}))"
+    return f"({both} : ({wide} OR {narrow})) NOT ({body_only})"
 
 
 def _sql_terms(*texts: object) -> str:
