@@ -11,6 +11,7 @@ from worker.api.schema import Schema
 from worker.clock import to_iso
 from worker.context import Cairn
 from worker.errors import BadRequest
+from worker.retrieval import ranking
 from worker.retrieval.ranking import Candidate
 from worker.retrieval.search import MODES, SearchOutcome, SearchRequest, search
 from worker.retrieval.service import EmbeddingService
@@ -70,7 +71,7 @@ def hit_dict(cand: Candidate, item: dict[str, Any], query: str, explain: bool) -
         "meta": item.get("meta"),
     }
     if explain:
-        out["signals"] = cand.signals
+        out["signals"] = ranking.rounded(cand.signals)
         out["match"] = {
             "keyword_rank": cand.keyword_rank,
             "keyword_score": round(cand.keyword_score, 6)

@@ -15,6 +15,7 @@ from typing import Any
 
 from worker.clock import now_ms, to_iso
 from worker.memory.profile import load_profile, render_profile
+from worker.retrieval import ranking
 from worker.retrieval.search import SearchRequest, search
 from worker.retrieval.service import EmbeddingService
 from worker.retrieval.tokens import estimate_tokens, truncate_to_tokens
@@ -301,7 +302,12 @@ async def build_context(
     for part in composed.parts:
         entry: dict[str, Any] = {"section": part.section, "kind": part.kind, "id": part.id}
         if req.preview:
-            entry.update(text=part.text, tokens=part.tokens, score=part.score, signals=part.signals)
+            entry.update(
+                text=part.text,
+                tokens=part.tokens,
+                score=part.score,
+                signals=ranking.rounded(part.signals) if part.signals is not None else None,
+            )
         items.append(entry)
     return {
         "text": text,

@@ -153,9 +153,14 @@ def rank(
             if dates
             else 0.0,
         }
-        cand.signals = {k: round(v, 6) for k, v in contributions.items()}
+        cand.signals = contributions
         cand.score = sum(contributions.values())
     return sorted(present, key=lambda c: (-c.score, -c.fused, c.ref))
+
+
+def rounded(signals: Mapping[str, float]) -> dict[str, float]:
+    """Signals as shown to people (explain=true, the context preview)."""
+    return {k: round(v, 6) for k, v in signals.items()}
 
 
 def idf(df: int, n_docs: int) -> float:

@@ -365,32 +365,25 @@ def neighbours(
 ) -> dict[Ref, tuple[Ref | None, Ref | None]]:
     """Each item's previous and next item of the same kind, project and session, written
     within `window_ms` of it: the conversation or task it belongs to."""
-    out: dict[Ref, tuple[Ref | None, Ref | None]] = {}
+    by_kind: dict[str, list[int]] = {}
     for kind, item_id in refs:
-        if kind not in _THREAD:
-            continue
+        if kind in _THREAD:
+            by_kind.setdefault(kind, []).append(item_id)
+    out: dict[Ref, tuple[Ref | None, Ref | None]] = {}
+    for kind, ids in by_kind.items():
         table, session = _THREAD[kind]
-        row = conn.execute(
-            f"SELECT project_id, {session}, created_at FROM {table} WHERE id = ?", (item_id,)
-        ).fetchone()
-        if row is None:
-            continue
-        project_id, session_id, created = row[0], row[1], int(row[2])
         # Row values, not `created_at < ? OR (created_at = ? AND id < ?)`: with ANALYZE statistics
         # the OR form made SQLite sort the whole session (14 ms a lookup in a 5k-row session).
-        same = f"project_id IS ? AND {session} IS ?"
-        prev = conn.execute(
-            f"SELECT id FROM {table} WHERE {same} AND (created_at, id) < (?, ?) "
-            f"AND created_at >= ? ORDER BY created_at DESC, id DESC LIMIT 1",
-            (project_id, session_id, created, item_id, created - window_ms),
-        ).fetchone()
-        nxt = conn.execute(
-            f"SELECT id FROM {table} WHERE {same} AND (created_at, id) > (?, ?) "
-            f"AND created_at <= ? ORDER BY created_at, id LIMIT 1",
-            (project_id, session_id, created, item_id, created + window_ms),
-        ).fetchone()
-        out[(kind, item_id)] = (
-            (kind, int(prev[0])) if prev is not None else None,
-            (kind, int(nxt[0])) if nxt is not None else None,
-        )
+        same = f"t.project_id IS x.project_id AND t.{session} IS x.{session}"
+        sql = f"""SELECT x.id,
+            (SELECT t.id FROM {table} t WHERE {same} AND (t.created_at, t.id) < (x.created_at, x.id)
+               AND t.created_at >= x.created_at - ?1 ORDER BY t.created_at DESC, t.id DESC LIMIT 1),
+            (SELECT t.id FROM {table} t WHERE {same} AND (t.created_at, t.id) > (x.created_at, x.id)
+               AND t.created_at <= x.created_at + ?1 ORDER BY t.created_at, t.id LIMIT 1)
+            FROM {table} x WHERE x.id IN (SELECT value FROM json_each(?2))"""
+        for row in conn.execute(sql, (window_ms, json.dumps(sorted(set(ids))))):
+            out[(kind, int(row[0]))] = (
+                (kind, int(row[1])) if row[1] is not None else None,
+                (kind, int(row[2])) if row[2] is not None else None,
+            )
     return out
