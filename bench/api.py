@@ -317,7 +317,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             search: dict[str, Any] = {}
             for size in sizes:
                 have = fill(worker, size, have, size)
-                search[str(size)] = {"observations": have, **search_latency(worker, queries, size)}
+                fresh = search_latency(worker, queries, size)
+                # A restarted worker searches with the statistics PRAGMA optimize left at
+                # close, which can change SQLite's plans: measure that state too.
+                worker.stop()
+                worker = WorkerProcess(home=worker.home, env_extra=BENCH_ENV).start()
+                restarted = search_latency(worker, queries, size)
+                search[str(size)] = {
+                    "observations": have,
+                    **restarted,
+                    "fresh_worker": fresh,
+                    "note": "p50/p95 after a restart (the worse of the two states in practice)",
+                }
         finally:
             worker.stop()
 
@@ -338,14 +349,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ]
     for size, res in search.items():
         if res.get("available"):
-            rows.append((f"keyword search p50 ms @{size}", res["p50_ms"], "", None))
-            aim_ok = res["p95_ms"] < 20 if size == "100000" else None
+            fresh = res["fresh_worker"]
+            worse = max(res["p95_ms"], fresh["p95_ms"])
+            rows.append(
+                (f"keyword search p50 ms @{size} (fresh worker)", fresh["p50_ms"], "", None)
+            )
+            rows.append(
+                (f"keyword search p95 ms @{size} (fresh worker)", fresh["p95_ms"], "", None)
+            )
+            rows.append((f"keyword search p50 ms @{size} (restarted)", res["p50_ms"], "", None))
+            rows.append((f"keyword search p95 ms @{size} (restarted)", res["p95_ms"], "", None))
             rows.append(
                 (
-                    f"keyword search p95 ms @{size}",
-                    res["p95_ms"],
+                    f"keyword search p95 ms @{size} (worse of the two)",
+                    worse,
                     "< 20" if size == "100000" else "",
-                    aim_ok,
+                    worse < 20 if size == "100000" else None,
                 )
             )
         else:
