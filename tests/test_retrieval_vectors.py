@@ -121,6 +121,27 @@ def test_service_catches_up_then_embeds_new_items(tmp_path: Path) -> None:
         store.close()
 
 
+def test_wait_idle_waits_for_a_requested_sweep(tmp_path: Path) -> None:
+    settings = load_settings(home=tmp_path, embed_enabled=True)
+    store = _store(settings)
+    _add(store, "first item")
+    service = EmbeddingService(settings, store, factory=lambda: FakeEmbedder(64))
+    service.start()
+    try:
+        _wait(service, 1)
+        # Written behind the service's back (as bench/locomo.py does), then a sweep asked for:
+        # idle means they are embedded, even when asked before the thread wakes up.
+        for i in range(150):
+            _add(store, f"item {i} about retries")
+        service.request_sweep()
+        assert service.wait_idle(20)
+        done = store.read_sync(lambda c: vector_q.coverage_counts(c, "fake-hash-64"))
+        assert done == (151, 151)
+    finally:
+        anyio.run(service.stop)
+        store.close()
+
+
 def test_model_change_re_embeds(tmp_path: Path) -> None:
     settings = load_settings(home=tmp_path, embed_enabled=True)
     store = _store(settings)

@@ -74,8 +74,11 @@ class Settings:
     embed_model_path: str = ""
     embed_batch: int = 64
     embed_enabled: bool = True
-    # Background embedding: texts are cut to this many characters before embedding.
+    # Background embedding: texts are cut to this many characters before embedding,
     embed_max_chars: int = 2000
+    # and then to this many word pieces (all-MiniLM-L6-v2 was trained on 256; the tokens past
+    # that cost more than the rest of the text and add little to its vector).
+    embed_max_tokens: int = 256
     embed_queue_max: int = 100_000
     # Search (retrieval engineer): limits, candidate pools and FTS column weights
     search_default_limit: int = 10

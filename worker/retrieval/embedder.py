@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import re
 import shutil
 from collections.abc import Sequence
@@ -111,7 +112,8 @@ def prepare_default_model(models_dir: Path) -> Path:
 
 
 class FastEmbedder:
-    """fastembed (ONNX Runtime, CPU) behind the Embedder protocol; imported only when built."""
+    """fastembed (ONNX Runtime, CPU) behind the Embedder protocol, for any fastembed model name;
+    imported only when built."""
 
     def __init__(
         self, model_name: str, model_path: Path | None, cache_dir: Path, batch_size: int = 64
@@ -144,13 +146,99 @@ class FastEmbedder:
         rows = list(self._model.embed([texts[i] for i in order], batch_size=self.batch_size))
         matrix = np.empty((len(texts), len(rows[0])), dtype=np.float32)
         matrix[order] = np.asarray(rows, dtype=np.float32)
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        normalised: Vectors = (matrix / norms).astype(np.float32)
-        return normalised
+        return _normalised(matrix)
 
 
-def load_embedder(model_name: str, model_path: str, home: Path, batch_size: int) -> Embedder:
+def _normalised(matrix: Vectors) -> Vectors:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    normalised: Vectors = (matrix / norms).astype(np.float32)
+    return normalised
+
+
+# Texts run through the model at most this many (and this many tokens, padding included) at a
+# time, in token-length order. On a CPU a bigger batch buys nothing, while every text in a batch
+# is padded to the batch's longest: the 64 texts of a step in one batch spent ~25% of the work
+# on padding (bench/search.py corpus), and 16 texts of 256 tokens need ~350 MB of activations.
+ONNX_BATCH = 16
+ONNX_BATCH_TOKENS = 2048
+
+
+class OnnxEmbedder:
+    """A mean-pooled sentence-transformers model (the default all-MiniLM-L6-v2) in a folder of
+    model.onnx + tokenizer.json, run on onnxruntime and tokenizers directly.
+
+    The same vectors as fastembed gives for it, without importing fastembed (~35 MB of
+    resident modules in the worker) and with the token cap and the batching in our hands."""
+
+    def __init__(self, model_name: str, folder: Path, max_tokens: int = 256) -> None:
+        try:
+            import onnxruntime as ort  # type: ignore[import-untyped]
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - hard dependencies (of fastembed)
+            raise EmbedderUnavailable(f"onnxruntime/tokenizers are not importable: {exc}") from exc
+        try:
+            tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+            config = json.loads((folder / "tokenizer_config.json").read_text())
+            options = ort.SessionOptions()
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            self._session = ort.InferenceSession(
+                str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
+            )
+            # The arena otherwise keeps the biggest batch's activations for good (RSS + 350 MB
+            # after one step of long texts); shrinking it after each run costs no measurable time.
+            self._run_options = ort.RunOptions()
+            self._run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+        except Exception as exc:  # missing or corrupt files: a clear reason, keyword search
+            raise EmbedderUnavailable(
+                f"cannot load embedding model {model_name!r} from {folder}: {exc}"
+            ) from exc
+        limit = min(max_tokens, int(config.get("model_max_length") or max_tokens))
+        tokenizer.enable_truncation(max_length=limit)
+        tokenizer.no_padding()
+        self._tokenizer = tokenizer
+        self._pad_id = tokenizer.token_to_id(str(config.get("pad_token") or "[PAD]")) or 0
+        self._inputs = {node.name for node in self._session.get_inputs()}
+        self.max_tokens = limit
+        self.model_id = f"{model_name}@{folder.name}"
+        self.dimensions = int(self.embed(["dimension probe"]).shape[1])
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, getattr(self, "dimensions", 0)), dtype=np.float32)
+        encoded = [e.ids for e in self._tokenizer.encode_batch(list(texts))]
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+        pooled: list[Vectors] = []
+        start = 0
+        while start < len(order):
+            widest = len(encoded[order[min(start + ONNX_BATCH, len(order)) - 1]])
+            rows = max(1, min(ONNX_BATCH, ONNX_BATCH_TOKENS // widest))
+            pooled.append(self._pooled([encoded[i] for i in order[start : start + rows]]))
+            start += rows
+        matrix = np.empty((len(texts), pooled[0].shape[1]), dtype=np.float32)
+        matrix[order] = np.concatenate(pooled)
+        return _normalised(matrix)
+
+    def _pooled(self, batch: list[list[int]]) -> Vectors:
+        """Mean of the token states over each text's own tokens (padding masked out)."""
+        width = max(len(ids) for ids in batch)
+        input_ids = np.full((len(batch), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(batch), width), dtype=np.int64)
+        for row, ids in enumerate(batch):
+            input_ids[row, : len(ids)] = ids
+            mask[row, : len(ids)] = 1
+        feed = {"input_ids": input_ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(input_ids)
+        states = np.asarray(self._session.run(None, feed, self._run_options)[0], np.float32)
+        weights = mask[:, :, None].astype(np.float32)
+        summed: Vectors = (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return summed
+
+
+def load_embedder(
+    model_name: str, model_path: str, home: Path, batch_size: int, max_tokens: int = 256
+) -> Embedder:
     """The configured embedder: `fake-hash-N` (tests), a local folder, the offline default, or
     any fastembed model name (which needs its files in $CAIRN_HOME/models or network access)."""
     if model_name.startswith("fake-hash"):
@@ -161,7 +249,9 @@ def load_embedder(model_name: str, model_path: str, home: Path, batch_size: int)
         folder = Path(model_path).expanduser()
         if not folder.is_dir():
             raise EmbedderUnavailable(f"CAIRN_EMBED_MODEL_PATH={model_path!r} is not a folder")
+        if model_name == DEFAULT_MODEL:
+            return OnnxEmbedder(model_name, folder, max_tokens)
         return FastEmbedder(model_name, folder, models_dir, batch_size)
     if model_name == DEFAULT_MODEL:
-        return FastEmbedder(model_name, prepare_default_model(models_dir), models_dir, batch_size)
+        return OnnxEmbedder(model_name, prepare_default_model(models_dir), max_tokens)
     return FastEmbedder(model_name, None, models_dir, batch_size)

@@ -9,7 +9,10 @@ keyword-only with the reason in `status()`; nothing crashes.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import logging
+import sys
 import threading
 import time
 from collections import deque
@@ -43,15 +46,25 @@ def embedding_text(item: dict[str, Any], max_chars: int) -> str:
     kind = item["kind"]
     if kind == "observation":
         parts = [item["title"], item.get("body") or ""]
-        files = item.get("files") or []
+        # A file the title already names ("Edit src/app.py") would only be said twice.
+        files = [f for f in (item.get("files") or [])[:10] if f not in item["title"]]
         if files:
-            parts.append("files: " + ", ".join(files[:10]))
+            parts.append("files: " + ", ".join(files))
     elif kind == "summary":
         parts = [item["title"], item.get("body") or ""]
     else:
         parts = [item.get("body") or item["title"]]
     text = "\n".join(p for p in parts if p).strip()
     return text[:max_chars]
+
+
+def release_freed_memory() -> None:
+    """Give the heap freed by a big load back to the OS: glibc keeps it mapped otherwise, and
+    loading the model alone leaves ~55 MB of freed scratch in the worker's RSS."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: musl has no malloc_trim
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def context_vector(
@@ -79,7 +92,11 @@ class EmbeddingService:
         self.store = store
         self._factory = factory or (
             lambda: load_embedder(
-                settings.embed_model, settings.embed_model_path, settings.home, settings.embed_batch
+                settings.embed_model,
+                settings.embed_model_path,
+                settings.home,
+                settings.embed_batch,
+                settings.embed_max_tokens,
             )
         )
         self.embedder: Embedder | None = None
@@ -203,6 +220,7 @@ class EmbeddingService:
             log.exception("loading stored vectors failed")
             self._fail(f"loading stored vectors failed: {exc}")
             return
+        release_freed_memory()
         self.index = index
         self.embedder = embedder
         self._state = "indexing"
@@ -247,13 +265,17 @@ class EmbeddingService:
     def _next_batch(self, model: str) -> list[Ref]:
         batch: list[Ref] = []
         size = self.settings.embed_batch
-        while self._queue and len(batch) < size:
-            batch.append(self._queue.popleft())
-        if batch:
+        if self._queue:
+            # Busy before the queue empties or the sweep counts as done: wait_idle reads both.
+            self._state = "indexing"
+            while self._queue and len(batch) < size:
+                batch.append(self._queue.popleft())
             return batch
         if time.monotonic() >= self._sweep_due:
             after = dict(self._sweep_after)
             found = self.store.read_sync(lambda c: vector_q.missing(c, model, size, after))
+            if found:
+                self._state = "indexing"
             for kind, item_id in found:
                 self._sweep_after[kind] = max(self._sweep_after.get(kind, 0), item_id)
             if len(found) < size:
@@ -318,7 +340,9 @@ class EmbeddingService:
         while time.monotonic() < deadline:
             if self._state in ("unavailable", "disabled"):
                 return False
-            if self._state == "ready" and not self._queue:
+            # A requested sweep not yet done is work too: the thread may not have woken yet.
+            swept = self._sweep_due > time.monotonic()
+            if self._state == "ready" and not self._queue and swept:
                 return True
             time.sleep(0.02)
         return False
