@@ -1,7 +1,9 @@
 """In-memory cosine index: one growing float32 matrix per project (global items in their own).
 
 Vectors are L2-normalised, so cosine is a dot product; brute force over a contiguous matrix is a
-few milliseconds at 100k rows (bench/search.py), which keeps the design simple.
+few milliseconds at 100k rows (bench/search.py), which keeps the design simple. Rows are found
+through one dict of plain ints (ref key -> bucket and row), and each row's ref is kept in two
+numpy columns: at 100k items that is ~10 MB where tuples in lists and dicts took ~25 MB.
 """
 
 from __future__ import annotations
@@ -16,85 +18,111 @@ from worker.store.m002_retrieval import KIND_CODES
 
 Ref = tuple[str, int]
 _INITIAL_ROWS = 256
+_KINDS = {code: kind for kind, code in KIND_CODES.items()}
+# A row's place in the index is one int: bucket number above these bits, row below them.
+_ROW_BITS = 40
+
+
+def _key(ref: Ref) -> int:
+    """The ref as one int, as the search index's rowid spells it (id * 8 + kind code)."""
+    return ref[1] * 8 + KIND_CODES[ref[0]]
 
 
 @dataclass
 class _Bucket:
     dim: int
     matrix: npt.NDArray[np.float32] = field(init=False)
-    kinds: npt.NDArray[np.int8] = field(init=False)
-    refs: list[Ref | None] = field(default_factory=list)
-    rows: dict[Ref, int] = field(default_factory=dict)
+    kinds: npt.NDArray[np.int8] = field(init=False)  # 0 = an empty (dropped) row
+    ids: npt.NDArray[np.int64] = field(init=False)
+    used: int = 0
 
     def __post_init__(self) -> None:
         self.matrix = np.zeros((_INITIAL_ROWS, self.dim), dtype=np.float32)
         self.kinds = np.zeros(_INITIAL_ROWS, dtype=np.int8)
+        self.ids = np.zeros(_INITIAL_ROWS, dtype=np.int64)
 
     def reserve(self, rows: int) -> None:
         if rows > self.matrix.shape[0]:
             self._resize(rows)
 
     def _resize(self, capacity: int) -> None:
-        used = len(self.refs)
+        used = self.used
         matrix = np.zeros((capacity, self.dim), dtype=np.float32)
         matrix[:used] = self.matrix[:used]
         kinds = np.zeros(capacity, dtype=np.int8)
         kinds[:used] = self.kinds[:used]
-        self.matrix, self.kinds = matrix, kinds
+        ids = np.zeros(capacity, dtype=np.int64)
+        ids[:used] = self.ids[:used]
+        self.matrix, self.kinds, self.ids = matrix, kinds, ids
 
-    def put(self, ref: Ref, vector: npt.NDArray[np.float32]) -> None:
-        row = self.rows.get(ref)
-        if row is None:
-            row = len(self.refs)
-            if row >= self.matrix.shape[0]:
-                # Grow by a quarter: large matrices never sit half empty.
-                self._resize(max(_INITIAL_ROWS, self.matrix.shape[0] + self.matrix.shape[0] // 4))
-            self.refs.append(ref)
-            self.rows[ref] = row
-        self.matrix[row] = vector
+    def append(self, ref: Ref) -> int:
+        row = self.used
+        if row >= self.matrix.shape[0]:
+            # Grow by a quarter: large matrices never sit half empty.
+            self._resize(max(_INITIAL_ROWS, self.matrix.shape[0] + self.matrix.shape[0] // 4))
         self.kinds[row] = KIND_CODES[ref[0]]
+        self.ids[row] = ref[1]
+        self.used += 1
+        return row
 
-    def drop(self, ref: Ref) -> None:
-        row = self.rows.pop(ref, None)
-        if row is not None:
-            self.refs[row] = None
-            self.matrix[row] = 0.0
-            self.kinds[row] = 0
+    def clear(self, row: int) -> None:
+        self.matrix[row] = 0.0
+        self.kinds[row] = 0
+
+    def ref(self, row: int) -> Ref | None:
+        code = int(self.kinds[row])
+        return (_KINDS[code], int(self.ids[row])) if code else None
 
 
 class VectorIndex:
     def __init__(self, dim: int) -> None:
         self.dim = dim
-        self._buckets: dict[int | None, _Bucket] = {}
-        self._where: dict[Ref, int | None] = {}
+        self._projects: dict[int | None, int] = {}  # project id -> bucket number
+        self._buckets: list[_Bucket] = []
+        self._places: dict[int, int] = {}  # ref key -> bucket number << _ROW_BITS | row
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._where)
+        return len(self._places)
+
+    def _bucket(self, project_id: int | None) -> int:
+        number = self._projects.get(project_id)
+        if number is None:
+            number = self._projects[project_id] = len(self._buckets)
+            self._buckets.append(_Bucket(self.dim))
+        return number
+
+    def _find(self, ref: Ref) -> tuple[_Bucket, int] | None:
+        place = self._places.get(_key(ref))
+        if place is None:
+            return None
+        return self._buckets[place >> _ROW_BITS], place & ((1 << _ROW_BITS) - 1)
 
     def reserve(self, project_id: int | None, rows: int) -> None:
         """Size a project's matrix for `rows` vectors up front (no doubling overshoot)."""
         with self._lock:
-            bucket = self._buckets.get(project_id)
-            if bucket is None:
-                bucket = self._buckets[project_id] = _Bucket(self.dim)
-            bucket.reserve(rows)
+            self._buckets[self._bucket(project_id)].reserve(rows)
 
     def put(self, ref: Ref, project_id: int | None, vector: npt.NDArray[np.float32]) -> None:
         with self._lock:
-            previous = self._where.get(ref, project_id)
-            if ref in self._where and previous != project_id:
-                self._buckets[previous].drop(ref)
-            bucket = self._buckets.get(project_id)
-            if bucket is None:
-                bucket = self._buckets[project_id] = _Bucket(self.dim)
-            bucket.put(ref, vector)
-            self._where[ref] = project_id
+            key, number = _key(ref), self._bucket(project_id)
+            place = self._places.get(key)
+            if place is not None and place >> _ROW_BITS != number:
+                # Moved to another project: its old row is left empty.
+                self._buckets[place >> _ROW_BITS].clear(place & ((1 << _ROW_BITS) - 1))
+                place = None
+            bucket = self._buckets[number]
+            if place is None:
+                place = number << _ROW_BITS | bucket.append(ref)
+                self._places[key] = place
+            bucket.matrix[place & ((1 << _ROW_BITS) - 1)] = vector
 
     def drop(self, ref: Ref) -> None:
         with self._lock:
-            if ref in self._where:
-                self._buckets[self._where.pop(ref)].drop(ref)
+            found = self._find(ref)
+            if found is not None:
+                del self._places[_key(ref)]
+                found[0].clear(found[1])
 
     def mix_predecessors(self, links: list[tuple[Ref, Ref]], weight: float) -> int:
         """Turn loaded item vectors into context vectors: v + weight * v(predecessor), normalised.
@@ -104,12 +132,11 @@ class VectorIndex:
         mixed = 0
         with self._lock:
             for ref, prev in links:
-                where = self._where.get(ref, -1)
-                if where == -1 or self._where.get(prev, -1) != where:
+                found, before = self._find(ref), self._find(prev)
+                if found is None or before is None or found[0] is not before[0]:
                     continue
-                bucket = self._buckets[where]
-                matrix, row, prev_row = bucket.matrix, bucket.rows[ref], bucket.rows[prev]
-                vector = matrix[row] + weight * matrix[prev_row]
+                matrix, row = found[0].matrix, found[1]
+                vector = matrix[row] + weight * matrix[before[1]]
                 norm = float(np.linalg.norm(vector))
                 if norm > 0:
                     matrix[row] = vector / norm
@@ -118,10 +145,10 @@ class VectorIndex:
 
     def vector(self, ref: Ref) -> npt.NDArray[np.float32] | None:
         with self._lock:
-            if ref not in self._where:
+            found = self._find(ref)
+            if found is None:
                 return None
-            bucket = self._buckets[self._where[ref]]
-            row: npt.NDArray[np.float32] = bucket.matrix[bucket.rows[ref]].copy()
+            row: npt.NDArray[np.float32] = found[0].matrix[found[1]].copy()
             return row
 
     def search(
@@ -137,11 +164,13 @@ class VectorIndex:
         found: list[tuple[Ref, float]] = []
         with self._lock:
             if project_id is None:
-                buckets = list(self._buckets.values())
+                buckets = self._buckets
             else:
-                buckets = [b for k, b in self._buckets.items() if k in (project_id, None)]
+                buckets = [
+                    self._buckets[n] for k, n in self._projects.items() if k in (project_id, None)
+                ]
             for bucket in buckets:
-                n = len(bucket.refs)
+                n = bucket.used
                 if n == 0:
                     continue
                 scores = bucket.matrix[:n] @ query
@@ -152,7 +181,7 @@ class VectorIndex:
                 take = min(limit, n)
                 top = np.argpartition(-scores, take - 1)[:take]
                 for row in top:
-                    ref = bucket.refs[int(row)]
+                    ref = bucket.ref(int(row))
                     score = float(scores[int(row)])
                     if ref is not None and score > -np.inf:
                         found.append((ref, score))
