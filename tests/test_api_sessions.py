@@ -107,3 +107,19 @@ def test_bad_session_input(client: TestClient) -> None:
         client.get("/api/sessions", params={"status": "paused"}).json()["error"]["field"]
         == "status"
     )
+
+
+def test_session_ids_containing_slashes_reach_every_session_route(client: TestClient) -> None:
+    """An agent may name sessions 'team/alpha/42': every /api/sessions/{id}... route finds it,
+    whether the client encodes the slashes or not, and a suffix is never read as part of it."""
+    sid = "team/alpha/42"
+    start(client, sid)
+    for path in ("/api/sessions/team/alpha/42", "/api/sessions/team%2Falpha%2F42"):
+        detail = client.get(path)
+        assert detail.status_code == 200 and detail.json()["id"] == sid, path
+    summary = client.get("/api/sessions/team/alpha/42/summary")
+    assert summary.status_code == 404
+    assert "session 'team/alpha/42' has no summary yet" in summary.json()["error"]["message"]
+    ended = client.post("/api/sessions/team/alpha/42/end", json={"reason": "exit"})
+    assert ended.status_code == 200 and ended.json()["id"] == sid
+    assert client.get("/api/sessions/team/alpha").status_code == 404

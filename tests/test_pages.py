@@ -457,6 +457,16 @@ def test_session_page_shows_summary_checkpoint_and_one_timeline(
     assert browser.get("/sessions/nope").status_code == 404
 
 
+def test_session_page_for_an_id_with_slashes(browser: TestClient, settings: Settings) -> None:
+    h = bearer(settings)
+    sid = "team/alpha/42"
+    made = browser.post("/api/sessions", json={"session_id": sid, "project": "/repo"}, headers=h)
+    assert made.status_code == 201, made.text
+    for path in ("/sessions/team/alpha/42", "/sessions/team%2Falpha%2F42"):
+        page = browser.get(path)
+        assert page.status_code == 200 and sid in page.text, path
+
+
 def test_timeline_centres_on_an_item_and_pages_in_time(
     browser: TestClient, settings: Settings
 ) -> None:

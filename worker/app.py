@@ -131,6 +131,17 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     )
 
 
+def catch_all_last(routes: list[BaseRoute]) -> list[BaseRoute]:
+    """Routes ending in a `{name:path}` parameter (an id that may contain "/") go after the
+    others, so `/api/sessions/a/b/summary` reaches the summary route of session `a/b` rather
+    than the detail route of a session named `a/b/summary`. Otherwise the order is kept."""
+
+    def ends_in_path_param(route: BaseRoute) -> bool:
+        return str(getattr(route, "path", "")).endswith(":path}")
+
+    return sorted(routes, key=ends_in_path_param)
+
+
 def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
     """The worker application. `port` is the port it is served on (for worker.json)."""
     limiter = Limiter(key_func=_client_key, key_style="endpoint")
@@ -138,6 +149,7 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
     routes: list[BaseRoute] = [make_route(ep, wrap) for ep in all_endpoints(settings)]
     routes.extend(system.raw_routes())
     routes.extend(dashboard_routes(limiter.limit(settings.rate_limit_login)))
+    routes = catch_all_last(routes)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from typing import Any
+from urllib.parse import unquote
 
 from starlette.types import ASGIApp, Message
 
@@ -41,7 +42,8 @@ async def call_app(
         "http_version": "1.1",
         "method": method,
         "scheme": "http",
-        "path": path,
+        # As a server does: routing sees the decoded path (an id may hold an encoded "/").
+        "path": unquote(path),
         "raw_path": path.encode("latin-1", "replace"),
         "query_string": query.encode("latin-1", "replace"),
         "root_path": "",

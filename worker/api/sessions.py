@@ -229,7 +229,7 @@ def endpoints(s: Settings) -> list[Endpoint]:
         ),
         Endpoint(
             "POST",
-            "/api/sessions/{session_id}/end",
+            "/api/sessions/{session_id:path}/end",
             end_session,
             "Mark a session ended",
             TAG,
@@ -251,7 +251,7 @@ def endpoints(s: Settings) -> list[Endpoint]:
         ),
         Endpoint(
             "GET",
-            "/api/sessions/{session_id}",
+            "/api/sessions/{session_id:path}",
             get_session,
             "Session detail with prompts, observations, summary and checkpoint",
             TAG,

@@ -360,7 +360,7 @@ def endpoints(s: Settings) -> list[Endpoint]:
     return [
         Endpoint(
             "POST",
-            "/api/sessions/{session_id}/summarize",
+            "/api/sessions/{session_id:path}/summarize",
             summarize,
             "Write (or rewrite) the session summary from its prompts, observations and plan",
             TAG,
@@ -376,7 +376,7 @@ def endpoints(s: Settings) -> list[Endpoint]:
         ),
         Endpoint(
             "GET",
-            "/api/sessions/{session_id}/summary",
+            "/api/sessions/{session_id:path}/summary",
             get_summary,
             "The session summary",
             TAG,
@@ -384,7 +384,7 @@ def endpoints(s: Settings) -> list[Endpoint]:
         ),
         Endpoint(
             "POST",
-            "/api/sessions/{session_id}/checkpoint",
+            "/api/sessions/{session_id:path}/checkpoint",
             create_checkpoint,
             "Save a checkpoint (task, progress, next steps, open questions, files in flight)",
             TAG,
@@ -395,7 +395,7 @@ def endpoints(s: Settings) -> list[Endpoint]:
         ),
         Endpoint(
             "GET",
-            "/api/sessions/{session_id}/checkpoint",
+            "/api/sessions/{session_id:path}/checkpoint",
             get_checkpoint,
             "The session's latest checkpoint",
             TAG,
@@ -403,7 +403,7 @@ def endpoints(s: Settings) -> list[Endpoint]:
         ),
         Endpoint(
             "GET",
-            "/api/sessions/{session_id}/checkpoints",
+            "/api/sessions/{session_id:path}/checkpoints",
             list_checkpoints,
             "Every checkpoint of the session, newest first",
             TAG,
@@ -412,7 +412,7 @@ def endpoints(s: Settings) -> list[Endpoint]:
         ),
         Endpoint(
             "PUT",
-            "/api/sessions/{session_id}/plan",
+            "/api/sessions/{session_id:path}/plan",
             put_plan,
             "Replace the session's current plan (TodoWrite items)",
             TAG,
