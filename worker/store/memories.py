@@ -7,7 +7,7 @@ from typing import Any
 
 from worker.clock import now_ms
 from worker.store import lifecycle, projects, received
-from worker.store.rows import dump_json, iso, load_json, normalised_hash, placeholders
+from worker.store.rows import by_ids, dump_json, iso, load_json, normalised_hash, placeholders
 
 KINDS = ("lesson", "decision", "fact", "preference", "note")
 # Which kind wins when two memories merge: decisions and preferences weigh most.
@@ -83,13 +83,7 @@ def get(conn: sqlite3.Connection, memory_id: int) -> dict[str, Any] | None:
 
 
 def get_many(conn: sqlite3.Connection, ids: list[int]) -> list[dict[str, Any]]:
-    if not ids:
-        return []
-    rows = conn.execute(
-        f"SELECT {COLUMNS} {FROM} WHERE m.id IN ({placeholders(len(ids))})", ids
-    ).fetchall()
-    by_id = {r["id"]: to_dict(r) for r in rows}
-    return [by_id[i] for i in ids if i in by_id]
+    return by_ids(conn, f"SELECT {COLUMNS} {FROM}", "m.id", ids, to_dict)
 
 
 def resolve_scope(conn: sqlite3.Connection, item: dict[str, Any]) -> int | None:

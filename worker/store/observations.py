@@ -8,7 +8,7 @@ from typing import Any
 from worker.clock import now_ms
 from worker.store import projects, received, sessions
 from worker.store.m002_retrieval import KIND_CODES
-from worker.store.rows import content_hash, dump_json, iso, load_json, placeholders
+from worker.store.rows import by_ids, content_hash, dump_json, iso, load_json, placeholders
 from worker.store.terms import batch_indexing, index_text
 
 TYPES = ("file_write", "command", "research", "web", "delegation", "mcp", "note", "other")
@@ -168,13 +168,7 @@ def get(conn: sqlite3.Connection, observation_id: int) -> dict[str, Any] | None:
 
 
 def get_many(conn: sqlite3.Connection, ids: list[int]) -> list[dict[str, Any]]:
-    if not ids:
-        return []
-    rows = conn.execute(
-        f"SELECT {COLUMNS} {FROM} WHERE o.id IN ({placeholders(len(ids))})", ids
-    ).fetchall()
-    by_id = {r["id"]: to_dict(r) for r in rows}
-    return [by_id[i] for i in ids if i in by_id]
+    return by_ids(conn, f"SELECT {COLUMNS} {FROM}", "o.id", ids, to_dict)
 
 
 def list_page(

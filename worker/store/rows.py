@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 from worker.clock import to_iso
@@ -42,3 +43,22 @@ def iso(row: sqlite3.Row, key: str) -> str | None:
 
 def placeholders(n: int) -> str:
     return ",".join("?" * n)
+
+
+def by_ids(
+    conn: sqlite3.Connection,
+    select: str,
+    id_column: str,
+    ids: list[int],
+    convert: Callable[[sqlite3.Row], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """Rows of `select` (a SELECT ... FROM ... without WHERE) whose `id_column` is in `ids`,
+    converted, in the order of `ids`; missing ids are skipped. Ids travel as one JSON array,
+    so there is no bound-parameter limit."""
+    if not ids:
+        return []
+    rows = conn.execute(
+        f"{select} WHERE {id_column} IN (SELECT value FROM json_each(?))", (json.dumps(ids),)
+    ).fetchall()
+    found = {r["id"]: convert(r) for r in rows}
+    return [found[i] for i in ids if i in found]
