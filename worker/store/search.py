@@ -82,9 +82,7 @@ def keyword_candidates(
     ]
     if post_project is not None:
         owners = project_ids(conn, [(kind, item_id) for kind, item_id, _ in found])
-        found = [
-            row for row in found if owners.get((row[0], row[1]), -1) in (post_project, None)
-        ]
+        found = [row for row in found if owners.get((row[0], row[1]), -1) in (post_project, None)]
     return found[:limit]
 
 
