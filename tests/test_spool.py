@@ -169,3 +169,27 @@ def test_claim_skips_a_file_whose_writer_holds_the_lock(tmp_path: Path) -> None:
     finally:
         os.close(fd)
     assert len(claim(folder)) == 1
+
+
+def test_replay_counters_survive_a_restart(settings: Settings) -> None:
+    """A worker killed after replaying must not make the next one report nothing replayed."""
+    from worker.app import create_app
+
+    def client_for() -> TestClient:
+        client = TestClient(create_app(settings), base_url="http://127.0.0.1")
+        return client
+
+    with client_for() as first:
+        first.headers["Authorization"] = f"Bearer {settings.token_path.read_text().strip()}"
+        write_spool(settings, "events.jsonl", [obs(1), obs(2), "{not json"])
+        assert replay(first)["replayed"] == 2
+        before = first.get("/api/spool").json()
+    with client_for() as second:
+        second.headers["Authorization"] = f"Bearer {settings.token_path.read_text().strip()}"
+        after = second.get("/api/spool").json()
+        assert after["replayed"] == before["replayed"] == 2
+        assert after["corrupt"] == before["corrupt"] == 1
+        assert after["runs"] >= before["runs"] >= 1
+        write_spool(settings, "more.jsonl", [obs(3)])
+        assert replay(second)["replayed"] == 1
+        assert second.get("/api/spool").json()["replayed"] == 3

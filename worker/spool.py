@@ -29,6 +29,7 @@ from worker.api.inprocess import call_app
 from worker.clock import now_ms, to_iso
 from worker.context import Cairn
 from worker.settings import Settings
+from worker.store import kv
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,8 @@ ROUTES = (
     ("PUT", re.compile(r"/api/sessions/[^/?#]+/plan")),
 )
 BATCH_PATH = "/api/observations"
+TOTALS_KEY = "spool.totals"
+COUNTERS = ("files", "replayed", "duplicates", "rejected", "corrupt")
 CLAIMED_SUFFIX = ".replaying"
 
 
@@ -203,7 +206,22 @@ class SpoolReplayer:
         self._wake = asyncio.Event()
 
     def start(self) -> None:
+        self._load_totals()
         self._task = asyncio.create_task(self._loop(), name="cairn-spool-replay")
+
+    def _load_totals(self) -> None:
+        """The counters survive restarts (kv TOTALS_KEY): a worker killed after a replay must
+        not make `cairn status` say nothing was ever replayed."""
+        saved = self.cairn.store.read_sync(lambda c: kv.get_json(c, TOTALS_KEY))
+        if not isinstance(saved, dict):
+            return
+        for name in COUNTERS:
+            value = saved.get(name)
+            if isinstance(value, int) and value >= 0:
+                setattr(self.totals, name, value)
+        runs, last = saved.get("runs"), saved.get("last_run_ms")
+        self.runs = runs if isinstance(runs, int) and runs >= 0 else 0
+        self.last_run_ms = last if isinstance(last, int) else None
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -254,11 +272,14 @@ class SpoolReplayer:
                 self.last_error = result.errors[-1]
             elif result.files:
                 self.last_error = None
-            for name in ("files", "replayed", "duplicates", "rejected", "corrupt"):
+            for name in COUNTERS:
                 setattr(self.totals, name, getattr(self.totals, name) + getattr(result, name))
             self.totals.kept = result.kept
             if result.files:
                 log.info("spool replay: %s", result.as_dict())
+                saved = {name: getattr(self.totals, name) for name in COUNTERS}
+                saved.update(runs=self.runs, last_run_ms=self.last_run_ms)
+                await self.cairn.store.write(lambda c: kv.put_json(c, TOTALS_KEY, saved))
             return result
 
     async def _replay_file(self, path: Path, result: ReplayResult) -> bool:

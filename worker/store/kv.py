@@ -1,0 +1,28 @@
+"""Small named values in the `kv` table (JSON text), for state that must survive a restart."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from worker.clock import now_ms
+
+
+def get_json(conn: sqlite3.Connection, key: str) -> Any:
+    """The value stored under `key`, or None (also for a value that is not valid JSON)."""
+    row = conn.execute("SELECT value FROM kv WHERE key = ?", (key,)).fetchone()
+    if row is None:
+        return None
+    try:
+        return json.loads(row[0])
+    except ValueError:
+        return None
+
+
+def put_json(conn: sqlite3.Connection, key: str, value: Any) -> None:
+    conn.execute(
+        "INSERT INTO kv(key, value, updated_at) VALUES (?, ?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        (key, json.dumps(value, separators=(",", ":")), now_ms()),
+    )
