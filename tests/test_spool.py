@@ -179,17 +179,19 @@ def test_replay_counters_survive_a_restart(settings: Settings) -> None:
         client = TestClient(create_app(settings), base_url="http://127.0.0.1")
         return client
 
+    # The round at start and the one asked for here may each take the file: check the totals.
+    write_spool(settings, "events.jsonl", [obs(1), obs(2), "{not json"])
     with client_for() as first:
         first.headers["Authorization"] = f"Bearer {settings.token_path.read_text().strip()}"
-        write_spool(settings, "events.jsonl", [obs(1), obs(2), "{not json"])
-        assert replay(first)["replayed"] == 2
+        replay(first)
         before = first.get("/api/spool").json()
+        assert before["replayed"] == 2
     with client_for() as second:
         second.headers["Authorization"] = f"Bearer {settings.token_path.read_text().strip()}"
         after = second.get("/api/spool").json()
         assert after["replayed"] == before["replayed"] == 2
         assert after["corrupt"] == before["corrupt"] == 1
-        assert after["runs"] >= before["runs"] >= 1
+        assert after["runs"] >= 1  # rounds that found nothing are not saved
         write_spool(settings, "more.jsonl", [obs(3)])
-        assert replay(second)["replayed"] == 1
+        replay(second)
         assert second.get("/api/spool").json()["replayed"] == 3
