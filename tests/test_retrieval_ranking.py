@@ -5,10 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
+from worker.errors import ConfigError
 from worker.retrieval import ranking
 from worker.retrieval.ranking import DAY_MS, Candidate, Weights
 from worker.retrieval.when import date_ranges
-from worker.settings import Settings
+from worker.settings import Settings, load_settings
 
 NOW = 1_800_000_000_000
 W = Weights.from_settings(Settings())
@@ -42,13 +45,48 @@ def order(items: dict[tuple[str, int], dict[str, Any]], **kw: Any) -> list[int]:
     return [c.ref[1] for c in ranked]
 
 
-def test_rrf_rewards_agreement_and_weights_the_lists() -> None:
+def test_convex_fusion_rewards_agreement_and_weights_the_lists() -> None:
     a, b, c = ("memory", 1), ("memory", 2), ("memory", 3)
-    fused = ranking.fuse([(a, 9.0), (b, 5.0)], [(b, 0.9), (c, 0.8)], W)
+    fused = ranking.fuse([(a, 9.0), (b, 9.0), (c, 1.0)], [(b, 0.9), (a, 0.5), (c, 0.4)], W)
     assert fused[b].fused > fused[a].fused > fused[c].fused
     keyword_only = replace(W, vector=0.0)
     fused = ranking.fuse([(a, 9.0)], [(c, 0.9)], keyword_only)
     assert fused[c].fused == 0.0 and fused[a].fused > 0
+
+
+def test_convex_fusion_keeps_a_clear_keyword_winner_on_top() -> None:
+    """BM25 puts `a` far ahead; `b` is second by keyword and first by a hair by cosine. Rank
+    fusion lets `b`'s two good places win; the normalised scores see how far ahead `a` is."""
+    a, b = ("memory", 1), ("memory", 2)
+    keyword = [(a, 20.0), (b, 6.0)] + [(("memory", 10 + i), 5.0 - i / 10) for i in range(20)]
+    vector = [(b, 0.62), (("memory", 99), 0.61)] + [
+        (("memory", 100 + i), 0.6 - i / 100) for i in range(20)
+    ]
+    vector.append((a, 0.35))
+    convex = ranking.fuse(keyword, vector, W)
+    assert convex[a].fused > convex[b].fused
+    rrf = ranking.fuse(keyword, vector, replace(W, method="rrf", keyword=1.0, vector=0.5))
+    assert rrf[b].fused > rrf[a].fused
+
+
+def test_convex_fusion_follows_score_gaps_not_places() -> None:
+    a, b, c = ("memory", 1), ("memory", 2), ("memory", 3)
+    close = ranking.fuse([(a, 10.0), (b, 9.9), (c, 1.0)], [], W)
+    far = ranking.fuse([(a, 10.0), (b, 1.1), (c, 1.0)], [], W)
+    assert close[b].fused > 0.9 * close[a].fused
+    assert far[b].fused < 0.1 * far[a].fused
+
+
+def test_min_max_normalisation() -> None:
+    assert ranking.min_max([]) == []
+    assert ranking.min_max([3.0, 3.0]) == [1.0, 1.0]
+    assert ranking.min_max([4.0, 3.0, 2.0]) == [1.0, 0.5, 0.0]
+
+
+def test_fusion_method_is_validated() -> None:
+    assert load_settings({"CAIRN_FUSION_METHOD": "rrf"}).fusion_method == "rrf"
+    with pytest.raises(ConfigError, match="CAIRN_FUSION_METHOD"):
+        load_settings({"CAIRN_FUSION_METHOD": "borda"})
 
 
 def test_recency_prefers_newer() -> None:

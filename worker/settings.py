@@ -12,6 +12,8 @@ from limits import parse_many
 
 from worker.errors import ConfigError
 
+FUSION_METHODS = ("convex", "rrf")
+
 
 class Secret:
     """A string that never prints: repr/str hide it, `reveal()` gives it."""
@@ -95,11 +97,13 @@ class Settings:
     search_broad_term_rows: int = 5000
     search_title_weight: float = 3.0
     search_body_weight: float = 1.0
-    # Hybrid fusion: weighted reciprocal rank fusion of the keyword and vector lists
-    # (k small: the top of each list matters most; tuned on LoCoMo dev, see bench/locomo.py)
+    # Hybrid fusion of the keyword and vector lists: "convex" = weighted sum of min-max
+    # normalised BM25 scores and cosines; "rrf" = weighted reciprocal rank fusion with k.
+    # Weights tuned on LoCoMo dev (flat for a keyword share of 0.65..0.8; see bench/locomo.py).
+    fusion_method: str = "convex"
     fusion_rrf_k: float = 1.0
-    fusion_keyword_weight: float = 1.0
-    fusion_vector_weight: float = 0.5
+    fusion_keyword_weight: float = 0.7
+    fusion_vector_weight: float = 0.3
     # A hit lends part of its fused score to the previous/next item of its thread (same kind,
     # project and session, within the window): answers often sit next to what matches.
     fusion_prev_weight: float = 0.1
@@ -270,6 +274,11 @@ def _check(settings: Settings) -> None:
             raise ConfigError(
                 f"CAIRN_{name.upper()}={raw!r} is not a rate limit (e.g. '600/minute')"
             ) from None
+    if settings.fusion_method not in FUSION_METHODS:
+        raise ConfigError(
+            f"CAIRN_FUSION_METHOD={settings.fusion_method!r} is not one of "
+            + ", ".join(FUSION_METHODS)
+        )
     if not 0 <= settings.port <= 65535:
         raise ConfigError(f"CAIRN_PORT={settings.port} is outside 0..65535")
     if settings.host not in ("127.0.0.1", "::1", "localhost"):

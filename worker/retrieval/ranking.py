@@ -1,4 +1,5 @@
-"""Fusion and ranking: weighted reciprocal rank fusion, rerank signals, refusal. Pure functions."""
+"""Fusion and ranking: convex combination of normalised scores (or weighted reciprocal rank
+fusion), rerank signals, refusal. Pure functions."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Weights:
+    method: str
     rrf_k: float
     keyword: float
     vector: float
@@ -47,6 +49,7 @@ class Weights:
     @classmethod
     def from_settings(cls, s: Settings) -> Weights:
         return cls(
+            method=s.fusion_method,
             rrf_k=s.fusion_rrf_k,
             keyword=s.fusion_keyword_weight,
             vector=s.fusion_vector_weight,
@@ -69,21 +72,42 @@ class Weights:
         )
 
 
+def min_max(scores: list[float]) -> list[float]:
+    """Scores mapped onto 0..1 within their own list (all equal: all 1)."""
+    if not scores:
+        return []
+    low, high = min(scores), max(scores)
+    if high <= low:
+        return [1.0] * len(scores)
+    return [(score - low) / (high - low) for score in scores]
+
+
 def fuse(
     keyword: Iterable[tuple[Ref, float]],
     vector: Iterable[tuple[Ref, float]],
     weights: Weights,
 ) -> dict[Ref, Candidate]:
-    """Weighted reciprocal rank fusion of two best-first lists."""
+    """Fuse two best-first (ref, score) lists: BM25 scores and cosines.
+
+    "convex": the weighted sum of each list's min-max normalised scores (an item missing from
+    a list counts as that list's lowest score). Unlike reciprocal rank fusion it keeps how far
+    ahead a hit is, not only its place, so a clear BM25 winner is not overtaken by an item
+    that is merely second in both lists (Bruch et al. 2022, "An Analysis of Fusion Functions
+    for Hybrid Retrieval"). "rrf": weighted reciprocal rank fusion.
+    """
+    keyword, vector = list(keyword), list(vector)
+    convex = weights.method == "convex"
     out: dict[Ref, Candidate] = {}
-    for rank, (ref, score) in enumerate(keyword):
+    keyword_norm = min_max([score for _, score in keyword])
+    for rank, ((ref, score), norm) in enumerate(zip(keyword, keyword_norm, strict=True)):
         cand = out.setdefault(ref, Candidate(ref))
         cand.keyword_rank, cand.keyword_score = rank, score
-        cand.fused += weights.keyword / (weights.rrf_k + rank + 1)
-    for rank, (ref, cosine) in enumerate(vector):
+        cand.fused += weights.keyword * (norm if convex else 1 / (weights.rrf_k + rank + 1))
+    vector_norm = min_max([cosine for _, cosine in vector])
+    for rank, ((ref, cosine), norm) in enumerate(zip(vector, vector_norm, strict=True)):
         cand = out.setdefault(ref, Candidate(ref))
         cand.vector_rank, cand.cosine = rank, cosine
-        cand.fused += weights.vector / (weights.rrf_k + rank + 1)
+        cand.fused += weights.vector * (norm if convex else 1 / (weights.rrf_k + rank + 1))
     return out
 
 
