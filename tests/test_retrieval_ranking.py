@@ -128,6 +128,19 @@ def test_named_date_favours_items_from_then() -> None:
     assert order(items, dates=date_ranges("what happened in May 2023?")) == [2, 1]
 
 
+def test_named_date_outweighs_a_better_match_from_another_time() -> None:
+    may = 1_683_000_000_000  # 2023-05-02
+    items = {
+        ("memory", 1): item(created_at=may + 200 * DAY_MS),
+        ("memory", 2): item(created_at=may),
+    }
+    cands = [Candidate(("memory", 1), fused=1.0), Candidate(("memory", 2), fused=0.3)]
+    ranked = ranking.rank(
+        cands, items, now=NOW, project_id=1, stale=set(), weights=W, dates=date_ranges("May 2023")
+    )
+    assert [c.ref[1] for c in ranked] == [2, 1]
+
+
 def test_relevance_dominates_small_signals() -> None:
     items = {("memory", 1): item(importance=5), ("memory", 2): item()}
     cands = [Candidate(("memory", 1), fused=0.1), Candidate(("memory", 2), fused=0.5)]

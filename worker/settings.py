@@ -118,8 +118,9 @@ class Settings:
     rank_importance_weight: float = 0.10
     rank_staleness_weight: float = 0.25
     rank_project_weight: float = 0.10
-    # Dates named in the query ("in October 2023") favour items from that time.
-    rank_date_weight: float = 0.5
+    # Dates named in the query ("in October 2023") favour items from that time: as much as the
+    # whole relevance range, so a candidate from the named time comes before one from another.
+    rank_date_weight: float = 1.0
     rank_date_slack_days: float = 7.0
     half_life_days_observation: float = 14.0
     half_life_days_prompt: float = 7.0
