@@ -24,5 +24,5 @@ def put_json(conn: sqlite3.Connection, key: str, value: Any) -> None:
     conn.execute(
         "INSERT INTO kv(key, value, updated_at) VALUES (?, ?, ?) "
         "ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-        (key, json.dumps(value, separators=(",", ":")), now_ms()),
+        (key, json.dumps(value, ensure_ascii=False, separators=(",", ":")), now_ms()),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from worker.clock import now_ms
+from worker.store import kv
 
 
 def _key(session_id: str) -> str:
@@ -15,14 +16,9 @@ def is_newer(conn: sqlite3.Connection, session_id: str, at: int | None) -> bool:
     """True unless `at` is older than the time of the stored plan (no time given: newer)."""
     if at is None:
         return True
-    row = conn.execute("SELECT value FROM kv WHERE key = ?", (_key(session_id),)).fetchone()
-    return row is None or not str(row[0]).isdigit() or at >= int(row[0])
+    stored = kv.get_json(conn, _key(session_id))
+    return not isinstance(stored, int) or stored < 0 or at >= stored
 
 
 def stamp(conn: sqlite3.Connection, session_id: str, at: int | None) -> None:
-    now = now_ms()
-    conn.execute(
-        "INSERT INTO kv(key, value, updated_at) VALUES (?, ?, ?) "
-        "ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-        (_key(session_id), str(at if at is not None else now), now),
-    )
+    kv.put_json(conn, _key(session_id), at if at is not None else now_ms())

@@ -7,6 +7,7 @@ import sqlite3
 from typing import Any
 
 from worker.clock import now_ms
+from worker.store import kv
 from worker.store.observations import COLUMNS as OBSERVATION_COLUMNS
 from worker.store.observations import FROM as OBSERVATION_FROM
 from worker.store.observations import to_dict as observation_dict
@@ -51,13 +52,7 @@ def cached_static(
     min_refresh_seconds: float,
 ) -> dict[str, Any] | None:
     """The cache entry if still valid for `current` marks, else None."""
-    row = conn.execute("SELECT value FROM kv WHERE key = ?", (_key(project_id),)).fetchone()
-    if row is None:
-        return None
-    try:
-        entry = json.loads(row[0])
-    except ValueError:
-        return None
+    entry = kv.get_json(conn, _key(project_id))
     if not isinstance(entry, dict) or not isinstance(entry.get("static"), dict):
         return None
     age_ms = now_ms() - int(entry.get("at", 0))
@@ -69,11 +64,7 @@ def cached_static(
 
 
 def store_static(conn: sqlite3.Connection, project_id: int, entry: dict[str, Any]) -> None:
-    conn.execute(
-        "INSERT INTO kv(key, value, updated_at) VALUES (?, ?, ?) "
-        "ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-        (_key(project_id), json.dumps(entry, ensure_ascii=False), now_ms()),
-    )
+    kv.put_json(conn, _key(project_id), entry)
 
 
 def invalidate(conn: sqlite3.Connection, project_id: int) -> None:
