@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from worker.store.m002_retrieval import KIND_CODES
+from worker.store.m002_retrieval import KIND_CODES, KIND_NAMES
 
 Ref = tuple[str, int]
 _INITIAL_ROWS = 256
-_KINDS = {code: kind for kind, code in KIND_CODES.items()}
 # A row's place in the index is one int: bucket number above these bits, row below them.
 _ROW_BITS = 40
 
@@ -71,7 +70,7 @@ class _Bucket:
 
     def ref(self, row: int) -> Ref | None:
         code = int(self.kinds[row])
-        return (_KINDS[code], int(self.ids[row])) if code else None
+        return (KIND_NAMES[code], int(self.ids[row])) if code else None
 
 
 class VectorIndex:

@@ -10,6 +10,7 @@ from worker.store.terms import SQL_NEW_TERMS as N
 
 # rowid = item id * 8 + kind code: one FTS table, one BM25 scale across kinds.
 KIND_CODES = {"observation": 1, "memory": 2, "prompt": 3, "summary": 4}
+KIND_NAMES = {code: kind for kind, code in KIND_CODES.items()}
 
 # kind -> (table, title expression, body expression, project expression, watched columns)
 SOURCES: dict[str, tuple[str, str, str, str, str]] = {

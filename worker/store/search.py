@@ -7,11 +7,10 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
-from worker.store.m002_retrieval import KIND_CODES
+from worker.store.m002_retrieval import KIND_CODES, KIND_NAMES, SOURCES
 from worker.store.rows import content_hash, load_json, placeholders
 
 KINDS = tuple(KIND_CODES)
-KIND_NAMES = {code: kind for kind, code in KIND_CODES.items()}
 Ref = tuple[str, int]
 
 _TITLE_CHARS = 120
@@ -22,12 +21,6 @@ _TITLE_CHARS = 120
 # expression, and a `p<id>` scope token held by most rows costs a scan of its whole doclist
 # (~15 ms at 100k rows) to filter out almost nothing.
 SCOPE_IN_QUERY_BELOW = 0.5
-_TABLES = {
-    "observation": "observations",
-    "memory": "memories",
-    "prompt": "prompts",
-    "summary": "summaries",
-}
 
 
 def keyword_candidates(
@@ -52,22 +45,23 @@ def keyword_candidates(
     n_rows = max(1, index_size(conn))
     expression = f"({match})"
     fetch = float(limit)
+
+    def in_query(tokens: list[str]) -> bool:
+        """Add the scope filter to the expression if it is selective; else over-fetch."""
+        nonlocal expression, fetch
+        share = sum(document_frequencies(conn, tokens).values()) / n_rows
+        if share < SCOPE_IN_QUERY_BELOW:
+            expression += " AND scope : (" + " OR ".join(f'"{t}"' for t in tokens) + ")"
+            return True
+        fetch /= min(1.0, share)
+        return False
+
     post_project: int | None = None
-    if project_id is not None:
-        tokens = [f"p{int(project_id)}", "pglobal"]
-        share = sum(document_frequencies(conn, tokens).values()) / n_rows
-        if share < SCOPE_IN_QUERY_BELOW:
-            expression += " AND scope : (" + " OR ".join(f'"{t}"' for t in tokens) + ")"
-        else:
-            post_project, fetch = int(project_id), fetch / min(1.0, share)
+    if project_id is not None and not in_query([f"p{int(project_id)}", "pglobal"]):
+        post_project = int(project_id)
     post_kinds: set[int] | None = None
-    if kinds is not None:
-        tokens = [f"k{k}" for k in kind_list]
-        share = sum(document_frequencies(conn, tokens).values()) / n_rows
-        if share < SCOPE_IN_QUERY_BELOW:
-            expression += " AND scope : (" + " OR ".join(f'"{t}"' for t in tokens) + ")"
-        else:
-            post_kinds, fetch = {KIND_CODES[k] for k in kind_list}, fetch / min(1.0, share)
+    if kinds is not None and not in_query([f"k{k}" for k in kind_list]):
+        post_kinds = {KIND_CODES[k] for k in kind_list}
     # The rowid encodes kind and id: selecting the UNINDEXED kind/item_id columns instead would
     # read every matching row's content before the sort (~1/3 of the query's time).
     rows = conn.execute(
@@ -94,7 +88,7 @@ def project_ids(conn: sqlite3.Connection, refs: list[Ref]) -> dict[Ref, int | No
     out: dict[Ref, int | None] = {}
     for kind, ids in by_kind.items():
         rows = conn.execute(
-            f"SELECT id, project_id FROM {_TABLES[kind]} "
+            f"SELECT id, project_id FROM {SOURCES[kind][0]} "
             "WHERE id IN (SELECT value FROM json_each(?))",
             (json.dumps(ids),),
         )

@@ -158,9 +158,7 @@ def match_expression(terms: list[str]) -> str | None:
     return " OR ".join(quote(t) for t in terms)
 
 
-def keyword_expression(
-    terms: list[str], broad: Collection[str] = (), *, title: str = "title", body: str = "body"
-) -> str | None:
+def keyword_expression(terms: list[str], broad: Collection[str] = ()) -> str | None:
     """The FTS5 expression over the title and body columns for a query's `terms`.
 
     A `broad` term (one found in very many rows) selects only rows where it is in the title or
@@ -170,14 +168,15 @@ def keyword_expression(
     term, broad ones included, in both columns: scores of the rows kept are exact."""
     narrow = match_expression([t for t in terms if t not in broad])
     wide = match_expression([t for t in terms if t in broad])
-    both = f"{{{title} {body}}}"
     if wide is None:
-        return None if narrow is None else f"{both} : ({narrow})"
+        return None if narrow is None else f"{{title body}} : ({narrow})"
     if narrow is None:
-        return f"{{{title}}} : ({wide})"
+        return f"{{title}} : ({wide})"
     # body-only broad rows without a narrow term are the ones left out
-    body_only = f"(({{{body}}} : ({wide})) NOT ({{{title}}} : ({wide}))) NOT ({both} : ({narrow}))"
-    return f"({both} : ({wide} OR {narrow})) NOT ({body_only})"
+    body_only = (
+        f"(({{body}} : ({wide})) NOT ({{title}} : ({wide}))) NOT ({{title body}} : ({narrow}))"
+    )
+    return f"({{title body}} : ({wide} OR {narrow})) NOT ({body_only})"
 
 
 def _sql_terms(*texts: object) -> str:
