@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any
 
@@ -94,26 +95,15 @@ def _insert_rows(
 
 def _stored_for_events(conn: sqlite3.Connection, event_ids: list[str]) -> dict[str, int]:
     """The observations earlier deliveries of these event ids created (if they still exist)."""
-    out: dict[str, int] = {}
-    unique = sorted(set(event_ids))
-    for start in range(0, len(unique), 500):
-        chunk = unique[start : start + 500]
-        for event_id, seen in received.seen_many(conn, chunk, "observation").items():
-            if seen.isdigit():
-                out[event_id] = int(seen)
-    if out:
-        alive: set[int] = set()
-        ids = sorted(set(out.values()))
-        for start in range(0, len(ids), 500):
-            some = ids[start : start + 500]
-            alive.update(
-                int(r[0])
-                for r in conn.execute(
-                    f"SELECT id FROM observations WHERE id IN ({placeholders(len(some))})", some
-                )
-            )
-        out = {event_id: oid for event_id, oid in out.items() if oid in alive}
-    return out
+    if not event_ids:
+        return {}
+    rows = conn.execute(
+        """SELECT r.event_id, o.id FROM received_events r
+           JOIN observations o ON o.id = CAST(r.item_id AS INTEGER)
+           WHERE r.kind = 'observation' AND r.event_id IN (SELECT value FROM json_each(?))""",
+        (json.dumps(sorted(set(event_ids))),),
+    )
+    return {str(r[0]): int(r[1]) for r in rows}
 
 
 def _index(conn: sqlite3.Connection, fresh: list[tuple[int, int, dict[str, Any]]]) -> None:

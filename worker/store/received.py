@@ -17,18 +17,6 @@ def seen(conn: sqlite3.Connection, event_id: str | None) -> str | None:
     return None if row is None else str(row[0])
 
 
-def seen_many(conn: sqlite3.Connection, event_ids: list[str], kind: str) -> dict[str, str]:
-    """event id -> item id recorded for the ones already received as `kind`."""
-    if not event_ids:
-        return {}
-    marks = ", ".join("?" * len(event_ids))
-    rows = conn.execute(
-        f"SELECT event_id, item_id FROM received_events WHERE kind = ? AND event_id IN ({marks})",
-        (kind, *event_ids),
-    )
-    return {str(r[0]): str(r[1]) for r in rows}
-
-
 def record_many(conn: sqlite3.Connection, events: list[tuple[str | None, str, object]]) -> None:
     """(event id, kind, item id) for each; rows without an event id are skipped."""
     at = now_ms()
