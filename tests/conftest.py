@@ -11,6 +11,7 @@ from starlette.testclient import TestClient
 
 from worker.app import create_app
 from worker.settings import Settings, load_settings
+from worker.store import Store
 
 BASE_URL = "http://127.0.0.1:37800"
 
@@ -64,3 +65,12 @@ def anon_client(settings: Settings) -> Iterator[TestClient]:
     app = create_app(settings)
     with TestClient(app, base_url=BASE_URL, raise_server_exceptions=False) as test_client:
         yield test_client
+
+
+@pytest.fixture
+def store(settings: Settings) -> Iterator[Store]:
+    """An open Store on the test's database file (closed afterwards)."""
+    opened = Store(settings.db_path)
+    opened.open()
+    yield opened
+    opened.close()

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from worker.memory.merge import save
 from worker.settings import Settings
 from worker.store import Store
 
 P = "/repo/sup"
-
-
-@pytest.fixture
-def store(settings: Settings) -> Iterator[Store]:
-    s = Store(settings.db_path)
-    s.open()
-    yield s
-    s.close()
 
 
 def put(store: Store, settings: Settings, content: str, **extra: Any) -> Any:

@@ -4,7 +4,6 @@ must be exactly what the m002 triggers write, and every other insert path keeps 
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,14 +13,6 @@ from worker.store import observations as q
 from worker.store.terms import SQL_AUTO_INDEX, index_text
 
 INDEX_COLUMNS = "rowid, title, body, scope, kind, item_id, project_id"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Any:
-    st = Store(tmp_path / "cairn.db")
-    st.open()
-    yield st
-    st.close()
 
 
 def _index_rows(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:

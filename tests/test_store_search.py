@@ -6,18 +6,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from worker.store import Store, observations
 from worker.store import search as q
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Any:
-    st = Store(tmp_path / "cairn.db")
-    st.open()
-    yield st
-    st.close()
 
 
 def _session(store: Store, n: int, created: list[int]) -> list[int]:
