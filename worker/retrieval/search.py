@@ -85,6 +85,7 @@ def _keyword_pass(
     groups = query_groups(req.query, s.search_max_query_terms)
     terms = query_terms(req.query, s.search_max_query_terms)
     df = q.document_frequencies(conn, sorted({t for g in groups for t in g} | set(terms)))
+    terms = one_stem_per_part(terms, groups, df)
     n_docs = q.index_size(conn) if terms else 0
     chosen = selective_terms(terms, df, n_docs, s.search_common_term_share)
     match = keyword_expression(chosen, broad_terms(chosen, df, s.search_broad_term_rows))
@@ -101,6 +102,26 @@ def _keyword_pass(
         )
         hits = [((kind, item_id), score) for kind, item_id, score in rows]
     return _KeywordPass(project_id, known, groups, hits, df, n_docs)
+
+
+def one_stem_per_part(
+    terms: list[str], groups: list[tuple[str, ...]], df: dict[str, int]
+) -> list[str]:
+    """The terms to match, with one stem per word part: of a part's English and Italian stems,
+    the one found in more items (the corpus's language conflates more forms; ties keep English).
+
+    Every document word is indexed under both its stems, so matching both would score each
+    such part twice, outweighing parts whose stems agree, and make FTS5 merge two doclists
+    that hold nearly the same rows. Whole compound identifiers are kept as they are."""
+    keep: set[str] = set()
+    alternatives: set[str] = set()
+    for group in groups:
+        if len(group) > 1:
+            alternatives.update(group)
+            keep.add(max(group, key=lambda t: df.get(t, 0)))
+        else:
+            keep.add(group[0])
+    return [t for t in terms if t in keep or t not in alternatives]
 
 
 def selective_terms(
