@@ -16,8 +16,14 @@ from worker.store import Store
 BASE_URL = "http://127.0.0.1:37800"
 
 
+@pytest.fixture(scope="session")
+def shared_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One models folder for the whole run: the int8 model is built once, not per home."""
+    return tmp_path_factory.mktemp("models")
+
+
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_models: Path) -> Path:
     home = tmp_path / "cairn-home"
     user_home = tmp_path / "user-home"
     user_home.mkdir()
@@ -27,6 +33,7 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for key in list(os.environ):
         if key.startswith("CAIRN_") and key not in ("CAIRN_HOME", "CAIRN_EMBED_ENABLED"):
             monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("CAIRN_MODELS_DIR", str(shared_models))
     return home
 
 

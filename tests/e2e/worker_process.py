@@ -91,6 +91,8 @@ class WorkerProcess:
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
         env.update({"CAIRN_HOME": str(self.home), "CAIRN_EMBED_ENABLED": "0"})
+        if "CAIRN_MODELS_DIR" in os.environ:  # tests share one models folder (conftest.py)
+            env["CAIRN_MODELS_DIR"] = os.environ["CAIRN_MODELS_DIR"]
         env.update(self.env_extra)
         return env
 

@@ -237,14 +237,19 @@ class OnnxEmbedder:
 
 
 def load_embedder(
-    model_name: str, model_path: str, home: Path, batch_size: int, max_tokens: int = 256
+    model_name: str,
+    model_path: str,
+    models_dir: Path,
+    batch_size: int,
+    max_tokens: int = 256,
+    quantize: bool = False,
 ) -> Embedder:
-    """The configured embedder: `fake-hash-N` (tests), a local folder, the offline default, or
-    any fastembed model name (which needs its files in $CAIRN_HOME/models or network access)."""
+    """The configured embedder: `fake-hash-N` (tests), a local folder, the offline default (with
+    int8 matrix products if `quantize`, see quantize.py), or any fastembed model name (which
+    needs its files in `models_dir` or network access)."""
     if model_name.startswith("fake-hash"):
         size = model_name.rsplit("-", 1)[-1]
         return FakeEmbedder(int(size) if size.isdigit() else 64)
-    models_dir = home / "models"
     if model_path:
         folder = Path(model_path).expanduser()
         if not folder.is_dir():
@@ -253,5 +258,10 @@ def load_embedder(
             return OnnxEmbedder(model_name, folder, max_tokens)
         return FastEmbedder(model_name, folder, models_dir, batch_size)
     if model_name == DEFAULT_MODEL:
-        return OnnxEmbedder(model_name, prepare_default_model(models_dir), max_tokens)
+        folder = prepare_default_model(models_dir)
+        if quantize:
+            from worker.retrieval.quantize import quantized_model
+
+            folder = quantized_model(folder, models_dir) or folder
+        return OnnxEmbedder(model_name, folder, max_tokens)
     return FastEmbedder(model_name, None, models_dir, batch_size)

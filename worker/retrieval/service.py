@@ -94,9 +94,10 @@ class EmbeddingService:
             lambda: load_embedder(
                 settings.embed_model,
                 settings.embed_model_path,
-                settings.home,
+                settings.models_path,
                 settings.embed_batch,
                 settings.embed_max_tokens,
+                settings.embed_quantize,
             )
         )
         self.embedder: Embedder | None = None
