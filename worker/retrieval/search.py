@@ -24,6 +24,7 @@ from worker.retrieval.when import date_ranges
 from worker.settings import Settings
 from worker.store import Store, projects
 from worker.store import search as q
+from worker.store.frequencies import FrequencyCache
 from worker.store.terms import keyword_expression, query_groups, query_terms
 
 Mode = Literal["hybrid", "keyword", "semantic"]
@@ -69,8 +70,6 @@ class SearchOutcome:
 
 @dataclass
 class _KeywordPass:
-    project_id: int | None
-    project_known: bool
     groups: list[tuple[str, ...]]
     hits: list[tuple[Ref, float]]
     df: dict[str, int]
@@ -78,19 +77,22 @@ class _KeywordPass:
 
 
 def _keyword_pass(
-    conn: sqlite3.Connection, req: SearchRequest, s: Settings, want_keyword: bool
+    conn: sqlite3.Connection,
+    req: SearchRequest,
+    s: Settings,
+    project_id: int | None,
+    want_keyword: bool,
+    cache: FrequencyCache | None = None,
 ) -> _KeywordPass:
-    project_id = projects.find(conn, req.project) if req.project is not None else None
-    known = req.project is None or project_id is not None
     groups = query_groups(req.query, s.search_max_query_terms)
     terms = query_terms(req.query, s.search_max_query_terms)
-    df = q.document_frequencies(conn, sorted({t for g in groups for t in g} | set(terms)))
+    df = q.document_frequencies(conn, sorted({t for g in groups for t in g} | set(terms)), cache)
     terms = one_stem_per_part(terms, groups, df)
     n_docs = q.index_size(conn) if terms else 0
     chosen = selective_terms(terms, df, n_docs, s.search_common_term_share)
     match = keyword_expression(chosen, broad_terms(chosen, df, s.search_broad_term_rows))
     hits: list[tuple[Ref, float]] = []
-    if known and match is not None and want_keyword:
+    if match is not None and want_keyword:
         rows = q.keyword_candidates(
             conn,
             match,
@@ -99,9 +101,10 @@ def _keyword_pass(
             limit=s.search_candidates,
             title_weight=s.search_title_weight,
             body_weight=s.search_body_weight,
+            cache=cache,
         )
         hits = [((kind, item_id), score) for kind, item_id, score in rows]
-    return _KeywordPass(project_id, known, groups, hits, df, n_docs)
+    return _KeywordPass(groups, hits, df, n_docs)
 
 
 def one_stem_per_part(
@@ -232,36 +235,32 @@ async def search(
         mode = "keyword"  # degraded: the model is not available (status says why)
     want_keyword = mode in ("hybrid", "keyword")
     embedder = service if mode in ("hybrid", "semantic") and ready else None
-    # The query is embedded (ONNX, in a thread) while SQLite runs the keyword pass (in another):
-    # both release the GIL, so on two cores their times overlap instead of adding up.
-    embedded: list[npt.NDArray[np.float32] | None] = [None]
+    key = req.project
+    project_id = await store.read(lambda c: projects.find(c, key)) if key is not None else None
+    empty = SearchOutcome([], {}, True, mode, project_id, embeddings=status)
+    if (key is not None and project_id is None) or not req.query.strip():
+        return empty
+    # The query is embedded and the project's vectors scanned (ONNX, then a brute-force matrix
+    # product, ~15 ms at 100k) in one thread while SQLite runs the keyword pass in another: all
+    # three release the GIL, so on two cores their times overlap instead of adding up.
+    found: list[tuple[npt.NDArray[np.float32] | None, list[tuple[Ref, float]]]] = [(None, [])]
 
-    async def embed(model: EmbeddingService) -> None:
-        embedded[0] = await anyio.to_thread.run_sync(model.embed_query, req.query)
+    def vector_pass(model: EmbeddingService) -> None:
+        vector = model.embed_query(req.query)
+        if vector is not None:
+            hits = model.search(
+                vector, project_id=project_id, kinds=req.kinds, limit=settings.search_candidates
+            )
+            found[0] = (vector, hits)
 
     async with anyio.create_task_group() as tasks:
-        if embedder is not None and req.query.strip():
-            tasks.start_soon(embed, embedder)
-        kw = await store.read(lambda c: _keyword_pass(c, req, settings, want_keyword))
-    empty = SearchOutcome([], {}, True, mode, kw.project_id, embeddings=status)
-    if not kw.project_known or not req.query.strip():
-        return empty
-
-    vector_hits: list[tuple[Ref, float]] = []
-    best_cosine: float | None = None
-    query_vector = embedded[0]
-    if query_vector is not None and embedder is not None:
-        found_vector = query_vector
-        # A brute-force scan of the project's matrix (~15 ms at 100k): off the event loop.
-        vector_hits = await anyio.to_thread.run_sync(
-            lambda: embedder.search(
-                found_vector,
-                project_id=kw.project_id,
-                kinds=req.kinds,
-                limit=settings.search_candidates,
-            )
+        if embedder is not None:
+            tasks.start_soon(anyio.to_thread.run_sync, vector_pass, embedder)
+        kw = await store.read(
+            lambda c: _keyword_pass(c, req, settings, project_id, want_keyword, store.frequencies)
         )
-        best_cosine = vector_hits[0][1] if vector_hits else None
+    query_vector, vector_hits = found[0]
+    best_cosine = vector_hits[0][1] if vector_hits else None
     weights = Weights.from_settings(settings)
     candidates = ranking.fuse(kw.hits, vector_hits, weights)
     window_ms = int(settings.thread_window_minutes * 60_000)
@@ -302,7 +301,7 @@ async def search(
         (candidates[r] for r in refs),
         items,
         now=now,
-        project_id=kw.project_id,
+        project_id=project_id,
         stale=stale,
         weights=weights,
         dates=date_ranges(req.query),
@@ -316,7 +315,7 @@ async def search(
         items=items,
         refused=not hits,
         mode=mode,
-        project_id=kw.project_id,
+        project_id=project_id,
         coverage=best_coverage,
         best_cosine=best_cosine,
         embeddings=status,

@@ -24,6 +24,7 @@ import anyio.to_thread
 
 from worker.errors import BadRequest, InsufficientStorage, ServiceUnavailable
 from worker.store import terms
+from worker.store.frequencies import FrequencyCache
 from worker.store.migrations import apply_migrations
 
 T = TypeVar("T")
@@ -125,6 +126,8 @@ class Store:
         self.writes_committed = 0
         self.recovered_from: Path | None = None
         self._write_listeners: list[Callable[[], None]] = []
+        # Document frequencies of search terms (see frequencies.py): shared by all readers.
+        self.frequencies = FrequencyCache()
 
     # ------------------------------------------------------------------ lifecycle
     def _connect(self) -> sqlite3.Connection:
@@ -204,6 +207,7 @@ class Store:
                 self._writer = None
         for conn in self._all_readers:
             conn.close()
+        self.frequencies.clear()
         self._all_readers.clear()
         self._readers = queue.SimpleQueue()
 

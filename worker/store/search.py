@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
+from worker.store.frequencies import FrequencyCache
 from worker.store.m002_retrieval import KIND_CODES, KIND_NAMES, SOURCES
 from worker.store.rows import content_hash, load_json, placeholders
 
@@ -32,6 +33,7 @@ def keyword_candidates(
     limit: int,
     title_weight: float,
     body_weight: float,
+    cache: FrequencyCache | None = None,
 ) -> list[tuple[str, int, float]]:
     """(kind, id, score) best first; score = -bm25 (higher is better). Global items included.
 
@@ -49,7 +51,7 @@ def keyword_candidates(
     def in_query(tokens: list[str]) -> bool:
         """Add the scope filter to the expression if it is selective; else over-fetch."""
         nonlocal expression, fetch
-        share = sum(document_frequencies(conn, tokens).values()) / n_rows
+        share = sum(document_frequencies(conn, tokens, cache).values()) / n_rows
         if share < SCOPE_IN_QUERY_BELOW:
             expression += " AND scope : (" + " OR ".join(f'"{t}"' for t in tokens) + ")"
             return True
@@ -96,8 +98,17 @@ def project_ids(conn: sqlite3.Connection, refs: list[Ref]) -> dict[Ref, int | No
     return out
 
 
-def document_frequencies(conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
-    """How many indexed items contain each analysed term (for query coverage weights)."""
+def document_frequencies(
+    conn: sqlite3.Connection, terms: list[str], cache: FrequencyCache | None = None
+) -> dict[str, int]:
+    """How many indexed items contain each analysed term (for query coverage weights); with a
+    cache, a count a few writes old may be reused (see frequencies.py)."""
+    if cache is not None:
+        return cache.lookup(terms, index_size(conn), lambda missing: _count(conn, missing))
+    return _count(conn, terms)
+
+
+def _count(conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for term in terms:
         row = conn.execute("SELECT doc FROM search_vocab WHERE term = ?", (term,)).fetchone()
