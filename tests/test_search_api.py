@@ -253,3 +253,40 @@ def test_a_term_in_very_many_items_matches_only_titles_or_beside_a_rarer_term(
         )
         assert set(with_rarer) == {"deploy checklist", "nginx reload"}
         assert with_rarer[0] == "nginx reload"
+
+
+def test_a_file_modified_on_disk_since_makes_its_observation_stale(
+    client: TestClient, tmp_path: Any
+) -> None:
+    """Relative paths resolve in the project root (when it exists), absolute ones as they are."""
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "cache.py").write_text("changed after the observation")
+    elsewhere = tmp_path / "notes.md"
+    elsewhere.write_text("changed too")
+    old = {"type": "research", "created_at": "2026-01-01T10:00:00Z"}
+    items = [
+        {"project": str(root), "title": "Read src/cache.py", "files": ["src/cache.py"]},
+        {"project": str(root), "title": "Read src/gone.py", "files": ["src/gone.py"]},
+        {"project": str(root), "title": "Read notes", "files": [str(elsewhere)]},
+        {
+            "project": str(tmp_path / "nowhere"),
+            "title": "Read src/cache.py",
+            "files": ["src/cache.py"],
+        },
+    ]
+    body = "cache eviction explained"
+    client.post(
+        "/api/observations", json={"observations": [{**old, **i, "body": body} for i in items]}
+    )
+
+    def staleness(project: str) -> dict[str, float]:
+        hits = client.get(
+            "/api/search", params={"q": "cache eviction", "project": project, "explain": "true"}
+        ).json()["hits"]
+        return {h["title"]: h["signals"]["staleness"] for h in hits}
+
+    found = staleness(str(root))
+    assert found["Read src/cache.py"] < 0 and found["Read notes"] < 0
+    assert found["Read src/gone.py"] == 0
+    assert staleness(str(tmp_path / "nowhere"))["Read src/cache.py"] == 0

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sqlite3
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import anyio.to_thread
@@ -163,17 +162,20 @@ def _live(item: dict[str, Any], req: SearchRequest, now: int) -> bool:
     return not (req.types and item.get("type") not in req.types)
 
 
-def _file_changed(path: str, project: str | None, since: int) -> bool:
-    """The file on disk was modified after `since` (relative paths resolve in the project root)."""
-    candidate = Path(path)
-    if not candidate.is_absolute():
-        if not project or not os.path.isabs(project):
-            return False
-        candidate = Path(project) / candidate
-    try:
-        return candidate.stat().st_mtime * 1000 > since + STALE_GRACE_MS
-    except (OSError, ValueError):
-        return False
+def _modified_ms(files: list[str], project: str | None) -> dict[str, float]:
+    """Each file's modification time on disk (ms), for the files that exist; relative paths
+    resolve in the project root. One stat per distinct file; none when the root is missing."""
+    root = project if project and os.path.isabs(project) and os.path.isdir(project) else None
+    out: dict[str, float] = {}
+    for name in files:
+        path = name if os.path.isabs(name) else (os.path.join(root, name) if root else None)
+        if path is None:
+            continue
+        try:
+            out[name] = os.stat(path).st_mtime * 1000
+        except (OSError, ValueError):
+            continue
+    return out
 
 
 def stale_refs(conn: sqlite3.Connection, items: dict[Ref, dict[str, Any]]) -> set[Ref]:
@@ -188,10 +190,11 @@ def stale_refs(conn: sqlite3.Connection, items: dict[Ref, dict[str, Any]]) -> se
         files = sorted({f for _, item in members for f in item["files"][:20]})
         since = min(int(item["created_at"]) for _, item in members)
         writes = q.later_file_writes(conn, project_id, files[:500], since)
+        on_disk = _modified_ms(files, members[0][1].get("project"))
         for ref, item in members:
-            created = int(item["created_at"])
-            if any(writes.get(f, 0) > created + STALE_GRACE_MS for f in item["files"][:20]) or any(
-                _file_changed(f, item.get("project"), created) for f in item["files"][:20]
+            limit = int(item["created_at"]) + STALE_GRACE_MS
+            if any(
+                writes.get(f, 0) > limit or on_disk.get(f, 0) > limit for f in item["files"][:20]
             ):
                 stale.add(ref)
     return stale
