@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from starlette.testclient import TestClient
 
 from worker.retrieval.tokens import estimate_tokens
+from worker.settings import Settings
 
 PROJECT = "/repo/ctx"
 
@@ -83,3 +87,25 @@ def test_budget_is_never_exceeded(client: TestClient) -> None:
     resp = client.get("/api/context", params={"project": PROJECT, "budget": -1})
     assert resp.status_code == 400 and resp.json()["error"]["field"] == "budget"
     assert client.get("/api/context").json()["error"]["field"] == "project"
+
+
+def test_session_start_caches_the_profile_it_had_to_compute(
+    client: TestClient, settings: Settings
+) -> None:
+    """The static profile part is a scan of recent observations: the first session start
+    computes and stores it, the next ones read it (until the data or the TTL says otherwise)."""
+    import sqlite3
+
+    _seed(client)
+
+    def cached() -> dict[str, Any] | None:
+        with sqlite3.connect(settings.db_path) as conn:
+            row = conn.execute("SELECT value FROM kv WHERE key LIKE 'profile:%'").fetchone()
+        return json.loads(row[0]) if row else None
+
+    assert cached() is None
+    first = client.get("/api/context", params={"project": PROJECT}).json()["text"]
+    entry = cached()
+    assert entry is not None and "static" in entry
+    assert client.get("/api/context", params={"project": PROJECT}).json()["text"] == first
+    assert cached() == entry  # served from the cache: not recomputed

@@ -1,9 +1,10 @@
 """The project profile, computed without an LLM: what the project is and where its work stands.
 
-For the context builder (retrieval): call `load_profile(conn, project_id, settings)` inside a read
-and put `render_profile(profile)` first in the session-start context. It uses the cached profile
-when still valid (same data mark, within `profile_ttl_seconds`) and computes a fresh one otherwise
-without writing (reads may be query-only); `GET /api/projects/{id}/profile` refreshes the cache.
+For the context builder (retrieval): call `load_profile_to_cache(conn, project_id, settings)` inside
+a read and put `render_profile(profile)` first in the session-start context. It uses the cached
+profile when still valid (same data mark, within `profile_ttl_seconds`) and computes a fresh one
+otherwise without writing (reads may be query-only), handing back the entry for the caller to
+cache in a write; `GET /api/projects/{id}/profile` and session summaries refresh the cache too.
 
 `build_profile` is pure and deterministic over the rows `worker.store.profiles` reads.
 """
@@ -324,26 +325,29 @@ def _static(
 
 def _assemble(
     conn: sqlite3.Connection, settings: Settings, project_id: int, *, force: bool, store: bool
-) -> dict[str, Any] | None:
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(profile, the recomputed static part's cache entry if it was not stored here)."""
     project = profiles.project_row(conn, project_id)
     if project is None:
-        return None
+        return None, None
     static, cached, entry = _static(conn, project, settings, force=force)
     if entry is not None and store:
         profiles.store_static(conn, project_id, entry)
+        entry = None
     prompts, session, flight = profiles.dynamic_rows(conn, project_id)
-    return {
+    profile = {
         "project": {"id": project["id"], "key": project["key"], "name": project["name"]},
         "static": static,
         "dynamic": build_dynamic(project, prompts, session, flight),
         "cached": cached,
         "computed_at": to_iso(now_ms()),
     }
+    return profile, entry
 
 
 def compute_profile(conn: sqlite3.Connection, project_id: int) -> dict[str, Any] | None:
     """A fresh profile from the database, cache ignored (None if the project does not exist)."""
-    return _assemble(conn, Settings(), project_id, force=True, store=False)
+    return _assemble(conn, Settings(), project_id, force=True, store=False)[0]
 
 
 def load_profile(
@@ -355,6 +359,15 @@ def load_profile(
     memories change, when `profile_ttl_seconds` pass, or after new observations once the cached
     copy is older than `profile_min_refresh_seconds`. The dynamic part is always fresh (cheap).
     """
+    return _assemble(conn, settings, project_id, force=False, store=False)[0]
+
+
+def load_profile_to_cache(
+    conn: sqlite3.Connection, project_id: int, settings: Settings
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """Like load_profile (never writes), plus the cache entry of a static part it had to
+    recompute, for the caller to store in a write of its own (`profiles.store_static`): the
+    session-start context would otherwise rescan the project's observations every time."""
     return _assemble(conn, settings, project_id, force=False, store=False)
 
 
@@ -362,4 +375,4 @@ def refresh_profile(
     conn: sqlite3.Connection, project_id: int, settings: Settings, *, force: bool = False
 ) -> dict[str, Any] | None:
     """Like load_profile, but stores a recomputed static part in the cache (inside a write)."""
-    return _assemble(conn, settings, project_id, force=force, store=True)
+    return _assemble(conn, settings, project_id, force=force, store=True)[0]

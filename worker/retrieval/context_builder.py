@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from worker.clock import now_ms, to_iso
-from worker.memory.profile import load_profile, render_profile
+from worker.memory.profile import load_profile_to_cache, render_profile
 from worker.retrieval import ranking
 from worker.retrieval.search import SearchRequest, search
 from worker.retrieval.service import EmbeddingService
 from worker.retrieval.tokens import estimate_tokens, truncate_to_tokens
 from worker.settings import Settings
-from worker.store import Store, projects
+from worker.store import Store, profiles, projects
 from worker.store import search as q
 
 log = logging.getLogger(__name__)
@@ -163,6 +163,8 @@ class _StartRows:
     top_files: list[tuple[str, int]]
     injected: set[tuple[str, int]]
     profile: str = ""
+    # A static profile part recomputed by this read, to be cached by a write after it.
+    profile_entry: dict[str, Any] | None = None
 
 
 def _start_rows(conn: sqlite3.Connection, req: ContextRequest, s: Settings) -> _StartRows:
@@ -172,6 +174,7 @@ def _start_rows(conn: sqlite3.Connection, req: ContextRequest, s: Settings) -> _
     if pid is None:
         return _StartRows(None, req.project, memories, None, None, [], [], set())
     name_row = conn.execute("SELECT name FROM projects WHERE id = ?", (pid,)).fetchone()
+    profile, profile_entry = _profile_text(conn, pid, s)
     return _StartRows(
         project_id=pid,
         name=str(name_row[0]) if name_row else req.project,
@@ -181,18 +184,22 @@ def _start_rows(conn: sqlite3.Connection, req: ContextRequest, s: Settings) -> _
         recent=q.recent_observations(conn, pid, s.context_recent_observations),
         top_files=q.top_files(conn, pid, 5),
         injected=q.injected(conn, req.session_id) if req.session_id else set(),
-        profile=_profile_text(conn, pid, s),
+        profile=profile,
+        profile_entry=profile_entry,
     )
 
 
-def _profile_text(conn: sqlite3.Connection, project_id: int, s: Settings) -> str:
-    """The project profile's compact Markdown (languages, commands that work, folders...)."""
+def _profile_text(
+    conn: sqlite3.Connection, project_id: int, s: Settings
+) -> tuple[str, dict[str, Any] | None]:
+    """The project profile's compact Markdown (languages, commands that work, folders...) and
+    the cache entry of its static part if it had to be recomputed."""
     try:
-        profile = load_profile(conn, project_id, s)
+        profile, entry = load_profile_to_cache(conn, project_id, s)
     except sqlite3.Error:
         log.exception("project profile unavailable for the session-start context")
-        return ""
-    return render_profile(profile) if profile else ""
+        return "", None
+    return (render_profile(profile) if profile else ""), entry
 
 
 def _session_start(rows: _StartRows, req: ContextRequest, budget: int) -> Composer:
@@ -252,6 +259,9 @@ async def build_context(
     if req.query is None or not req.query.strip():
         budget = req.budget if req.budget is not None else settings.context_tokens
         rows = await store.read(lambda c: _start_rows(c, req, settings))
+        cache, project_id = rows.profile_entry, rows.project_id
+        if cache is not None and project_id is not None:
+            await store.write(lambda c: profiles.store_static(c, project_id, cache))
         composed = _session_start(rows, req, budget)
         refused = False
     else:
