@@ -273,7 +273,7 @@ def check_model(ctx: Context) -> Check:
                 "warn",
                 "onnx is not installed: the packaged model works, but the faster int8 copy "
                 "cannot be built",
-                "pip install 'cairn[model]' (or set CAIRN_EMBED_QUANTIZE=0)",
+                "pip install 'cairn[model]' (or unset CAIRN_EMBED_QUANTIZE)",
             )
     if ctx.healthy:
         try:

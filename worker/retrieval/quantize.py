@@ -9,6 +9,13 @@ weight MatMul to an int8 product with per-channel weight scales and per-batch ac
 float32 ones and the same LoCoMo figures (bench/locomo.py). Attention products (two activations)
 and the token-embedding table stay float32 (an int8 table cost semantic MRR 0.359 -> 0.350).
 
+Why it is opt-in (CAIRN_EMBED_QUANTIZE=1): an activation's scale is computed over the whole
+batch, so a text's vector depends on the texts embedded beside it (cosine ~0.99 between the same
+text alone and in a batch of 64). Rankings barely notice, but a decision taken at a threshold
+can flip: "Our database is PostgreSQL 15" vs "We upgraded the DB to Postgres 16" is 0.705 in
+float32 and 0.688-0.716 quantized, around the 0.7 that supersedes. Embedding each text alone
+would fix it and cost the whole speed-up.
+
 The build runs in a child process (`python -m worker.retrieval.quantize SRC DST`): protobuf
 copies of a 90 MB graph would otherwise stay in the worker's resident memory for good, and a
 crash in a native library must not take the worker down. Any failure leaves the packaged model
