@@ -99,16 +99,21 @@ def prepare_default_model(models_dir: Path) -> Path:
     for name, source in sources.items():
         if not source.exists():
             raise EmbedderUnavailable(f"model file missing from its package: {source}")
-        target = folder / name
-        if target.is_symlink() and target.resolve() == source.resolve():
-            continue
-        if target.exists() or target.is_symlink():
-            target.unlink()
-        try:
-            target.symlink_to(source)
-        except OSError:
-            shutil.copyfile(source, target)
+        link_file(source, folder / name)
     return folder
+
+
+def link_file(source: Path, target: Path) -> None:
+    """Make `target` point at `source`: a symlink (replacing a stale one), or a copy where
+    symlinks are not allowed."""
+    if target.is_symlink() and target.resolve() == source.resolve():
+        return
+    if target.exists() or target.is_symlink():
+        target.unlink()
+    try:
+        target.symlink_to(source)
+    except OSError:
+        shutil.copyfile(source, target)
 
 
 class FastEmbedder:

@@ -33,6 +33,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from worker.retrieval.embedder import link_file
+
 log = logging.getLogger("cairn.embeddings")
 
 # Part of the model id (`name@folder`): vectors stored under another recipe are re-embedded.
@@ -80,11 +82,8 @@ def quantized_model(source: Path, models_dir: Path) -> Path | None:
             return None
         (folder / STAMP).write_text(json.dumps(stamp))
     for name in os.listdir(source):
-        if name == "model.onnx":
-            continue
-        target = folder / name
-        if not target.exists():
-            target.symlink_to((source / name).resolve())
+        if name != "model.onnx":
+            link_file((source / name).resolve(), folder / name)
     return folder
 
 
