@@ -85,9 +85,11 @@ def _keyword_pass(
 ) -> _KeywordPass:
     groups = query_groups(req.query, s.search_max_query_terms)
     terms = query_terms(req.query, s.search_max_query_terms)
-    df = q.document_frequencies(conn, sorted({t for g in groups for t in g} | set(terms)), cache)
+    index_rows = q.index_size(conn)
+    wanted = sorted({t for g in groups for t in g} | set(terms))
+    df = q.document_frequencies(conn, wanted, cache, index_rows)
     terms = one_stem_per_part(terms, groups, df)
-    n_docs = q.index_size(conn) if terms else 0
+    n_docs = index_rows if terms else 0
     chosen = selective_terms(terms, df, n_docs, s.search_common_term_share)
     match = keyword_expression(chosen, broad_terms(chosen, df, s.search_broad_term_rows))
     hits: list[tuple[Ref, float]] = []
@@ -101,6 +103,7 @@ def _keyword_pass(
             title_weight=s.search_title_weight,
             body_weight=s.search_body_weight,
             cache=cache,
+            index_rows=index_rows,
         )
         hits = [((kind, item_id), score) for kind, item_id, score in rows]
     return _KeywordPass(groups, hits, df, n_docs)

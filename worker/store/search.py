@@ -34,24 +34,26 @@ def keyword_candidates(
     title_weight: float,
     body_weight: float,
     cache: FrequencyCache | None = None,
+    index_rows: int | None = None,
 ) -> list[tuple[str, int, float]]:
     """(kind, id, score) best first; score = -bm25 (higher is better). Global items included.
 
     `match` is an FTS5 expression over the title and body of analysed terms (see
     terms.keyword_expression). Selective project and kind filters are added as `scope` tokens
     so FTS5 intersects doclists instead of reading rows; filters that keep most rows are
-    applied to an over-fetched result instead (SCOPE_IN_QUERY_BELOW)."""
+    applied to an over-fetched result instead (SCOPE_IN_QUERY_BELOW). `index_rows`: the
+    caller's index_size(), when it has read it."""
     kind_list = [k for k in (kinds or ()) if k in KIND_CODES]
     if kinds is not None and not kind_list:
         return []
-    n_rows = max(1, index_size(conn))
+    n_rows = max(1, index_size(conn) if index_rows is None else index_rows)
     expression = f"({match})"
     fetch = float(limit)
 
     def in_query(tokens: list[str]) -> bool:
         """Add the scope filter to the expression if it is selective; else over-fetch."""
         nonlocal expression, fetch
-        share = sum(document_frequencies(conn, tokens, cache).values()) / n_rows
+        share = sum(document_frequencies(conn, tokens, cache, n_rows).values()) / n_rows
         if share < SCOPE_IN_QUERY_BELOW:
             expression += " AND scope : (" + " OR ".join(f'"{t}"' for t in tokens) + ")"
             return True
@@ -99,12 +101,17 @@ def project_ids(conn: sqlite3.Connection, refs: list[Ref]) -> dict[Ref, int | No
 
 
 def document_frequencies(
-    conn: sqlite3.Connection, terms: list[str], cache: FrequencyCache | None = None
+    conn: sqlite3.Connection,
+    terms: list[str],
+    cache: FrequencyCache | None = None,
+    index_rows: int | None = None,
 ) -> dict[str, int]:
     """How many indexed items contain each analysed term (for query coverage weights); with a
-    cache, a count a few writes old may be reused (see frequencies.py)."""
+    cache, a count a few writes old may be reused (see frequencies.py), judged against
+    `index_rows` (read here if not given)."""
     if cache is not None:
-        return cache.lookup(terms, index_size(conn), lambda missing: _count(conn, missing))
+        rows = index_size(conn) if index_rows is None else index_rows
+        return cache.lookup(terms, rows, lambda missing: _count(conn, missing))
     return _count(conn, terms)
 
 
