@@ -1,8 +1,9 @@
 """The Store: the one owner of the SQLite file. Reads run on a pool, writes are serialised.
 
 Async writes go through one writer thread that commits them in groups: every write waiting when
-the writer frees up runs in the same transaction, each inside its own SAVEPOINT (so one failing
-write never undoes another), then a single COMMIT. A write is acknowledged (its future resolved)
+the writer frees up runs in the same transaction, then a single COMMIT; if one of them fails, the
+transaction is rolled back and each runs again in its own (so one failing write never undoes
+another). A write is acknowledged (its future resolved)
 only after that COMMIT, so an acknowledged write survives a crash.
 """
 
@@ -291,61 +292,60 @@ class Store:
                     item.settle(False, ServiceUnavailable(f"write failed: {exc}"))
 
     def _commit_group(self, group: list[_WriteJob]) -> None:
-        outcomes: list[tuple[bool, Any]] = []
         with self._write_lock:
             conn = self._writer
             if conn is None:
                 closed = ServiceUnavailable("the store is closed (the worker is shutting down)")
-                for job in group:
-                    job.settle(False, closed)
-                return
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                for job in group:
-                    job.settle(False, _translate(exc))
-                return
-            lost: BaseException | None = None
-            for job in group:
-                if lost is not None:
-                    outcomes.append((False, lost))
-                    continue
-                conn.execute("SAVEPOINT cairn_write")
-                try:
-                    value = job.fn(conn)
-                    conn.execute("RELEASE cairn_write")
-                    outcomes.append((True, value))
-                except BaseException as exc:
-                    translated = _translate(exc)
-                    if conn.in_transaction:
-                        try:
-                            conn.execute("ROLLBACK TO cairn_write")
-                            conn.execute("RELEASE cairn_write")
-                        except sqlite3.Error:
-                            lost = translated
-                    else:
-                        lost = translated  # SQLite rolled the whole transaction back
-                    outcomes.append((False, translated))
-            if lost is not None:
-                # The transaction is gone: writes that "succeeded" before it are gone too.
-                outcomes = [(False, lost if ok else value) for ok, value in outcomes]
-                if conn.in_transaction:
-                    with suppress(sqlite3.Error):
-                        conn.execute("ROLLBACK")
+                outcomes: list[tuple[bool, Any]] = [(False, closed)] * len(group)
             else:
-                try:
-                    conn.execute("COMMIT")
-                except sqlite3.Error as exc:
-                    with suppress(sqlite3.Error):
-                        conn.execute("ROLLBACK")
-                    failed = _translate(exc)
-                    outcomes = [(False, failed if ok else value) for ok, value in outcomes]
+                together = self._run_together(conn, group)
+                outcomes = together if together is not None else self._run_alone(conn, group)
         committed = sum(1 for ok, _ in outcomes if ok)
         if committed:
-            self.groups_committed += 1
             self.writes_committed += committed
             self._after_commit()
         settle_all([(job, ok, value) for job, (ok, value) in zip(group, outcomes, strict=True)])
+
+    def _run_together(
+        self, conn: sqlite3.Connection, group: list[_WriteJob]
+    ) -> list[tuple[bool, Any]] | None:
+        """All jobs in one transaction, no savepoints (FTS5 flushes its pending terms to a new
+        segment at every SAVEPOINT, which made one write in a group cost two). None if a job of
+        a group of several failed: the transaction is rolled back and each job runs again alone,
+        so a failing write never undoes another (a job's fn acts only through `conn`)."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            return [(False, _translate(exc))] * len(group)
+        values: list[Any] = []
+        for job in group:
+            try:
+                values.append(job.fn(conn))
+            except BaseException as exc:
+                if conn.in_transaction:
+                    with suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                if len(group) == 1:
+                    return [(False, _translate(exc))]
+                return None
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            with suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            return [(False, _translate(exc))] * len(group)
+        self.groups_committed += 1
+        return [(True, value) for value in values]
+
+    def _run_alone(
+        self, conn: sqlite3.Connection, group: list[_WriteJob]
+    ) -> list[tuple[bool, Any]]:
+        outcomes: list[tuple[bool, Any]] = []
+        for job in group:
+            alone = self._run_together(conn, [job])
+            assert alone is not None  # a group of one reports its own failure
+            outcomes.extend(alone)
+        return outcomes
 
     # ------------------------------------------------------------------ async access
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
