@@ -1,0 +1,259 @@
+"""The in-memory BM25 index: same scores as FTS5's bm25(), and it follows every later write."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import time
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from worker.settings import Settings
+from worker.store import Store, memories, observations
+from worker.store.keyword_index import KeywordIndex
+from worker.store.terms import match_expression, query_terms
+
+WORDS = [
+    "deploy",
+    "nginx",
+    "reload",
+    "cache",
+    "invalidation",
+    "retry",
+    "backoff",
+    "parser",
+    "token",
+    "refresh",
+    "session",
+    "cookie",
+    "migration",
+    "schema",
+    "index",
+    "query",
+    "plan",
+    "timeout",
+    "race",
+    "deadlock",
+    "pool",
+    "connection",
+    "webhook",
+    "billing",
+    "invoice",
+    "refund",
+    "getUserById",
+    "parse_config",
+    "OrderService",
+    "funzione",
+    "funzioni",
+    "caffè",
+]
+FTS = (
+    "SELECT rowid, bm25(search_index, ?, ?, 0, 0, 0, 0) AS r FROM search_index "
+    "WHERE search_index MATCH ? ORDER BY r, rowid LIMIT ?"
+)
+
+
+def _text(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def _fill(store: Store, rng: random.Random, n: int, project: str = "/repo") -> None:
+    items = [
+        {
+            "project": project,
+            "session_id": f"s{i % 7}",
+            "type": rng.choice(("note", "command", "file_write")),
+            "title": _text(rng, rng.randint(1, 6)),
+            "body": _text(rng, rng.randint(0, 30)),
+            "files": [f"src/{rng.choice(WORDS)}.py"],
+        }
+        for i in range(n)
+    ]
+    store.write_sync(lambda c: observations.insert_many(c, items))
+
+
+def _memory(store: Store, content: str, project: str | None = "/repo") -> int:
+    item: dict[str, Any] = {"kind": "fact", "content": content, "scope": "project"}
+    if project is None:
+        item["scope"] = "global"
+    else:
+        item["project"] = project
+    row, _ = store.write_sync(lambda c: memories.insert(c, item))
+    return int(row["id"])
+
+
+def _fts(conn: sqlite3.Connection, terms: list[str], weights: tuple[float, float] = (3, 1)):
+    expression = "{title body} : (" + (match_expression(terms) or "") + ")"
+    rows = conn.execute(FTS, (*weights, expression, 100)).fetchall()
+    return [(int(r[0]), -float(r[1])) for r in rows]
+
+
+def _top(store: Store, terms: list[str], **kw: Any) -> list[tuple[int, float]]:
+    args: dict[str, Any] = {
+        "project_id": None,
+        "kind_codes": None,
+        "limit": 100,
+        "title_weight": 3.0,
+        "body_weight": 1.0,
+    }
+    args.update(kw)
+    return store.read_sync(lambda c: store.keywords.top(c, terms, **args))
+
+
+@pytest.fixture
+def loaded(store: Store) -> Store:
+    rng = random.Random(3)
+    _fill(store, rng, 400)
+    for i in range(30):
+        _memory(store, _text(rng, 12) + f" memo{i}", None if i % 5 == 0 else "/repo")
+    store.read_sync(store.keywords.load)
+    assert store.keywords.ready
+    return store
+
+
+@pytest.mark.parametrize("weights", [(3.0, 1.0), (1.0, 1.0), (5.0, 0.5)])
+def test_scores_and_order_equal_fts5_bm25(loaded: Store, weights: tuple[float, float]) -> None:
+    rng = random.Random(9)
+    for _ in range(60):
+        terms = query_terms(_text(rng, rng.randint(1, 4)), 48)
+        want = loaded.read_sync(lambda c, t=terms: _fts(c, t, weights))
+        got = _top(loaded, terms, title_weight=weights[0], body_weight=weights[1])
+        _same_ranking(got, want)
+
+
+def _same_ranking(got: list[tuple[int, float]], want: list[tuple[int, float]]) -> None:
+    """Equal scores (to rounding) and order; rows tied to the last bits may swap, and ties at
+    the cut-off may differ."""
+    assert len(got) == len(want)
+    if not want:
+        return
+    cut = want[-1][1] + 1e-9 if len(want) == 100 else float("-inf")
+
+    def canonical(rows: list[tuple[int, float]]) -> list[tuple[float, int]]:
+        return sorted((-round(s, 9), r) for r, s in rows if s > cut)
+
+    assert canonical(got) == canonical(want)
+    assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9)
+
+
+def test_frequencies_equal_the_fts5_vocabulary(loaded: Store) -> None:
+    terms = sorted({t for w in WORDS for t in query_terms(w, 48)})
+    got, rows = loaded.read_sync(lambda c: loaded.keywords.frequencies(c, terms))
+    for term in terms:
+        row = loaded.read_sync(
+            lambda c, t=term: c.execute(
+                "SELECT doc FROM search_vocab WHERE term = ?", (t,)
+            ).fetchone()
+        )
+        assert got[term] == (row[0] if row else 0), term
+    assert rows == loaded.read_sync(
+        lambda c: c.execute("SELECT COUNT(*) FROM search_index").fetchone()[0]
+    )
+
+
+def test_follows_inserts_updates_and_deletes_after_loading(loaded: Store) -> None:
+    # A batch insert (observations write their index rows themselves) ...
+    _fill(loaded, random.Random(5), 50)
+    oid = loaded.write_sync(
+        lambda c: observations.insert_many(
+            c, [{"project": "/repo", "type": "note", "title": "zanzibar quokka", "body": ""}]
+        )
+    )[0][0]["id"]
+    # ... a memory through the triggers, then edited, then another one deleted.
+    mid = _memory(loaded, "the wombat lives in the staging cluster")
+    gone = _memory(loaded, "the axolotl config is obsolete")
+    loaded.write_sync(lambda c: memories.update(c, mid, {"content": "the platypus moved"}))
+    loaded.write_sync(lambda c: c.execute("DELETE FROM memories WHERE id = ?", (gone,)))
+    loaded.write_sync(lambda c: c.execute("DELETE FROM observations WHERE id = 1"))
+
+    assert [r for r, _ in _top(loaded, ["quokka"])] == [oid * 8 + 1]
+    assert _top(loaded, ["wombat"]) == [] and _top(loaded, ["axolotl"]) == []
+    assert [r for r, _ in _top(loaded, ["platypus"])] == [mid * 8 + 2]
+    # Everything still scores as FTS5 does (row count and lengths followed the changes).
+    for terms in (["deploy"], ["retri", "cach"], ["platypus", "nginx"]):
+        want = loaded.read_sync(lambda c, t=terms: _fts(c, t))
+        _same_ranking(_top(loaded, terms), want)
+
+
+def test_project_filter_keeps_global_items_and_kind_filter(loaded: Store) -> None:
+    _fill(loaded, random.Random(8), 40, project="/other")
+    rows = loaded.read_sync(
+        lambda c: dict(c.execute("SELECT rowid, project_id FROM search_index").fetchall())
+    )
+    repo = loaded.read_sync(
+        lambda c: c.execute("SELECT id FROM projects WHERE key = '/repo'").fetchone()[0]
+    )
+    hits = _top(loaded, ["deploy", "nginx", "memo0"], project_id=repo)
+    assert hits and all(rows[r] in (repo, None) for r, _ in hits)
+    assert any(rows[r] is None for r, _ in hits)  # memo0 is a global memory
+    only_memories = _top(loaded, ["deploy", "nginx"], kind_codes=[2])
+    assert only_memories and all(r % 8 == 2 for r, _ in only_memories)
+    assert len(_top(loaded, ["deploy"], limit=3)) == 3
+
+
+def test_unload_forgets_and_a_fresh_index_is_not_ready(loaded: Store) -> None:
+    loaded.keywords.unload()
+    assert not loaded.keywords.ready
+    assert not KeywordIndex().ready
+
+
+def test_search_gives_the_same_hits_with_the_index_as_with_fts5(
+    loaded: Store, settings: Settings
+) -> None:
+    import asyncio
+    from dataclasses import replace
+
+    from worker.retrieval.search import SearchRequest, search
+
+    def hits(memory: bool, query: str) -> list[tuple[Any, float]]:
+        s = replace(settings, search_memory_index=memory)
+        req = SearchRequest(query=query, project="/repo", mode="keyword", limit=20)
+        out = asyncio.run(search(loaded, s, None, req))
+        return [(h.ref, h.score) for h in out.hits]
+
+    rng = random.Random(11)
+    for _ in range(25):
+        query = _text(rng, rng.randint(1, 3))
+        memory, fts = hits(True, query), hits(False, query)
+        assert [r for r, _ in memory] == [r for r, _ in fts], query
+        assert [s for _, s in memory] == pytest.approx([s for _, s in fts], rel=1e-6)
+
+
+def test_the_worker_loads_it_reports_it_and_finds_a_write_at_once(client: TestClient) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        state = client.get("/api/status").json()["services"]["keyword_index"]
+        if state["status"] == "ready" or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert state == {"status": "ready", "rows": 0, "error": None}
+    posted = client.post(
+        "/api/observations",
+        json={"project": "/repo", "type": "note", "title": "quokka cache warmed", "body": ""},
+    ).json()
+    hits = client.get(
+        "/api/search", params={"q": "quokka", "project": "/repo", "mode": "keyword"}
+    ).json()["hits"]
+    assert [h["id"] for h in hits] == [posted["id"]]
+    assert client.get("/api/status").json()["services"]["keyword_index"]["rows"] == 1
+
+
+def test_many_removed_rows_ask_for_a_fresh_copy_which_drops_them(
+    loaded: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import worker.store.keyword_index as module
+
+    monkeypatch.setattr(module, "REBUILD_DEAD_ROWS", 10)
+    asked: list[bool] = []
+    loaded.keywords.on_stale = lambda: asked.append(True)
+    loaded.write_sync(lambda c: c.execute("DELETE FROM observations WHERE id <= 150"))
+    _top(loaded, ["deploy"])
+    _top(loaded, ["nginx"])
+    assert asked == [True]  # once, until the fresh copy is in
+    loaded.read_sync(loaded.keywords.load)
+    index = loaded.keywords
+    assert index._used == index._live == 280 and index.status()["status"] == "ready"
+    for terms in (["deploy"], ["retri", "cach"]):
+        _same_ranking(_top(loaded, terms), loaded.read_sync(lambda c, t=terms: _fts(c, t)))

@@ -1,0 +1,349 @@
+"""An in-memory copy of the keyword index that scores BM25 with numpy (FTS5 stays the truth).
+
+FTS5 computes bm25() row by row through its auxiliary-function API: about 2 us for every row a
+query selects, so a search whose words are in 10k of 100k items spent 20+ ms there. This index
+holds the same analysed terms as postings (per term: item slots and the term's count in title
+and body) and scores a query with a few array operations, using FTS5's formula: per term
+idf * f * (k1 + 1) / (f + k1 * (1 - b + b * D / avgD)), f the column-weighted count, D the row's
+token count over all columns, idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6.
+
+It follows `search_index` through the `search_changes` log (migration 10): before each query it
+re-reads the rows changed since it last looked, so a search sees every committed write, whatever
+path wrote it. Removed rows are only marked dead; `load()` (at worker start) builds a compact copy.
+Until it is loaded, callers use FTS5 (store/search.py).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import json
+import logging
+import math
+import sqlite3
+import threading
+from array import array
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+log = logging.getLogger(__name__)
+
+K1 = 1.2
+B = 0.75
+# The `scope` column holds two tokens per row (`k<kind> p<project>`): FTS5 counts them in D.
+SCOPE_TOKENS = 2
+GLOBAL = -1
+_NO_SLOT = -1
+# Rows analysed per numpy pass when building.
+BUILD_BATCH = 2048
+# Past these (and a quarter of the rows / half the loaded postings) a fresh copy is built.
+REBUILD_DEAD_ROWS = 20_000
+REBUILD_DELTA_POSTINGS = 2_000_000
+
+IntArray = npt.NDArray[np.int32]
+
+
+def _pack(slot: int, title: int, body: int) -> int:
+    """One posting in one int64 (slot, count in title, count in body; counts capped at 255)."""
+    return (slot << 16) | (min(title, 255) << 8) | min(body, 255)
+
+
+class KeywordIndex:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.ready = False
+        self.generation = 0
+        # "idle" (not asked to load), "loading", "ready" or "failed" (see `error`).
+        self.state = "idle"
+        self.error: str | None = None
+        # Called (under the lock: it must only start a thread that calls load()) when removed
+        # and added rows make a fresh copy worth building; the worker sets it.
+        self.on_stale: Callable[[], None] | None = None
+        self._rebuilding = False
+        self._reset()
+
+    def status(self) -> dict[str, object]:
+        """For GET /api/status: whether keyword search scores from memory, over how many rows."""
+        return {"status": self.state, "rows": self._live, "error": self.error}
+
+    def _reset(self) -> None:
+        self._seq = 0
+        self._used = 0
+        self._live = 0
+        self._tokens = 0
+        cap = 1024
+        self._rowid = np.zeros(cap, np.int64)
+        self._length = np.zeros(cap, np.float32)
+        self._project = np.zeros(cap, np.int64)
+        self._kind = np.zeros(cap, np.uint8)
+        self._alive = np.zeros(cap, bool)
+        self._slot_by_rowid = np.full(1024, _NO_SLOT, np.int32)
+        # Postings loaded at build time, one contiguous run per term (CSR) ...
+        self._vocab: dict[str, int] = {}
+        self._offsets: npt.NDArray[np.int64] = np.zeros(1, np.int64)
+        self._base_slots: IntArray = np.zeros(0, np.int32)
+        self._base_title: npt.NDArray[np.uint8] = np.zeros(0, np.uint8)
+        self._base_body: npt.NDArray[np.uint8] = np.zeros(0, np.uint8)
+        # ... and those of rows added since (packed, see _pack).
+        self._delta: dict[str, array[int]] = {}
+        self._delta_postings = 0
+
+    # ------------------------------------------------------------------ loading
+    def unload(self) -> None:
+        """Forget everything (the database file was replaced); callers fall back to FTS5."""
+        with self._lock:
+            self.ready = False
+            self.state, self.error = "idle", None
+            self.generation += 1
+            self._reset()
+
+    def load(self, conn: sqlite3.Connection) -> None:
+        """Build from the whole table (seconds at 100k rows), then swap in and mark ready."""
+        with self._lock:
+            generation = self.generation
+            self.state, self.error = ("rebuilding" if self.ready else "loading"), None
+        fresh = KeywordIndex()
+        fresh._build(conn)
+        _release_freed_memory()
+        with self._lock:
+            if generation != self.generation:
+                return  # unloaded meanwhile: this copy belongs to another file
+            kept = ("_lock", "generation", "state", "error", "on_stale", "_rebuilding")
+            self.__dict__.update({k: v for k, v in fresh.__dict__.items() if k not in kept})
+            self.ready, self.state, self._rebuilding = True, "ready", False
+            self._sync(conn)
+        log.info("keyword index loaded: %d rows", self._live)
+
+    def _build(self, conn: sqlite3.Connection) -> None:
+        """Postings for every row, counted with numpy a few thousand rows at a time (a Python
+        loop per posting took ~2 us: 12 s for 6M postings)."""
+        row = conn.execute("SELECT MAX(seq) FROM search_changes").fetchone()
+        self._seq = int(row[0] or 0)
+        vocab = self._vocab
+        chunks: list[tuple[Any, Any, Any, Any]] = []
+        rows = conn.execute("SELECT rowid, title, body, project_id FROM search_index")
+        while batch := rows.fetchmany(BUILD_BATCH):
+            words: list[str] = []
+            owners: list[int] = []
+            in_body: list[bool] = []
+            for rowid, title, body, project_id in batch:
+                head = title.split() if title else []
+                rest = body.split() if body else []
+                slot = self._new_slot(int(rowid), len(head) + len(rest), project_id)
+                words += head
+                words += rest
+                owners += [slot] * (len(head) + len(rest))
+                in_body += [False] * len(head)
+                in_body += [True] * len(rest)
+            ids = np.array([vocab.setdefault(w, len(vocab)) for w in words], np.int64)
+            key = (ids << 33) | (np.array(owners, np.int64) << 1) | np.array(in_body, np.int64)
+            pairs, counts = np.unique(key, return_counts=True)
+            posting, which = np.unique(pairs >> 1, return_inverse=True)
+            title = np.zeros(len(posting), np.int64)
+            body = np.zeros(len(posting), np.int64)
+            np.add.at(body, which[(pairs & 1) == 1], counts[(pairs & 1) == 1])
+            np.add.at(title, which[(pairs & 1) == 0], counts[(pairs & 1) == 0])
+            chunks.append(
+                (
+                    (posting >> 32).astype(np.int32),
+                    (posting & 0xFFFFFFFF).astype(np.int32),
+                    np.minimum(title, 255).astype(np.uint8),
+                    np.minimum(body, 255).astype(np.uint8),
+                )
+            )
+        if not chunks:
+            return
+        terms = np.concatenate([c[0] for c in chunks])
+        order = np.argsort(terms, kind="stable")  # rows stay in slot order within a term
+        self._base_slots = np.concatenate([c[1] for c in chunks])[order]
+        self._base_title = np.concatenate([c[2] for c in chunks])[order]
+        self._base_body = np.concatenate([c[3] for c in chunks])[order]
+        self._offsets = np.concatenate(
+            [[0], np.cumsum(np.bincount(terms, minlength=len(vocab)))]
+        ).astype(np.int64)
+
+    # ------------------------------------------------------------------ following changes
+    def _sync(self, conn: sqlite3.Connection) -> None:
+        changed = conn.execute(
+            "SELECT rid, seq FROM search_changes WHERE seq > ? ORDER BY seq", (self._seq,)
+        ).fetchall()
+        if not changed:
+            return
+        rids = sorted({int(r[0]) for r in changed})
+        for rid in rids:
+            self._remove(rid)
+        rows = conn.execute(
+            "SELECT rowid, title, body, project_id FROM search_index "
+            "WHERE rowid IN (SELECT value FROM json_each(?))",
+            (json.dumps(rids),),
+        )
+        for rowid, title, body, project_id in rows:
+            words = len((title or "").split()) + len((body or "").split())
+            slot = self._new_slot(int(rowid), words, project_id)
+            self._delta_postings += self._add_postings(self._delta, slot, title, body)
+        self._seq = max(self._seq, max(int(r[1]) for r in changed))
+        if self.on_stale is not None and not self._rebuilding and self._stale():
+            self._rebuilding = True
+            self.on_stale()
+
+    def _stale(self) -> bool:
+        """Enough removed rows, or rows added since loading, that a fresh copy pays off."""
+        dead = self._used - self._live
+        return dead > max(REBUILD_DEAD_ROWS, self._used // 4) or self._delta_postings > max(
+            REBUILD_DELTA_POSTINGS, len(self._base_slots) // 2
+        )
+
+    def _remove(self, rowid: int) -> None:
+        if rowid >= len(self._slot_by_rowid):
+            return
+        slot = int(self._slot_by_rowid[rowid])
+        if slot == _NO_SLOT:
+            return
+        self._slot_by_rowid[rowid] = _NO_SLOT
+        if self._alive[slot]:
+            self._alive[slot] = False
+            self._live -= 1
+            self._tokens -= int(self._length[slot])
+
+    def _new_slot(self, rowid: int, words: int, project: object) -> int:
+        """A slot for a row of `words` analysed terms (title and body)."""
+        slot = self._used
+        if slot == len(self._rowid):
+            grow = max(1024, slot)
+            self._rowid = np.concatenate([self._rowid, np.zeros(grow, np.int64)])
+            self._length = np.concatenate([self._length, np.zeros(grow, np.float32)])
+            self._project = np.concatenate([self._project, np.zeros(grow, np.int64)])
+            self._kind = np.concatenate([self._kind, np.zeros(grow, np.uint8)])
+            self._alive = np.concatenate([self._alive, np.zeros(grow, bool)])
+        if rowid >= len(self._slot_by_rowid):
+            extra = max(rowid + 1 - len(self._slot_by_rowid), len(self._slot_by_rowid))
+            self._slot_by_rowid = np.concatenate(
+                [self._slot_by_rowid, np.full(extra, _NO_SLOT, np.int32)]
+            )
+        length = words + SCOPE_TOKENS
+        self._rowid[slot] = rowid
+        self._length[slot] = length
+        self._project[slot] = int(project) if isinstance(project, int) else GLOBAL
+        self._kind[slot] = rowid % 8
+        self._alive[slot] = True
+        self._slot_by_rowid[rowid] = slot
+        self._used += 1
+        self._live += 1
+        self._tokens += length
+        return slot
+
+    @staticmethod
+    def _add_postings(
+        into: dict[str, array[int]], slot: int, title: str | None, body: str | None
+    ) -> int:
+        in_title = Counter(title.split()) if title else Counter()
+        in_body = Counter(body.split()) if body else Counter()
+        get = into.get
+        for term, count in in_body.items():
+            packed = get(term)
+            if packed is None:
+                packed = into[term] = array("q")
+            packed.append(_pack(slot, in_title.get(term, 0), count))
+        for term, count in in_title.items():
+            if term not in in_body:
+                packed = get(term)
+                if packed is None:
+                    packed = into[term] = array("q")
+                packed.append(_pack(slot, count, 0))
+        return len(in_body) + len(in_title.keys() - in_body.keys())
+
+    # ------------------------------------------------------------------ queries
+    def _postings(self, term: str) -> tuple[IntArray, npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:
+        """The term's live postings: slots, counts in title, counts in body."""
+        parts = []
+        tid = self._vocab.get(term)
+        if tid is not None and tid + 1 < len(self._offsets):
+            a, b = int(self._offsets[tid]), int(self._offsets[tid + 1])
+            parts.append((self._base_slots[a:b], self._base_title[a:b], self._base_body[a:b]))
+        extra = self._delta.get(term)
+        if extra is not None:
+            parts.append(_unpack(np.frombuffer(extra, np.int64)))
+        if not parts:
+            empty = np.zeros(0, np.int32)
+            return empty, empty.astype(np.uint8), empty.astype(np.uint8)
+        if len(parts) == 1:
+            slots, title, body = parts[0]
+        else:
+            slots = np.concatenate([p[0] for p in parts])
+            title = np.concatenate([p[1] for p in parts])
+            body = np.concatenate([p[2] for p in parts])
+        live = self._alive[slots]
+        return slots[live], title[live], body[live]
+
+    def frequencies(self, conn: sqlite3.Connection, terms: list[str]) -> tuple[dict[str, int], int]:
+        """(rows holding each term, rows in the index), after applying committed changes."""
+        with self._lock:
+            self._sync(conn)
+            return {t: len(self._postings(t)[0]) for t in terms}, self._live
+
+    def top(
+        self,
+        conn: sqlite3.Connection,
+        terms: list[str],
+        *,
+        project_id: int | None,
+        kind_codes: list[int] | None,
+        limit: int,
+        title_weight: float,
+        body_weight: float,
+    ) -> list[tuple[int, float]]:
+        """(rowid, score) of the `limit` best rows holding any of `terms`, best first (score as
+        -bm25() of FTS5 for `{title body} : (t1 OR t2 ...)`; ties by rowid). A project filter
+        keeps that project's rows and the global ones."""
+        with self._lock:
+            self._sync(conn)
+            if self._live == 0 or limit <= 0:
+                return []
+            n_rows = self._live
+            avg = self._tokens / n_rows
+            scores = np.zeros(self._used, np.float64)
+            for term in dict.fromkeys(terms):
+                slots, title, body = self._postings(term)
+                n = len(slots)
+                if n == 0:
+                    continue
+                idf = math.log((n_rows - n + 0.5) / (n + 0.5))
+                idf = idf if idf > 0 else 1e-6
+                freq = title_weight * title.astype(np.float64) + body_weight * body
+                norm = K1 * (1 - B + B * self._length[slots].astype(np.float64) / avg)
+                scores[slots] += idf * freq * (K1 + 1) / (freq + norm)
+            keep = scores > 0
+            if project_id is not None:
+                owner = self._project[: self._used]
+                keep &= (owner == project_id) | (owner == GLOBAL)
+            if kind_codes is not None:
+                keep &= np.isin(self._kind[: self._used], kind_codes)
+            found = np.flatnonzero(keep)
+            if len(found) > limit:
+                found = found[np.argpartition(-scores[found], limit - 1)[:limit]]
+            rowids = self._rowid[found]
+            order = np.lexsort((rowids, -scores[found]))
+            return [(int(rowids[i]), float(scores[found[i]])) for i in order]
+
+
+def _unpack(packed: npt.NDArray[np.int64]) -> tuple[Any, Any, Any]:
+    """Slots (int32), counts in title and in body (uint8) of packed postings."""
+    return (
+        (packed >> 16).astype(np.int32),
+        ((packed >> 8) & 255).astype(np.uint8),
+        (packed & 255).astype(np.uint8),
+    )
+
+
+def _release_freed_memory() -> None:
+    """Hand the heap the build freed back to the OS (glibc keeps it otherwise: ~30 MB at 100k
+    rows). Best effort: only where the C library has malloc_trim."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
