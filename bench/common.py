@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -75,3 +76,16 @@ def report(
     if write:
         write_result(name, result)
     return result
+
+
+def wait_keyword_index(worker: Any, timeout: float = 300) -> float:
+    """Seconds until the worker's in-memory keyword index has loaded (searches use FTS5 until
+    then); 0 when this build or configuration has none."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        _, status = worker.request("GET", "/api/status", timeout=30)
+        state = (status.get("services") or {}).get("keyword_index", {}).get("status")
+        if state in (None, "ready", "failed"):
+            return round(time.monotonic() - started, 2) if state == "ready" else 0.0
+        time.sleep(0.1)
+    raise SystemExit(f"the keyword index did not load in {timeout}s")

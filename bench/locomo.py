@@ -219,6 +219,8 @@ def main() -> int:
         settings = load_settings(home=Path(tmp), embed_enabled=True)
         store = Store(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
         store.open()
+        if settings.search_memory_index:  # as the worker does at start; it then follows writes
+            store.read_sync(store.keywords.load)
         service = EmbeddingService(settings, store)
         service.start()
         try:

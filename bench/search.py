@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import percentile, print_table, write_result
+from bench.common import percentile, print_table, wait_keyword_index, write_result
 from tests.e2e.worker_process import WorkerProcess
 from worker.retrieval.embedder import to_blob
 from worker.settings import load_settings
@@ -308,6 +308,7 @@ def run_size(size: int, args: argparse.Namespace, root: Path) -> dict[str, Any]:
         t0 = time.perf_counter()
         wait_embedded(worker, 600)
         result["vectors_load_seconds"] = round(time.perf_counter() - t0, 1)
+        result["keyword_index_load_seconds"] = wait_keyword_index(worker)
         rng = random.Random(args.seed + size)
         project = "/home/dev/shop"
         for q in queries(rng, 10):  # warm-up

@@ -217,16 +217,21 @@ def test_observation_about_a_file_changed_since_is_stale(client: TestClient) -> 
 def test_a_term_in_very_many_items_matches_only_titles_or_beside_a_rarer_term(
     settings: Any,
 ) -> None:
-    """search_broad_term_rows: past it a word selects items where it is in the title or next
-    to a rarer query word; an item that has it only in its body (and nothing rarer) is not
-    scored. Set to 2 here so three items of 15 are 'very many' (thread neighbours off: they would
-    bring the left-out item back as a neighbour of a hit)."""
+    """search_broad_term_rows (the FTS5 path, used when the in-memory index is off or still
+    loading): past it a word selects items where it is in the title or next to a rarer query
+    word; an item that has it only in its body (and nothing rarer) is not scored. Set to 2 here
+    so three items of 15 are 'very many' (thread neighbours off: they would bring the left-out
+    item back as a neighbour of a hit)."""
     from dataclasses import replace
 
     from worker.app import create_app
 
     narrow = replace(
-        settings, search_broad_term_rows=2, fusion_prev_weight=0.0, fusion_next_weight=0.0
+        settings,
+        search_broad_term_rows=2,
+        fusion_prev_weight=0.0,
+        fusion_next_weight=0.0,
+        search_memory_index=False,
     )
     with TestClient(create_app(narrow), base_url="http://127.0.0.1") as client:
         client.headers["Authorization"] = f"Bearer {narrow.token_path.read_text().strip()}"

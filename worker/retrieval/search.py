@@ -24,6 +24,8 @@ from worker.settings import Settings
 from worker.store import Store, projects
 from worker.store import search as q
 from worker.store.frequencies import FrequencyCache
+from worker.store.keyword_index import KeywordIndex
+from worker.store.m002_retrieval import KIND_CODES, KIND_NAMES
 from worker.store.terms import keyword_expression, query_groups, query_terms
 
 Mode = Literal["hybrid", "keyword", "semantic"]
@@ -82,17 +84,27 @@ def _keyword_pass(
     project_id: int | None,
     want_keyword: bool,
     cache: FrequencyCache | None = None,
+    index: KeywordIndex | None = None,
 ) -> _KeywordPass:
     groups = query_groups(req.query, s.search_max_query_terms)
     terms = query_terms(req.query, s.search_max_query_terms)
-    index_rows = q.index_size(conn)
     wanted = sorted({t for g in groups for t in g} | set(terms))
-    df = q.document_frequencies(conn, wanted, cache, index_rows)
+    memory = index if index is not None and index.ready and s.search_memory_index else None
+    if memory is not None:
+        df, index_rows = memory.frequencies(conn, wanted)
+    else:
+        index_rows = q.index_size(conn)
+        df = q.document_frequencies(conn, wanted, cache, index_rows)
     terms = one_stem_per_part(terms, groups, df)
     n_docs = index_rows if terms else 0
     chosen = selective_terms(terms, df, n_docs, s.search_common_term_share)
+    if memory is not None:
+        hits: list[tuple[Ref, float]] = []
+        if chosen and want_keyword:
+            hits = _memory_hits(memory, conn, chosen, req, s, project_id)
+        return _KeywordPass(groups, hits, df, n_docs)
     match = keyword_expression(chosen, broad_terms(chosen, df, s.search_broad_term_rows))
-    hits: list[tuple[Ref, float]] = []
+    hits = []
     if match is not None and want_keyword:
         rows = q.keyword_candidates(
             conn,
@@ -107,6 +119,31 @@ def _keyword_pass(
         )
         hits = [((kind, item_id), score) for kind, item_id, score in rows]
     return _KeywordPass(groups, hits, df, n_docs)
+
+
+def _memory_hits(
+    index: KeywordIndex,
+    conn: sqlite3.Connection,
+    terms: list[str],
+    req: SearchRequest,
+    s: Settings,
+    project_id: int | None,
+) -> list[tuple[Ref, float]]:
+    codes = None
+    if req.kinds is not None:
+        codes = [KIND_CODES[k] for k in req.kinds if k in KIND_CODES]
+        if not codes:
+            return []
+    rows = index.top(
+        conn,
+        terms,
+        project_id=project_id,
+        kind_codes=codes,
+        limit=s.search_candidates,
+        title_weight=s.search_title_weight,
+        body_weight=s.search_body_weight,
+    )
+    return [((KIND_NAMES[rowid % 8], rowid // 8), score) for rowid, score in rows]
 
 
 def one_stem_per_part(
@@ -263,7 +300,9 @@ async def search(
         if embedder is not None:
             tasks.start_soon(anyio.to_thread.run_sync, vector_pass, embedder)
         kw = await store.read(
-            lambda c: _keyword_pass(c, req, settings, project_id, want_keyword, store.frequencies)
+            lambda c: _keyword_pass(
+                c, req, settings, project_id, want_keyword, store.frequencies, store.keywords
+            )
         )
     query_vector, vector_hits = found[0]
     best_cosine = vector_hits[0][1] if vector_hits else None

@@ -26,6 +26,7 @@ import anyio.to_thread
 from worker.errors import BadRequest, InsufficientStorage, ServiceUnavailable
 from worker.store import terms
 from worker.store.frequencies import FrequencyCache
+from worker.store.keyword_index import KeywordIndex
 from worker.store.migrations import apply_migrations
 
 T = TypeVar("T")
@@ -129,6 +130,8 @@ class Store:
         self._write_listeners: list[Callable[[], None]] = []
         # Document frequencies of search terms (see frequencies.py): shared by all readers.
         self.frequencies = FrequencyCache()
+        # In-memory BM25 copy of the keyword index, loaded by the worker at start.
+        self.keywords = KeywordIndex()
 
     # ------------------------------------------------------------------ lifecycle
     def _connect(self) -> sqlite3.Connection:
@@ -150,6 +153,7 @@ class Store:
     def open(self) -> None:
         """Open (creating if needed), check integrity, migrate. A corrupt file is moved aside."""
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.keywords.unload()
         try:
             self._open_checked()
         except CorruptDatabase as exc:

@@ -12,6 +12,7 @@ from worker.store import (
     m007_dashboard,
     m008_drop_unused_fts,
     m009_observation_index_in_batches,
+    m010_search_changes,
 )
 
 # (version, name, statements). Append only; never edit a released step.
@@ -22,6 +23,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (7, "dashboard_time_indexes", m007_dashboard.STATEMENTS),
     (8, "drop_unused_fts", m008_drop_unused_fts.STATEMENTS),
     (9, "observation_index_in_batches", m009_observation_index_in_batches.STATEMENTS),
+    (10, "search_changes", m010_search_changes.STATEMENTS),
 ]
 
 
