@@ -246,14 +246,47 @@ def test_many_removed_rows_ask_for_a_fresh_copy_which_drops_them(
     import worker.store.keyword_index as module
 
     monkeypatch.setattr(module, "REBUILD_DEAD_ROWS", 10)
-    asked: list[bool] = []
-    loaded.keywords.on_stale = lambda: asked.append(True)
+    index = loaded.keywords
+    loaded.write_sync(lambda c: c.execute("DELETE FROM observations WHERE id <= 5"))
+    loaded.read_sync(index.refresh)
+    assert not index.wants_rebuild
     loaded.write_sync(lambda c: c.execute("DELETE FROM observations WHERE id <= 150"))
     _top(loaded, ["deploy"])
-    _top(loaded, ["nginx"])
-    assert asked == [True]  # once, until the fresh copy is in
-    loaded.read_sync(loaded.keywords.load)
-    index = loaded.keywords
+    assert index.wants_rebuild
+    loaded.read_sync(index.load)
+    assert not index.wants_rebuild
     assert index._used == index._live == 280 and index.status()["status"] == "ready"
     for terms in (["deploy"], ["retri", "cach"]):
         _same_ranking(_top(loaded, terms), loaded.read_sync(lambda c, t=terms: _fts(c, t)))
+
+
+def test_the_service_loads_then_applies_writes_and_rebuilds_in_the_background(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    import worker.store.keyword_index as module
+    from worker.retrieval.keyword_service import KeywordIndexService
+
+    monkeypatch.setattr(module, "REBUILD_DEAD_ROWS", 10)
+    _fill(store, random.Random(2), 100)
+    service = KeywordIndexService(store, interval=0.02)
+    service.start()
+    index = store.keywords
+
+    def wait_for(check: Any) -> None:
+        deadline = time.monotonic() + 20
+        while not check():
+            assert time.monotonic() < deadline, index.status()
+            time.sleep(0.01)
+
+    try:
+        wait_for(lambda: service.status()["status"] == "ready")
+        assert service.status()["rows"] == 100
+        _fill(store, random.Random(4), 20)
+        wait_for(lambda: index.status()["rows"] == 120)  # applied with no query asking
+        store.write_sync(lambda c: c.execute("DELETE FROM observations WHERE id <= 60"))
+        wait_for(lambda: index._used == index._live == 60)  # a fresh copy, built alone
+    finally:
+        asyncio.run(service.stop())
+    assert service._thread is not None and not service._thread.is_alive()

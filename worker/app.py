@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -39,6 +38,7 @@ from worker.events import Broadcaster
 from worker.memory.scheduler import DecayService
 from worker.pages import login as dashboard_login
 from worker.pages import routes as dashboard_routes
+from worker.retrieval.keyword_service import KeywordIndexService
 from worker.retrieval.service import EmbeddingService
 from worker.runtime import remove_runtime, write_runtime
 from worker.settings import Settings
@@ -132,19 +132,6 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     )
 
 
-def _load_keyword_index(store: Store) -> None:
-    try:
-        store.read_sync(store.keywords.load)
-    except Exception as exc:
-        keywords = store.keywords
-        if keywords.ready:  # a rebuild failed: the copy in use still follows every write
-            keywords.state, keywords.error = "ready", f"rebuild failed: {exc}"
-            log.exception("keyword index not rebuilt; the loaded copy stays in use")
-        else:
-            keywords.state, keywords.error = "failed", str(exc)
-            log.exception("keyword index not loaded; keyword search uses FTS5 alone")
-
-
 def catch_all_last(routes: list[BaseRoute]) -> list[BaseRoute]:
     """Routes ending in a `{name:path}` parameter (an id that may contain "/") go after the
     others, so `/api/sessions/a/b/summary` reaches the summary route of session `a/b` rather
@@ -187,18 +174,9 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
         )
         if settings.search_memory_index:
             # The in-memory BM25 index loads in its own thread; searches use FTS5 until then.
-            cairn.services["keyword_index"] = store.keywords
-
-            def load_in_background() -> None:
-                threading.Thread(
-                    target=_load_keyword_index,
-                    args=(store,),
-                    name="cairn-keyword-index",
-                    daemon=True,
-                ).start()
-
-            store.keywords.on_stale = load_in_background
-            load_in_background()
+            keyword_service = KeywordIndexService(store)
+            cairn.services["keyword_index"] = keyword_service
+            keyword_service.start()
         # Background embedder: loads the model in its own thread, so /health answers at once.
         embedder_service = EmbeddingService(settings, store)
         cairn.services["embeddings"] = embedder_service

@@ -24,7 +24,6 @@ import sqlite3
 import threading
 from array import array
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -60,10 +59,8 @@ class KeywordIndex:
         # "idle" (not asked to load), "loading", "ready" or "failed" (see `error`).
         self.state = "idle"
         self.error: str | None = None
-        # Called (under the lock: it must only start a thread that calls load()) when removed
-        # and added rows make a fresh copy worth building; the worker sets it.
-        self.on_stale: Callable[[], None] | None = None
-        self._rebuilding = False
+        # Set when removed and added rows make a fresh copy worth building (load() again).
+        self.wants_rebuild = False
         self._reset()
 
     def status(self) -> dict[str, object]:
@@ -112,9 +109,9 @@ class KeywordIndex:
         with self._lock:
             if generation != self.generation:
                 return  # unloaded meanwhile: this copy belongs to another file
-            kept = ("_lock", "generation", "state", "error", "on_stale", "_rebuilding")
+            kept = ("_lock", "generation", "state", "error")
             self.__dict__.update({k: v for k, v in fresh.__dict__.items() if k not in kept})
-            self.ready, self.state, self._rebuilding = True, "ready", False
+            self.ready, self.state = True, "ready"
             self._sync(conn)
         log.info("keyword index loaded: %d rows", self._live)
 
@@ -186,9 +183,14 @@ class KeywordIndex:
             slot = self._new_slot(int(rowid), words, project_id)
             self._delta_postings += self._add_postings(self._delta, slot, title, body)
         self._seq = max(self._seq, max(int(r[1]) for r in changed))
-        if self.on_stale is not None and not self._rebuilding and self._stale():
-            self._rebuilding = True
-            self.on_stale()
+        if not self.wants_rebuild and self._stale():
+            self.wants_rebuild = True
+
+    def refresh(self, conn: sqlite3.Connection) -> None:
+        """Apply committed changes now (the worker does every second, off the query path)."""
+        with self._lock:
+            if self.ready:
+                self._sync(conn)
 
     def _stale(self) -> bool:
         """Enough removed rows, or rows added since loading, that a fresh copy pays off."""
