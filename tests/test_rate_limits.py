@@ -56,3 +56,28 @@ def test_default_limits_let_a_busy_hook_session_through(client: TestClient) -> N
     # 300 tool calls in a burst (far more than an agent makes in a minute) pass.
     codes = {client.post("/api/observations", json=obs(i)).status_code for i in range(300)}
     assert codes == {201}
+
+
+def test_the_limiter_starts_no_thread_per_request(client: TestClient) -> None:
+    """limits' MemoryStorage started a sweeping Timer thread on nearly every hit."""
+    import threading
+
+    from worker.ratelimit import SweepingMemoryStorage
+
+    assert isinstance(client.app.state.limiter._storage, SweepingMemoryStorage)  # type: ignore[attr-defined]
+    before = threading.active_count()
+    started: list[str] = []
+    original = threading.Thread.start
+
+    def spy(self: threading.Thread) -> None:
+        started.append(self.name)
+        original(self)
+
+    threading.Thread.start = spy  # type: ignore[method-assign]
+    try:
+        for _ in range(30):
+            assert client.get("/api/projects").status_code == 200
+    finally:
+        threading.Thread.start = original  # type: ignore[method-assign]
+    assert not [name for name in started if "Timer" in name or name.startswith("Thread-")], started
+    assert threading.active_count() <= before + 1

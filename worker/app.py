@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute
 
-from worker import __version__
+from worker import __version__, ratelimit
 from worker.api import context as context_api
 from worker.api import embeddings as embeddings_api
 from worker.api import lifecycle as lifecycle_api
@@ -145,7 +145,9 @@ def catch_all_last(routes: list[BaseRoute]) -> list[BaseRoute]:
 
 def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
     """The worker application. `port` is the port it is served on (for worker.json)."""
-    limiter = Limiter(key_func=_client_key, key_style="endpoint")
+    limiter = Limiter(
+        key_func=_client_key, key_style="endpoint", storage_uri=f"{ratelimit.SCHEME}://"
+    )
     wrap = _rate_wrapper(settings, limiter)
     routes: list[BaseRoute] = [make_route(ep, wrap) for ep in all_endpoints(settings)]
     routes.extend(system.raw_routes())
