@@ -290,3 +290,26 @@ def test_the_service_loads_then_applies_writes_and_rebuilds_in_the_background(
     finally:
         asyncio.run(service.stop())
     assert service._thread is not None and not service._thread.is_alive()
+
+
+def test_an_upsert_that_rewrites_a_summary_is_followed(loaded: Store) -> None:
+    """Summaries are written with INSERT ... ON CONFLICT DO UPDATE, whose conflict policy
+    SQLite applies to the statements of the triggers it fires (an INSERT OR REPLACE in the
+    change-log trigger then failed on its second entry for the row)."""
+    from worker.store import projects, sessions, summaries
+
+    def write(request: str) -> None:
+        def go(c: sqlite3.Connection) -> None:
+            pid = projects.ensure(c, "/repo")
+            sessions.ensure(c, "s-up", pid)
+            summaries.upsert(
+                c, "s-up", pid, request=request, completed=[], files=[], learned=[], next_steps=[]
+            )
+
+        loaded.write_sync(go)
+
+    write("migrate the quokka cache")
+    write("migrate the wallaby cache")
+    assert _top(loaded, ["quokka"]) == []
+    assert [r % 8 for r, _ in _top(loaded, ["wallabi"])] == [4]
+    _same_ranking(_top(loaded, ["cach"]), loaded.read_sync(lambda c: _fts(c, ["cach"])))

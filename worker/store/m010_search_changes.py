@@ -4,8 +4,10 @@ The in-memory index (store/keyword_index.py) copies `search_index` and must lear
 later change, whichever path made it (the m002/m009 triggers, `observations.insert_many`,
 imports). Every index row belongs to an item of one of the SOURCES tables, and is written when
 that item is inserted, deleted, or updated in a watched column: triggers on those tables record
-the index row id (item id * 8 + kind code) with a sequence number. `INSERT OR REPLACE` keeps one
-entry per row, so the log never grows past the index itself. The index reads the entries newer
+the index row id (item id * 8 + kind code) with a sequence number, one entry per row, so the
+log never grows past the index. The entry is written with an UPSERT: an `INSERT OR REPLACE`
+takes the conflict policy of the statement that fired the trigger, and the summaries upsert
+(`INSERT ... ON CONFLICT DO UPDATE`) turned it into ABORT. The index reads the entries newer
 than the last it applied before each query.
 
 (Triggers on FTS5's own content table would catch the same writes, but SQLite runs them ~75 us
@@ -30,8 +32,9 @@ def _statements() -> list[str]:
 
         def record(row: str, code: int = code) -> str:
             return (
-                "INSERT OR REPLACE INTO search_changes(rid, seq) VALUES "
-                f"({row}.id * 8 + {code}, (SELECT COALESCE(MAX(seq), 0) + 1 FROM search_changes));"
+                "INSERT INTO search_changes(rid, seq) VALUES "
+                f"({row}.id * 8 + {code}, (SELECT COALESCE(MAX(seq), 0) + 1 FROM search_changes)) "
+                "ON CONFLICT(rid) DO UPDATE SET seq = excluded.seq;"
             )
 
         out += [
