@@ -2,8 +2,8 @@
 
 Vectors are L2-normalised, so cosine is a dot product; brute force over a contiguous matrix is a
 few milliseconds at 100k rows (bench/search.py), which keeps the design simple. Rows are found
-through one dict of plain ints (ref key -> bucket and row), and each row's ref is kept in two
-numpy columns: at 100k items that is ~10 MB where tuples in lists and dicts took ~25 MB.
+through an IdMap (kind and id -> bucket and row; 8 bytes an id where a dict of ints took 11.6 MB
+at 100k items), and each row's ref is kept in two numpy columns.
 """
 
 from __future__ import annotations
@@ -14,17 +14,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from worker.store.idmap import IdMap
 from worker.store.m002_retrieval import KIND_CODES, KIND_NAMES
 
 Ref = tuple[str, int]
 _INITIAL_ROWS = 256
 # A row's place in the index is one int: bucket number above these bits, row below them.
 _ROW_BITS = 40
-
-
-def _key(ref: Ref) -> int:
-    """The ref as one int, as the search index's rowid spells it (id * 8 + kind code)."""
-    return ref[1] * 8 + KIND_CODES[ref[0]]
 
 
 @dataclass
@@ -78,7 +74,7 @@ class VectorIndex:
         self.dim = dim
         self._projects: dict[int | None, int] = {}  # project id -> bucket number
         self._buckets: list[_Bucket] = []
-        self._places: dict[int, int] = {}  # ref key -> bucket number << _ROW_BITS | row
+        self._places = IdMap()  # (kind code, id) -> bucket number << _ROW_BITS | row
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -92,7 +88,7 @@ class VectorIndex:
         return number
 
     def _find(self, ref: Ref) -> tuple[_Bucket, int] | None:
-        place = self._places.get(_key(ref))
+        place = self._places.get(KIND_CODES[ref[0]], ref[1])
         if place is None:
             return None
         return self._buckets[place >> _ROW_BITS], place & ((1 << _ROW_BITS) - 1)
@@ -104,8 +100,8 @@ class VectorIndex:
 
     def put(self, ref: Ref, project_id: int | None, vector: npt.NDArray[np.float32]) -> None:
         with self._lock:
-            key, number = _key(ref), self._bucket(project_id)
-            place = self._places.get(key)
+            code, number = KIND_CODES[ref[0]], self._bucket(project_id)
+            place = self._places.get(code, ref[1])
             if place is not None and place >> _ROW_BITS != number:
                 # Moved to another project: its old row is left empty.
                 self._buckets[place >> _ROW_BITS].clear(place & ((1 << _ROW_BITS) - 1))
@@ -113,14 +109,14 @@ class VectorIndex:
             bucket = self._buckets[number]
             if place is None:
                 place = number << _ROW_BITS | bucket.append(ref)
-                self._places[key] = place
+                self._places.set(code, ref[1], place)
             bucket.matrix[place & ((1 << _ROW_BITS) - 1)] = vector
 
     def drop(self, ref: Ref) -> None:
         with self._lock:
             found = self._find(ref)
             if found is not None:
-                del self._places[_key(ref)]
+                self._places.pop(KIND_CODES[ref[0]], ref[1])
                 found[0].clear(found[1])
 
     def mix_predecessors(self, links: list[tuple[Ref, Ref]], weight: float) -> int:

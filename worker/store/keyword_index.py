@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from worker.store.idmap import IdMap
+
 log = logging.getLogger(__name__)
 
 K1 = 1.2
@@ -36,7 +38,6 @@ B = 0.75
 # The `scope` column holds two tokens per row (`k<kind> p<project>`): FTS5 counts them in D.
 SCOPE_TOKENS = 2
 GLOBAL = -1
-_NO_SLOT = -1
 # Rows analysed per numpy pass when building.
 BUILD_BATCH = 2048
 # Past these (and a quarter of the rows / as many postings as were loaded) a fresh copy is
@@ -76,7 +77,7 @@ class KeywordIndex:
         self._project = np.zeros(cap, np.int64)
         self._kind = np.zeros(cap, np.uint8)
         self._alive = np.zeros(cap, bool)
-        self._slot_by_rowid = np.full(1024, _NO_SLOT, np.int32)
+        self._slot_by_row = IdMap()  # (kind code, item id) of a live row -> its slot
         # Postings loaded at build time, one contiguous run per term (CSR) ...
         self._vocab: dict[str, int] = {}
         self._offsets: npt.NDArray[np.int64] = np.zeros(1, np.int64)
@@ -213,12 +214,9 @@ class KeywordIndex:
         )
 
     def _remove(self, rowid: int) -> None:
-        if rowid >= len(self._slot_by_rowid):
+        slot = self._slot_by_row.pop(rowid % 8, rowid // 8)
+        if slot is None:
             return
-        slot = int(self._slot_by_rowid[rowid])
-        if slot == _NO_SLOT:
-            return
-        self._slot_by_rowid[rowid] = _NO_SLOT
         if self._alive[slot]:
             self._alive[slot] = False
             self._live -= 1
@@ -234,18 +232,13 @@ class KeywordIndex:
             self._project = np.concatenate([self._project, np.zeros(grow, np.int64)])
             self._kind = np.concatenate([self._kind, np.zeros(grow, np.uint8)])
             self._alive = np.concatenate([self._alive, np.zeros(grow, bool)])
-        if rowid >= len(self._slot_by_rowid):
-            extra = max(rowid + 1 - len(self._slot_by_rowid), len(self._slot_by_rowid))
-            self._slot_by_rowid = np.concatenate(
-                [self._slot_by_rowid, np.full(extra, _NO_SLOT, np.int32)]
-            )
         length = words + SCOPE_TOKENS
         self._rowid[slot] = rowid
         self._length[slot] = length
         self._project[slot] = int(project) if isinstance(project, int) else GLOBAL
         self._kind[slot] = rowid % 8
         self._alive[slot] = True
-        self._slot_by_rowid[rowid] = slot
+        self._slot_by_row.set(rowid % 8, rowid // 8, slot)
         self._used += 1
         self._live += 1
         self._tokens += length
