@@ -99,7 +99,8 @@ def _top(store: Store, terms: list[str], **kw: Any) -> list[tuple[int, float]]:
         "body_weight": 1.0,
     }
     args.update(kw)
-    return store.read_sync(lambda c: store.keywords.top(c, terms, **args))
+    store.read_sync(store.keywords.refresh)
+    return store.keywords.top(terms, **args)
 
 
 @pytest.fixture

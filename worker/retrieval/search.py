@@ -101,7 +101,7 @@ def _keyword_pass(
     if memory is not None:
         hits: list[tuple[Ref, float]] = []
         if chosen and want_keyword:
-            hits = _memory_hits(memory, conn, chosen, req, s, project_id)
+            hits = _memory_hits(memory, chosen, req, s, project_id)
         return _KeywordPass(groups, hits, df, n_docs)
     match = keyword_expression(chosen, broad_terms(chosen, df, s.search_broad_term_rows))
     hits = []
@@ -123,7 +123,6 @@ def _keyword_pass(
 
 def _memory_hits(
     index: KeywordIndex,
-    conn: sqlite3.Connection,
     terms: list[str],
     req: SearchRequest,
     s: Settings,
@@ -135,7 +134,6 @@ def _memory_hits(
         if not codes:
             return []
     rows = index.top(
-        conn,
         terms,
         project_id=project_id,
         kind_codes=codes,

@@ -277,7 +277,6 @@ class KeywordIndex:
 
     def top(
         self,
-        conn: sqlite3.Connection,
         terms: list[str],
         *,
         project_id: int | None,
@@ -288,9 +287,10 @@ class KeywordIndex:
     ) -> list[tuple[int, float]]:
         """(rowid, score) of the `limit` best rows holding any of `terms`, best first (score as
         -bm25() of FTS5 for `{title body} : (t1 OR t2 ...)`; ties by rowid). A project filter
-        keeps that project's rows and the global ones."""
+        keeps that project's rows and the global ones. Scores the rows as of the last
+        frequencies() or refresh(): a search calls frequencies() first, which applies the
+        committed changes once for both."""
         with self._lock:
-            self._sync(conn)
             if self._live == 0 or limit <= 0:
                 return []
             n_rows = self._live
