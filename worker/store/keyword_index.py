@@ -227,11 +227,9 @@ class KeywordIndex:
         slot = self._used
         if slot == len(self._rowid):
             grow = max(1024, slot)
-            self._rowid = np.concatenate([self._rowid, np.zeros(grow, np.int64)])
-            self._length = np.concatenate([self._length, np.zeros(grow, np.float32)])
-            self._project = np.concatenate([self._project, np.zeros(grow, np.int64)])
-            self._kind = np.concatenate([self._kind, np.zeros(grow, np.uint8)])
-            self._alive = np.concatenate([self._alive, np.zeros(grow, bool)])
+            for name in ("_rowid", "_length", "_project", "_kind", "_alive"):
+                column = getattr(self, name)
+                setattr(self, name, np.concatenate([column, np.zeros(grow, column.dtype)]))
         length = words + SCOPE_TOKENS
         self._rowid[slot] = rowid
         self._length[slot] = length
