@@ -314,3 +314,16 @@ def test_an_upsert_that_rewrites_a_summary_is_followed(loaded: Store) -> None:
     assert _top(loaded, ["quokka"]) == []
     assert [r % 8 for r, _ in _top(loaded, ["wallabi"])] == [4]
     _same_ranking(_top(loaded, ["cach"]), loaded.read_sync(lambda c: _fts(c, ["cach"])))
+
+
+def test_rows_without_a_single_word_are_followed(loaded: Store) -> None:
+    """Stop words and symbols only: the row is indexed with no terms (the fuzzer's 'D\U0001523a'
+    once made applying such a batch raise)."""
+    before = loaded.read_sync(lambda c: loaded.keywords.frequencies(c, ["deploy"]))[1]
+    loaded.write_sync(
+        lambda c: observations.insert_many(
+            c, [{"project": "/repo", "type": "note", "title": "the \U0001523a", "body": "a"}]
+        )
+    )
+    assert loaded.read_sync(lambda c: loaded.keywords.frequencies(c, ["deploy"]))[1] == before + 1
+    _same_ranking(_top(loaded, ["deploy"]), loaded.read_sync(lambda c: _fts(c, ["deploy"])))

@@ -23,7 +23,6 @@ import math
 import sqlite3
 import threading
 from array import array
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -188,9 +187,10 @@ class KeywordIndex:
         if rows:
             terms, slots, title, body = self._analyse(rows)
             packed = (slots.astype(np.int64) << 16) | (title.astype(np.int64) << 8) | body
-            cuts = [0, *(np.flatnonzero(np.diff(terms)) + 1).tolist(), len(terms)]
-            for a, b in pairwise(cuts):
-                tid = int(terms[a])
+            # `terms` is sorted: each term's postings are one run (none if no row had a word).
+            ids, starts = np.unique(terms, return_index=True)
+            ends = np.append(starts[1:], len(terms)) if len(terms) else starts
+            for tid, a, b in zip(ids.tolist(), starts.tolist(), ends.tolist(), strict=True):
                 extra = self._delta.get(tid)
                 if extra is None:
                     extra = self._delta[tid] = array("q")
