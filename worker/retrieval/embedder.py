@@ -176,7 +176,11 @@ class OnnxEmbedder:
     The same vectors as fastembed gives for it, without importing fastembed (~35 MB of
     resident modules in the worker) and with the token cap and the batching in our hands."""
 
-    def __init__(self, model_name: str, folder: Path, max_tokens: int = 256) -> None:
+    def __init__(
+        self, model_name: str, folder: Path, max_tokens: int = 256, same_as: Path | None = None
+    ) -> None:
+        """`same_as`: the folder whose model this one's gives the same vectors as (a rewrite of
+        it, see int8_table.py): the model id names that folder, so nothing is re-embedded."""
         try:
             import onnxruntime as ort  # type: ignore[import-untyped]
             from tokenizers import Tokenizer
@@ -209,7 +213,7 @@ class OnnxEmbedder:
         self._pad_id = tokenizer.token_to_id(str(config.get("pad_token") or "[PAD]")) or 0
         self._inputs = {node.name for node in self._session.get_inputs()}
         self.max_tokens = limit
-        self.model_id = f"{model_name}@{folder.name}"
+        self.model_id = f"{model_name}@{(same_as or folder).name}"
         self.dimensions = int(self.embed(["dimension probe"]).shape[1])
 
     def embed(self, texts: Sequence[str]) -> Vectors:
@@ -253,9 +257,10 @@ def load_embedder(
     max_tokens: int = 256,
     quantize: bool = False,
 ) -> Embedder:
-    """The configured embedder: `fake-hash-N` (tests), a local folder, the offline default (with
-    int8 matrix products if `quantize`, see quantize.py), or any fastembed model name (which
-    needs its files in `models_dir` or network access)."""
+    """The configured embedder: `fake-hash-N` (tests), a local folder, the offline default (its
+    embedding tables kept int8, see int8_table.py; with int8 matrix products if `quantize`, see
+    quantize.py), or any fastembed model name (which needs its files in `models_dir` or network
+    access)."""
     if model_name.startswith("fake-hash"):
         size = model_name.rsplit("-", 1)[-1]
         return FakeEmbedder(int(size) if size.isdigit() else 64)
@@ -271,6 +276,11 @@ def load_embedder(
         if quantize:
             from worker.retrieval.quantize import quantized_model
 
-            folder = quantized_model(folder, models_dir) or folder
-        return OnnxEmbedder(model_name, folder, max_tokens)
+            return OnnxEmbedder(
+                model_name, quantized_model(folder, models_dir) or folder, max_tokens
+            )
+        from worker.retrieval.int8_table import int8_table_model
+
+        lean = int8_table_model(folder, models_dir)
+        return OnnxEmbedder(model_name, lean or folder, max_tokens, same_as=folder)
     return FastEmbedder(model_name, None, models_dir, batch_size)

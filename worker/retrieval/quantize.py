@@ -16,75 +16,39 @@ can flip: "Our database is PostgreSQL 15" vs "We upgraded the DB to Postgres 16"
 float32 and 0.688-0.716 quantized, around the 0.7 that supersedes. Embedding each text alone
 would fix it and cost the whole speed-up.
 
-The build runs in a child process (`python -m worker.retrieval.quantize SRC DST`): protobuf
-copies of a 90 MB graph would otherwise stay in the worker's resident memory for good, and a
-crash in a native library must not take the worker down. Any failure leaves the packaged model
-in use, with the reason in the log.
+The build runs once, in a child process (derived.py); any failure leaves the packaged model in
+use, with the reason in the log.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from worker.retrieval.embedder import link_file
+from worker.retrieval.derived import STAMP, derived_model
 
-log = logging.getLogger("cairn.embeddings")
+__all__ = ["QUANTIZED_FOLDER", "RECIPE", "STAMP", "build", "quantized_model"]
 
 # Part of the model id (`name@folder`): vectors stored under another recipe are re-embedded.
 QUANTIZED_FOLDER = "all-MiniLM-L6-v2-onnx-dynamic-int8"
-STAMP = "cairn-quantized.json"
 RECIPE = 3
-BUILD_TIMEOUT_S = 600.0
-
-
-def _digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def quantized_model(source: Path, models_dir: Path) -> Path | None:
     """A folder like `source` (tokenizer files linked) whose model.onnx is the quantized
     model.onnx of `source`; built if missing or made from another source. None if it cannot
     be built (the caller keeps the packaged model)."""
-    folder = models_dir / QUANTIZED_FOLDER
-    stamp = {"recipe": RECIPE, "source_sha256": _digest(source / "model.onnx")}
-    try:
-        current = json.loads((folder / STAMP).read_text())
-    except (OSError, ValueError):
-        current = None
-    if current != stamp or not (folder / "model.onnx").is_file():
-        folder.mkdir(parents=True, exist_ok=True)
-        log.info("building the int8 embedding model in %s (once)", folder)
-        try:
-            done = subprocess.run(
-                [sys.executable, "-m", "worker.retrieval.quantize", str(source), str(folder)],
-                capture_output=True,
-                text=True,
-                timeout=BUILD_TIMEOUT_S,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            log.warning("int8 embedding model not built, using the packaged one: %s", exc)
-            return None
-        if done.returncode != 0:
-            reason = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            log.warning("int8 embedding model not built, using the packaged one: %s", reason)
-            return None
-        (folder / STAMP).write_text(json.dumps(stamp))
-    for name in os.listdir(source):
-        if name != "model.onnx":
-            link_file((source / name).resolve(), folder / name)
-    return folder
+    return derived_model(
+        source,
+        models_dir,
+        QUANTIZED_FOLDER,
+        RECIPE,
+        "worker.retrieval.quantize",
+        "int8 embedding model",
+    )
 
 
 def build(source: Path, folder: Path) -> None:
