@@ -48,7 +48,7 @@ def derived_model(
         current = None
     if current != stamp or not (folder / "model.onnx").is_file():
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / STAMP).unlink(missing_ok=True)
+        (folder / STAMP).unlink(missing_ok=True)  # (a link left by an older build included)
         log.info("building the %s in %s (once)", what, folder)
         try:
             done = subprocess.run(
@@ -67,6 +67,7 @@ def derived_model(
             return None
         (folder / STAMP).write_text(json.dumps(stamp))
     for name in os.listdir(source):
-        if name != "model.onnx":
+        # Not the source's own stamp: a derived folder may be the source of another.
+        if name not in ("model.onnx", STAMP):
             link_file((source / name).resolve(), folder / name)
     return folder
