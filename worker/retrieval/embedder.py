@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import re
 import shutil
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -167,6 +169,15 @@ def _normalised(matrix: Vectors) -> Vectors:
 # on padding (bench/search.py corpus), and 16 texts of 256 tokens need ~350 MB of activations.
 ONNX_BATCH = 16
 ONNX_BATCH_TOKENS = 2048
+# Threads running texts one by one (per_text): one per core, up to this many.
+MAX_LANES = 4
+
+
+def _cores() -> int:
+    """Cores this process may run on (the affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 class OnnxEmbedder:
@@ -177,10 +188,19 @@ class OnnxEmbedder:
     resident modules in the worker) and with the token cap and the batching in our hands."""
 
     def __init__(
-        self, model_name: str, folder: Path, max_tokens: int = 256, same_as: Path | None = None
+        self,
+        model_name: str,
+        folder: Path,
+        max_tokens: int = 256,
+        same_as: Path | None = None,
+        per_text: bool = False,
     ) -> None:
         """`same_as`: the folder whose model this one's gives the same vectors as (a rewrite of
-        it, see int8_table.py): the model id names that folder, so nothing is re-embedded."""
+        it, see int8_table.py): the model id names that folder, so nothing is re-embedded.
+        `per_text`: run every text alone, each run on one core, texts spread over one thread
+        per core. For a model whose result depends on the batch (int8 activations scaled per
+        batch, see quantize.py) this makes a text's vector depend on the text alone; short
+        texts also skip the padding work of a batch."""
         try:
             import onnxruntime as ort  # type: ignore[import-untyped]
             from tokenizers import Tokenizer
@@ -195,6 +215,9 @@ class OnnxEmbedder:
             # beside a query's embedding (the vector scan's BLAS, the keyword pass, the event
             # loop): on 2 cores hybrid search p50/p95 went 56-64/71-85 -> 38-40/46-50 ms.
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            if per_text:
+                options.intra_op_num_threads = 1
+                options.inter_op_num_threads = 1
             self._session = ort.InferenceSession(
                 str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
             )
@@ -213,6 +236,8 @@ class OnnxEmbedder:
         self._pad_id = tokenizer.token_to_id(str(config.get("pad_token") or "[PAD]")) or 0
         self._inputs = {node.name for node in self._session.get_inputs()}
         self.max_tokens = limit
+        self._lanes = max(1, min(MAX_LANES, _cores())) if per_text else 0
+        self._pool: ThreadPoolExecutor | None = None
         self.model_id = f"{model_name}@{(same_as or folder).name}"
         self.dimensions = int(self.embed(["dimension probe"]).shape[1])
 
@@ -220,6 +245,8 @@ class OnnxEmbedder:
         if not texts:
             return np.zeros((0, getattr(self, "dimensions", 0)), dtype=np.float32)
         encoded = [e.ids for e in self._tokenizer.encode_batch(list(texts))]
+        if self._lanes:
+            return _normalised(self._one_by_one(encoded))
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
         pooled: list[Vectors] = []
         start = 0
@@ -231,6 +258,13 @@ class OnnxEmbedder:
         matrix = np.empty((len(texts), pooled[0].shape[1]), dtype=np.float32)
         matrix[order] = np.concatenate(pooled)
         return _normalised(matrix)
+
+    def _one_by_one(self, encoded: list[list[int]]) -> Vectors:
+        if len(encoded) == 1 or self._lanes == 1:
+            return np.concatenate([self._pooled([ids]) for ids in encoded])
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._lanes, thread_name_prefix="cairn-embed")
+        return np.concatenate(list(self._pool.map(lambda ids: self._pooled([ids]), encoded)))
 
     def _pooled(self, batch: list[list[int]]) -> Vectors:
         """Mean of the token states over each text's own tokens (padding masked out)."""
@@ -272,15 +306,15 @@ def load_embedder(
             return OnnxEmbedder(model_name, folder, max_tokens)
         return FastEmbedder(model_name, folder, models_dir, batch_size)
     if model_name == DEFAULT_MODEL:
+        from worker.retrieval.int8_table import int8_table_model
+
         folder = prepare_default_model(models_dir)
+        lean = int8_table_model(folder, models_dir)
         if quantize:
             from worker.retrieval.quantize import quantized_model
 
-            return OnnxEmbedder(
-                model_name, quantized_model(folder, models_dir) or folder, max_tokens
-            )
-        from worker.retrieval.int8_table import int8_table_model
-
-        lean = int8_table_model(folder, models_dir)
+            built = quantized_model(lean or folder, models_dir)
+            if built is not None:
+                return OnnxEmbedder(model_name, built, max_tokens, per_text=True)
         return OnnxEmbedder(model_name, lean or folder, max_tokens, same_as=folder)
     return FastEmbedder(model_name, None, models_dir, batch_size)

@@ -2,19 +2,21 @@
 
 The packaged all-MiniLM-L6-v2 stores its weights as int8, but only to be small: the graph casts
 them back to float32 and ONNX Runtime multiplies in float32, which on two cores is the whole cost
-of background embedding, and the float32 copy of the weights (90 MB) sits in the worker's memory.
+of background embedding, and the float32 copy of the weights sits in the worker's memory.
 Dynamic quantization (onnxruntime.quantization, which needs the `onnx` package) rewrites every
-weight MatMul to an int8 product with per-channel weight scales and per-batch activation scales:
-1.3-1.6x the texts per second, ~70 MB less resident memory, vectors within cosine ~0.99 of the
-float32 ones and the same LoCoMo figures (bench/locomo.py). Attention products (two activations)
-and the token-embedding table stay float32 (an int8 table cost semantic MRR 0.359 -> 0.350).
+weight MatMul of the int8-table model (int8_table.py) to an int8 product with per-channel weight
+scales and activation scales computed at run time. Attention products (two activations) stay
+float32; the embedding tables stay the packaged int8 ones.
 
-Why it is opt-in (CAIRN_EMBED_QUANTIZE=1): an activation's scale is computed over the whole
-batch, so a text's vector depends on the texts embedded beside it (cosine ~0.99 between the same
-text alone and in a batch of 64). Rankings barely notice, but a decision taken at a threshold
-can flip: "Our database is PostgreSQL 15" vs "We upgraded the DB to Postgres 16" is 0.705 in
-float32 and 0.688-0.716 quantized, around the 0.7 that supersedes. Embedding each text alone
-would fix it and cost the whole speed-up.
+An activation's scale is computed over the whole input of a run, so in a batch a text's vector
+would depend on the texts beside it (cosine ~0.99 between a text alone and in a batch of 64),
+and a decision taken at a threshold could flip with the company a text keeps. The embedder
+therefore runs this model on one text at a time (OnnxEmbedder per_text: one run per text, each
+on one core, a thread per core): a vector depends on its text alone, and short texts skip the
+padding work of a batch. Measured on 2 cores (bench/search.py corpus): ~180 texts/s against
+~118 for the float32 model, query embedding ~7 vs ~10 ms, ~75 MB less resident memory; vectors
+within cosine ~0.99 of the float32 ones, LoCoMo dev unchanged (hybrid recall@5/@10/MRR
+63.5/74.2/0.522 vs 63.6/74.0/0.523; refusal 93.0%/1.4% vs 93.2%/1.4%).
 
 The build runs once, in a child process (derived.py); any failure leaves the packaged model in
 use, with the reason in the log.
@@ -33,8 +35,8 @@ from worker.retrieval.derived import STAMP, derived_model
 __all__ = ["QUANTIZED_FOLDER", "RECIPE", "STAMP", "build", "quantized_model"]
 
 # Part of the model id (`name@folder`): vectors stored under another recipe are re-embedded.
-QUANTIZED_FOLDER = "all-MiniLM-L6-v2-onnx-dynamic-int8"
-RECIPE = 3
+QUANTIZED_FOLDER = "all-MiniLM-L6-v2-onnx-int8-dynamic-per-text"
+RECIPE = 4
 
 
 def quantized_model(source: Path, models_dir: Path) -> Path | None:
