@@ -83,7 +83,7 @@ class Settings:
     embed_max_tokens: int = 256
     embed_queue_max: int = 100_000
     # The default model with int8 matrix products, run one text at a time (built once in the
-    # models folder; see worker/retrieval/quantize.py): ~1.5x faster embedding, ~75 MB less
+    # models folder; see worker/retrieval/quantize.py): ~1.5x faster embedding, ~30 MB less
     # memory, the same LoCoMo figures; vectors within cosine ~0.99 of the float32 model's.
     # Off = the packaged model's float32 products (what it gives bit for bit).
     embed_quantize: bool = True

@@ -14,9 +14,10 @@ and a decision taken at a threshold could flip with the company a text keeps. Th
 therefore runs this model on one text at a time (OnnxEmbedder per_text: one run per text, each
 on one core, a thread per core): a vector depends on its text alone, and short texts skip the
 padding work of a batch. Measured on 2 cores (bench/search.py corpus): ~180 texts/s against
-~118 for the float32 model, query embedding ~7 vs ~10 ms, ~75 MB less resident memory; vectors
-within cosine ~0.99 of the float32 ones, LoCoMo dev unchanged (hybrid recall@5/@10/MRR
-63.5/74.2/0.522 vs 63.6/74.0/0.523; refusal 93.0%/1.4% vs 93.2%/1.4%).
+~118 for the float32 model, query embedding ~7 vs ~10 ms, worker RSS at 100k items ~28 MB
+lower (78 MB lower right after loading); vectors within cosine ~0.99 of the float32 ones,
+LoCoMo dev unchanged (hybrid recall@5/@10/MRR 63.5/74.2/0.522 vs 63.6/74.0/0.523; refusal
+93.0%/1.4% vs 93.2%/1.4%).
 
 The build runs once, in a child process (derived.py); any failure leaves the packaged model in
 use, with the reason in the log.
