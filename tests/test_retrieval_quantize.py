@@ -92,3 +92,18 @@ def test_a_model_that_cannot_be_quantized_leaves_the_packaged_one(
         assert quantized_model(source, tmp_path / "models") is None
     assert "int8 embedding model not built, using the packaged one" in caplog.text
     assert not (tmp_path / "models" / QUANTIZED_FOLDER / STAMP).exists()
+
+
+def test_callers_on_several_threads_get_the_same_vectors(shared_models: Path) -> None:
+    """The background embedder and searches' query embeddings share one session and its pool."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    quantized = load_embedder(DEFAULT_MODEL, "", shared_models, 8, 256, quantize=True)
+    texts = [*TEXTS, "", "word " * 600]  # an empty text; one past the token cap
+    expected = quantized.embed(texts)
+    assert np.allclose(np.linalg.norm(expected, axis=1), 1.0, atol=1e-5)
+    with ThreadPoolExecutor(3) as callers:
+        results = list(callers.map(lambda _: quantized.embed(texts), range(6)))
+        singles = list(callers.map(lambda t: quantized.embed([t])[0], texts))
+    assert all(np.array_equal(r, expected) for r in results)
+    assert np.array_equal(np.stack(singles), expected)
