@@ -9,10 +9,7 @@ keyword-only with the reason in `status()`; nothing crashes.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import logging
-import sys
 import threading
 import time
 from collections import deque
@@ -23,6 +20,7 @@ import anyio.to_thread
 import numpy as np
 import numpy.typing as npt
 
+from worker.heap import release_freed_memory
 from worker.retrieval.embedder import (
     Embedder,
     EmbedderUnavailable,
@@ -56,15 +54,6 @@ def embedding_text(item: dict[str, Any], max_chars: int) -> str:
         parts = [item.get("body") or item["title"]]
     text = "\n".join(p for p in parts if p).strip()
     return text[:max_chars]
-
-
-def release_freed_memory() -> None:
-    """Give the heap freed by a big load back to the OS: glibc keeps it mapped otherwise, and
-    loading the model alone leaves ~55 MB of freed scratch in the worker's RSS."""
-    if not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(OSError, AttributeError):  # not glibc: musl has no malloc_trim
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def context_vector(

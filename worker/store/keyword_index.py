@@ -15,8 +15,6 @@ Until it is loaded, callers use FTS5 (store/search.py).
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import json
 import logging
 import math
@@ -28,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from worker.heap import release_freed_memory
 from worker.store.idmap import IdMap
 
 log = logging.getLogger(__name__)
@@ -103,7 +102,7 @@ class KeywordIndex:
             self.state, self.error = ("rebuilding" if self.ready else "loading"), None
         fresh = KeywordIndex()
         fresh._build(conn)
-        _release_freed_memory()
+        release_freed_memory()
         with self._lock:
             if generation != self.generation:
                 return  # unloaded meanwhile: this copy belongs to another file
@@ -325,13 +324,3 @@ def _unpack(packed: npt.NDArray[np.int64]) -> tuple[Any, Any, Any]:
         ((packed >> 8) & 255).astype(np.uint8),
         (packed & 255).astype(np.uint8),
     )
-
-
-def _release_freed_memory() -> None:
-    """Hand the heap the build freed back to the OS (glibc keeps it otherwise: ~30 MB at 100k
-    rows). Best effort: only where the C library has malloc_trim."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
