@@ -34,6 +34,16 @@ def _digest(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _source_identity(source: Path) -> object:
+    """What the source model is: a derived folder's own stamp (its recipe and where it came
+    from, which change whenever its model.onnx is rebuilt), else the digest of its model.onnx.
+    A chain of derived models hashes the packaged file once per start, not once per link."""
+    try:
+        return json.loads((source / STAMP).read_text())
+    except (OSError, ValueError):
+        return _digest(source / "model.onnx")
+
+
 def derived_model(
     source: Path, models_dir: Path, folder_name: str, recipe: int, module: str, what: str
 ) -> Path | None:
@@ -41,7 +51,7 @@ def derived_model(
     (rebuilt if missing, or made by another recipe or from another source); None if it cannot
     be built. `what` names the model in log lines."""
     folder = models_dir / folder_name
-    stamp = {"recipe": recipe, "source_sha256": _digest(source / "model.onnx")}
+    stamp = {"recipe": recipe, "source": _source_identity(source)}
     try:
         current = json.loads((folder / STAMP).read_text())
     except (OSError, ValueError):
