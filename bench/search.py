@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -194,31 +195,39 @@ def build_corpus(store: Store, size: int, seed: int) -> None:
         store.write_sync(lambda c: obs_q.insert_many(c, batch))
 
 
-def wait_model(worker: WorkerProcess, timeout: float) -> float:
-    """Seconds until the worker's embedder has loaded (on a fresh models folder that includes
-    deriving the int8 model once): the throughput clock starts after it."""
-    started = time.monotonic()
-    while time.monotonic() - started < timeout:
-        _, stats = worker.request("GET", "/api/embeddings/stats", timeout=30)
-        if stats.get("status") == "unavailable":
-            raise SystemExit(f"the model is unavailable: {stats.get('error')}")
-        if stats.get("status") not in ("starting", "loading"):
-            return time.monotonic() - started
-        time.sleep(0.05)
-    raise SystemExit(f"the model did not load in {timeout}s")
-
-
-def wait_embedded(worker: WorkerProcess, timeout: float) -> dict[str, Any]:
+def _wait_embeddings(
+    worker: WorkerProcess, timeout: float, done: Callable[[dict[str, Any]], bool], what: str
+) -> dict[str, Any]:
+    """Poll /api/embeddings/stats until `done(stats)`; exits if the model is unavailable."""
     deadline = time.monotonic() + timeout
     stats: dict[str, Any] = {}
     while time.monotonic() < deadline:
         _, stats = worker.request("GET", "/api/embeddings/stats", timeout=30)
         if stats.get("status") == "unavailable":
             raise SystemExit(f"the model is unavailable: {stats.get('error')}")
-        if stats.get("status") == "ready" and stats.get("coverage") == 1.0:
+        if done(stats):
             return stats
-        time.sleep(0.2)
-    raise SystemExit(f"embedding did not finish in {timeout}s: {stats}")
+        time.sleep(0.05)
+    raise SystemExit(f"{what} did not finish in {timeout}s: {stats}")
+
+
+def wait_model(worker: WorkerProcess, timeout: float) -> float:
+    """Seconds until the worker's embedder has loaded (on a fresh models folder that includes
+    deriving the int8 model once): the throughput clock starts after it."""
+    started = time.monotonic()
+    _wait_embeddings(
+        worker, timeout, lambda s: s.get("status") not in ("starting", "loading"), "loading"
+    )
+    return time.monotonic() - started
+
+
+def wait_embedded(worker: WorkerProcess, timeout: float) -> dict[str, Any]:
+    return _wait_embeddings(
+        worker,
+        timeout,
+        lambda s: s.get("status") == "ready" and s.get("coverage") == 1.0,
+        "embedding",
+    )
 
 
 def copy_vectors(store: Store, model: str, dim: int, sample: int, seed: int) -> None:
