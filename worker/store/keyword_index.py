@@ -195,7 +195,7 @@ class KeywordIndex:
                     extra = self._delta[tid] = array("q")
                 extra.frombytes(packed[a:b].tobytes())
             self._delta_postings += len(terms)
-        self._seq = max(self._seq, max(int(r[1]) for r in changed))
+        self._seq = max(self._seq, int(changed[-1][1]))  # read in seq order
         if not self.wants_rebuild and self._stale():
             self.wants_rebuild = True
 
