@@ -65,6 +65,10 @@ class DecayService:
         """Item listener: new observations may push a project over its cap."""
         if kind != "observation" or not ids or self._loop is None or self._wake is None:
             return
+        if self._caps_due:
+            # A check is already due and the task's timeout includes it: waking the task
+            # for every post cost a self-pipe write and a new wait_for each time.
+            return
         self._caps_due = True
         wake = self._wake
         with contextlib.suppress(RuntimeError):  # the loop is closing
