@@ -317,3 +317,111 @@ def test_group_commit_reports_exactly_what_was_stored_when_the_disk_fills(tmp_pa
         assert stored == set(ok_ids)
     finally:
         store.close()
+
+
+def _gated_store(tmp_path: Path) -> tuple[Store, threading.Event, Any]:
+    """A store whose writer is held by a first job until the gate opens, so the jobs queued
+    meanwhile are taken as one group."""
+    store = open_store(tmp_path / "c.db")
+    gate = threading.Event()
+
+    def hold(conn: sqlite3.Connection) -> None:
+        gate.wait(5)
+
+    return store, gate, hold
+
+
+def test_queued_write_items_of_one_function_run_as_one_call(tmp_path: Path) -> None:
+    store, gate, hold = _gated_store(tmp_path)
+    calls: list[int] = []
+
+    def insert(conn: sqlite3.Connection, titles: list[str]) -> list[int]:
+        calls.append(len(titles))
+        return [add(conn, t) for t in titles]
+
+    async def main() -> list[Any]:
+        first = asyncio.ensure_future(store.write(hold))
+        await asyncio.sleep(0.05)  # the writer is inside `hold`
+        jobs = [
+            asyncio.ensure_future(store.write_items(insert, ["a1", "a2"])),
+            asyncio.ensure_future(store.write_items(insert, ["b1"])),
+            asyncio.ensure_future(store.write(lambda c: add(c, "plain"))),
+            asyncio.ensure_future(store.write_items(insert, ["c1", "c2", "c3"])),
+            asyncio.ensure_future(store.write_items(insert, ["d1"])),
+        ]
+        await asyncio.sleep(0.05)
+        gate.set()
+        await first
+        return await asyncio.gather(*jobs)
+
+    try:
+        a, b, plain, c, d = asyncio.run(main())
+        # Consecutive jobs of one function share a call; the plain write splits the runs.
+        assert calls == [3, 4]
+        assert (len(a), len(b), len(c), len(d)) == (2, 1, 3, 1)
+        assert a + b + [plain] + c + d == sorted(a + b + [plain] + c + d)  # queue order
+        titles = store.read_sync(
+            lambda conn: dict(conn.execute("SELECT id, title FROM observations").fetchall())
+        )
+        assert [titles[i] for i in a + b + c + d] == ["a1", "a2", "b1", "c1", "c2", "c3", "d1"]
+        assert store.groups_committed == 2 and store.writes_committed == 6
+    finally:
+        store.close()
+
+
+def test_a_failing_item_fails_only_its_own_write_items_call(tmp_path: Path) -> None:
+    store, gate, hold = _gated_store(tmp_path)
+
+    def insert(conn: sqlite3.Connection, titles: list[str]) -> list[int]:
+        if "bad" in titles:
+            raise BadRequest("rejected", field="title")
+        return [add(conn, t) for t in titles]
+
+    async def main() -> list[Any]:
+        first = asyncio.ensure_future(store.write(hold))
+        await asyncio.sleep(0.05)
+        jobs = [
+            asyncio.ensure_future(store.write_items(insert, titles))
+            for titles in (["x1"], ["x2", "bad"], ["x3"])
+        ]
+        await asyncio.sleep(0.05)
+        gate.set()
+        await first
+        return await asyncio.gather(*jobs, return_exceptions=True)
+
+    try:
+        x1, bad, x3 = asyncio.run(main())
+        assert isinstance(bad, BadRequest)
+        assert len(x1) == 1 and len(x3) == 1
+        titles = store.read_sync(
+            lambda c: sorted(r[0] for r in c.execute("SELECT title FROM observations"))
+        )
+        assert titles == ["x1", "x3"]  # x2 was rolled back with its own call
+    finally:
+        store.close()
+
+
+def test_a_merged_call_with_the_wrong_result_count_is_run_again_per_job(tmp_path: Path) -> None:
+    store, gate, hold = _gated_store(tmp_path)
+
+    def insert(conn: sqlite3.Connection, titles: list[str]) -> list[int]:
+        ids = [add(conn, t) for t in titles]
+        return ids[:1]  # right only for one item
+
+    async def main() -> list[Any]:
+        first = asyncio.ensure_future(store.write(hold))
+        await asyncio.sleep(0.05)
+        jobs = [asyncio.ensure_future(store.write_items(insert, [t])) for t in ("p", "q")]
+        await asyncio.sleep(0.05)
+        gate.set()
+        await first
+        return await asyncio.gather(*jobs)
+
+    try:
+        p, q = asyncio.run(main())
+        titles = store.read_sync(
+            lambda c: dict(c.execute("SELECT id, title FROM observations").fetchall())
+        )
+        assert [titles[p[0]], titles[q[0]]] == ["p", "q"] and len(titles) == 2
+    finally:
+        store.close()

@@ -87,3 +87,43 @@ def test_repeated_event_ids_are_not_indexed_twice(store: Store) -> None:
     assert [created for _, created in again] == [False, False, False, False]
     assert [row["id"] for row, _ in again][:3] == [row["id"] for row, _ in first]
     assert len(store.read_sync(_index_rows)) == 3
+
+
+def _varied_items() -> list[dict[str, Any]]:
+    base = _items(6)
+    base[0]["meta"] = {"n": 1.5, "nested": {"list": [1, "two", None, True]}, "é": "ü"}
+    base[1].pop("session_id")
+    base[1].pop("files")
+    base[2]["body"] = ""
+    base[2]["importance"] = 5
+    base[2]["tool_name"] = "Edit"
+    base[3]["created_at_ms"] = 1_700_000_000_123
+    base[4]["meta"] = {}
+    base[5].pop("event_id")
+    base[5]["files"] = []
+    return base
+
+
+def test_insert_answers_exactly_the_rows_read_back(store: Store) -> None:
+    """New rows are answered from the values written, not read back: they must be equal."""
+    items = _varied_items()
+    results = store.write_sync(lambda c: q.insert_many(c, items))
+    assert all(created for _, created in results)
+    answered = [row for row, _ in results]
+    read_back = store.read_sync(lambda c: q.get_many(c, [row["id"] for row in answered]))
+    assert answered == read_back
+    assert answered[3]["created_at"] == "2023-11-14T22:13:20.123Z"
+
+
+def test_repeats_answer_the_stored_rows(store: Store) -> None:
+    """A repeated event id (in an earlier call or earlier in the same batch) answers the row
+    stored for it, equal to a fresh read."""
+    first = store.write_sync(lambda c: q.insert_many(c, _items(2)))
+    again = _items(3)
+    again.insert(1, dict(again[2]))  # ev-0, ev-2, ev-1, ev-2: ev-2 twice in one batch
+    results = store.write_sync(lambda c: q.insert_many(c, again))
+    assert [created for _, created in results] == [False, True, False, False]
+    assert results[0][0] == first[0][0] and results[2][0] == first[1][0]
+    assert results[3][0] == results[1][0]
+    ids = [row["id"] for row, _ in results]
+    assert [row for row, _ in results] == store.read_sync(lambda c: q.get_many(c, ids))

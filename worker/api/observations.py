@@ -80,10 +80,8 @@ async def create_observations(call: Call) -> Any:
     else:
         items = [_prepare(validate(schema, body))]
 
-    def write(conn: Any) -> list[tuple[dict[str, Any], bool]]:
-        return q.insert_many(conn, items)
-
-    results = await call.cairn.store.write(write)
+    # Concurrent posts that reach the writer together are inserted by one insert_many call.
+    results = await call.cairn.store.write_items(q.insert_many, items)
     created = [row for row, is_new in results if is_new]
     for row in created:
         call.cairn.events.publish("observation.created", row)

@@ -70,18 +70,26 @@ def _translate(exc: BaseException) -> BaseException:
     return exc
 
 
+ItemsFn = Callable[[sqlite3.Connection, list[Any]], list[Any]]
+
+
 class _WriteJob:
-    __slots__ = ("fn", "future", "loop")
+    __slots__ = ("fn", "future", "items", "items_fn", "loop")
 
     def __init__(
         self,
         fn: Callable[[sqlite3.Connection], Any],
         future: asyncio.Future[Any],
         loop: asyncio.AbstractEventLoop,
+        items_fn: ItemsFn | None = None,
+        items: list[Any] | None = None,
     ) -> None:
         self.fn = fn
         self.future = future
         self.loop = loop
+        # Set for Store.write_items: jobs with the same items_fn may run as one call.
+        self.items_fn = items_fn
+        self.items = items
 
     def resolve(self, ok: bool, value: Any) -> None:
         """On the job's event loop: hand the outcome to the waiting caller."""
@@ -109,6 +117,38 @@ def settle_all(outcomes: list[tuple[_WriteJob, bool, Any]]) -> None:
     for loop, batch in by_loop.items():
         with suppress(RuntimeError):  # the loop is closed: nobody waits any more
             loop.call_soon_threadsafe(resolve, batch)
+
+
+def _runs(group: list[_WriteJob]) -> Iterator[list[_WriteJob]]:
+    """The group split into runs: consecutive write_items jobs of one function, or one job."""
+    start = 0
+    while start < len(group):
+        end = start + 1
+        items_fn = group[start].items_fn
+        if items_fn is not None:
+            while end < len(group) and group[end].items_fn is items_fn:
+                end += 1
+        yield group[start:end]
+        start = end
+
+
+def _call(conn: sqlite3.Connection, run: list[_WriteJob]) -> list[Any]:
+    """Each job's value: one call for a run of write_items jobs, split back per job."""
+    if len(run) == 1:
+        return [run[0].fn(conn)]
+    items_fn = run[0].items_fn
+    assert items_fn is not None
+    merged = [item for job in run for item in job.items or ()]
+    results = items_fn(conn, merged)
+    if len(results) != len(merged):
+        raise RuntimeError(f"{items_fn!r} returned {len(results)} results for {len(merged)}")
+    values: list[Any] = []
+    start = 0
+    for job in run:
+        count = len(job.items or ())
+        values.append(results[start : start + count])
+        start += count
+    return values
 
 
 class Store:
@@ -322,9 +362,9 @@ class Store:
         except sqlite3.Error as exc:
             return [(False, _translate(exc))] * len(group)
         values: list[Any] = []
-        for job in group:
+        for run in _runs(group):
             try:
-                values.append(job.fn(conn))
+                values.extend(_call(conn, run))
             except BaseException as exc:
                 if conn.in_transaction:
                     with suppress(sqlite3.Error):
@@ -361,14 +401,32 @@ class Store:
         """Run `fn(conn)` in a write transaction (group-committed); its result once durable."""
         if self._closing or self._writer is None:
             raise ServiceUnavailable("the store is closed (the worker is shutting down)")
+        self._start_writer()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._jobs.put(_WriteJob(fn, future, loop))
+        return await future
+
+    def _start_writer(self) -> None:
         if self._writer_thread is None:
             self._writer_thread = threading.Thread(
                 target=self._writer_main, name="cairn-store-writer", daemon=True
             )
             self._writer_thread.start()
+
+    async def write_items(self, fn: ItemsFn, items: list[Any]) -> list[Any]:
+        """Like write() for work over a list of items that returns one result per item, in
+        order: queued calls of the same `fn` that the writer takes together run as one call
+        over all their items (in queue order), so concurrent small writes share its
+        statements (one lookup, one index insert...) as well as the COMMIT. `fn` must not
+        depend on how its items are split into calls."""
+        if self._closing or self._writer is None:
+            raise ServiceUnavailable("the store is closed (the worker is shutting down)")
+        self._start_writer()
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self._jobs.put(_WriteJob(fn, future, loop))
+        future: asyncio.Future[list[Any]] = loop.create_future()
+        own = list(items)
+        self._jobs.put(_WriteJob(lambda conn: fn(conn, own), future, loop, fn, own))
         return await future
 
     def corrupt_copies(self) -> list[Path]:

@@ -6,7 +6,7 @@ import json
 import sqlite3
 from typing import Any
 
-from worker.clock import now_ms
+from worker.clock import now_ms, to_iso
 from worker.store import projects, received, sessions
 from worker.store.m002_retrieval import KIND_CODES
 from worker.store.rows import by_ids, content_hash, dump_json, iso, load_json, placeholders
@@ -54,22 +54,28 @@ def insert_many(
     (in earlier requests or earlier in this batch) are no-ops returning the stored row."""
     by_event = _stored_for_events(conn, [e for item in items if (e := item.get("event_id"))])
     with batch_indexing(conn):
-        refs, fresh = _insert_rows(conn, items, by_event)
+        refs, fresh, written_rows = _insert_rows(conn, items, by_event)
         _index(conn, fresh)
     received.record_many(
         conn, [(item.get("event_id"), "observation", new_id) for new_id, _, item in fresh]
     )
-    rows = {row["id"]: row for row in get_many(conn, sorted({i for i, _ in refs}))}
+    # New rows are answered from what was just written (no read back); only the earlier rows
+    # a repeated event id points to are read.
+    rows = {row["id"]: row for row in written_rows}
+    earlier = sorted({row_id for row_id, created in refs if not created} - rows.keys())
+    rows.update((row["id"], row) for row in get_many(conn, earlier))
     return [(rows[row_id], created) for row_id, created in refs]
 
 
 def _insert_rows(
     conn: sqlite3.Connection, items: list[dict[str, Any]], by_event: dict[str, int]
-) -> tuple[list[tuple[int, bool]], list[tuple[int, int, dict[str, Any]]]]:
-    """Insert the items not yet received: ((id, created) per item, (id, project, item) per
-    new row). `by_event` learns the new rows' event ids (a batch may repeat one)."""
+) -> tuple[list[tuple[int, bool]], list[tuple[int, int, dict[str, Any]]], list[dict[str, Any]]]:
+    """Insert the items not yet received: ((id, created) per item, (id, project, item) and
+    the API dict per new row). `by_event` learns the new rows' event ids (a batch may repeat
+    one)."""
     refs: list[tuple[int, bool]] = []
     fresh: list[tuple[int, int, dict[str, Any]]] = []
+    written: list[dict[str, Any]] = []
     project_ids: dict[str, int] = {}
     known_sessions: set[str] = set()
     for item in items:
@@ -85,12 +91,14 @@ def _insert_rows(
         if session_id and session_id not in known_sessions:
             sessions.ensure(conn, session_id, project_id)
             known_sessions.add(session_id)
-        new_id = _insert_row(conn, item, project_id, session_id)
+        row = _insert_row(conn, item, project_id, session_id)
+        new_id = row["id"]
         if event_id:
             by_event[event_id] = new_id
         fresh.append((new_id, project_id, item))
+        written.append(row)
         refs.append((new_id, True))
-    return refs, fresh
+    return refs, fresh, written
 
 
 def _stored_for_events(conn: sqlite3.Connection, event_ids: list[str]) -> dict[str, int]:
@@ -129,9 +137,16 @@ def _index(conn: sqlite3.Connection, fresh: list[tuple[int, int, dict[str, Any]]
 
 def _insert_row(
     conn: sqlite3.Connection, item: dict[str, Any], project_id: int, session_id: str | None
-) -> int:
+) -> dict[str, Any]:
+    """Insert one row; its API dict, built from the values written (equal to `to_dict` of the
+    row read back, which a test checks), so a new row is never read again."""
     files = item.get("files") or []
     body = item.get("body") or ""
+    files_json = dump_json(files)
+    meta_json = dump_json(item.get("meta"))
+    digest = content_hash(item["type"], item["title"], body, "\n".join(files))
+    importance = item.get("importance") or 2
+    created = item.get("created_at_ms") or now_ms()
     cur = conn.execute(
         "INSERT INTO observations(session_id, project_id, type, title, body, files, tool_name, "
         "content_hash, importance, created_at, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
@@ -141,15 +156,33 @@ def _insert_row(
             item["type"],
             item["title"],
             body,
-            dump_json(files),
+            files_json,
             item.get("tool_name"),
-            content_hash(item["type"], item["title"], body, "\n".join(files)),
-            item.get("importance") or 2,
-            item.get("created_at_ms") or now_ms(),
-            dump_json(item.get("meta")),
+            digest,
+            importance,
+            created,
+            meta_json,
         ),
     )
-    return int(cur.lastrowid or 0)
+    return {
+        "id": int(cur.lastrowid or 0),
+        "session_id": session_id,
+        "project": item["project"],
+        "type": item["type"],
+        "title": item["title"],
+        "body": body,
+        "files": list(files),
+        "tool_name": item.get("tool_name"),
+        "content_hash": digest,
+        "importance": importance,
+        "created_at": to_iso(created),
+        "retrieval_count": 0,
+        "access_count": 0,
+        "last_retrieved_at": None,
+        "archived": False,
+        "archived_at": None,
+        "meta": load_json(meta_json),
+    }
 
 
 def get(conn: sqlite3.Connection, observation_id: int) -> dict[str, Any] | None:
