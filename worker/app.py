@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import math
 import time
@@ -70,6 +71,11 @@ def all_endpoints(settings: Settings) -> list[Endpoint]:
 
 def _client_key(request: Request) -> str:
     return request.client.host if request.client else "local"
+
+
+# slowapi calls inspect.signature(key_func) on every request (~14 us); a precomputed
+# __signature__ is what inspect returns first (~3 us).
+_client_key.__signature__ = inspect.signature(_client_key)  # type: ignore[attr-defined]
 
 
 def _rate_wrapper(settings: Settings, limiter: Limiter) -> Callable[[Endpoint, Any], Any]:
