@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from worker.store import Store
+from worker.store import Store, projects, sessions
 from worker.store import observations as q
-from worker.store.terms import SQL_AUTO_INDEX, index_text
+from worker.store.rows import VALUES_CHUNK
+from worker.store.terms import batch_indexing, index_text
 
 INDEX_COLUMNS = "rowid, title, body, scope, kind, item_id, project_id"
 
@@ -69,14 +70,76 @@ def test_other_insert_paths_still_index_through_the_trigger(store: Store) -> Non
     assert row is not None and row[0] == index_text("parseConfigFile twice")
 
 
-def test_the_trigger_is_switched_back_on_when_a_batch_fails(store: Store) -> None:
-    bad = _items(2)
-    bad[1]["title"] = None  # fails after the first row went in
+def _switch(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT auto FROM index_switch").fetchone()[0])
 
-    with pytest.raises(AttributeError):
-        store.write_sync(lambda c: q.insert_many(c, bad))
-    assert store.write_sync(lambda c: c.execute(f"SELECT {SQL_AUTO_INDEX}()").fetchone()[0]) == 1
+
+def test_the_trigger_is_switched_back_on_when_a_batch_fails(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing(*texts: object) -> str:
+        raise RuntimeError("analysis failed")  # after the rows went in, trigger off
+
+    monkeypatch.setattr(q, "index_text", failing)
+    with pytest.raises(RuntimeError):
+        store.write_sync(lambda c: q.insert_many(c, _items(2)))
+    monkeypatch.undo()
+    assert store.read_sync(_switch) == 1
     assert store.read_sync(_index_rows) == []  # the failed batch left nothing behind
+    assert (
+        store.read_sync(lambda c: c.execute("SELECT COUNT(*) FROM observations").fetchone())[0] == 0
+    )
+    test_other_insert_paths_still_index_through_the_trigger(store)
+
+
+def test_the_switch_is_off_only_inside_the_writers_transaction(store: Store) -> None:
+    seen: list[int] = []
+
+    def peek(conn: sqlite3.Connection) -> None:
+        with batch_indexing(conn):
+            seen.append(_switch(conn))
+            seen.append(store.read_sync(_switch))  # another connection
+
+    store.write_sync(peek)
+    assert seen == [0, 1]
+    assert store.read_sync(_switch) == 1
+    with (
+        pytest.raises(RuntimeError, match="transaction"),
+        batch_indexing(store._writer),  # type: ignore[arg-type]
+    ):
+        pass
+
+
+def test_batches_larger_than_one_statement_keep_order_ids_and_index(store: Store) -> None:
+    items = _items(VALUES_CHUNK * 2 + 7)
+    results = store.write_sync(lambda c: q.insert_many(c, items))
+    ids = [row["id"] for row, _ in results]
+    assert ids == list(range(ids[0], ids[0] + len(items)))
+    titles = store.read_sync(
+        lambda c: [r[0] for r in c.execute("SELECT title FROM observations ORDER BY id")]
+    )
+    assert titles == [item["title"] for item in items]
+    batch_rows = store.read_sync(_index_rows)
+    assert len(batch_rows) == len(items)
+    store.write_sync(lambda c: c.execute("UPDATE observations SET title = title"))
+    assert store.read_sync(_index_rows) == batch_rows  # what the triggers write
+
+
+def test_known_sessions_are_left_as_they_are(store: Store) -> None:
+    def start(conn: sqlite3.Connection) -> None:
+        pid = projects.ensure(conn, "/repo/0")
+        sessions.ensure(conn, "s0", pid, cwd="/repo/0", source="startup")
+
+    store.write_sync(start)
+    store.write_sync(lambda c: q.insert_many(c, _items(3)))
+    got = store.read_sync(
+        lambda c: c.execute("SELECT id, cwd, source, status FROM sessions ORDER BY id").fetchall()
+    )
+    assert [tuple(r) for r in got] == [
+        ("s0", "/repo/0", "startup", "active"),
+        ("s1", None, None, "active"),
+        ("s2", None, None, "active"),
+    ]
 
 
 def test_repeated_event_ids_are_not_indexed_twice(store: Store) -> None:

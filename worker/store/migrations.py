@@ -13,6 +13,7 @@ from worker.store import (
     m008_drop_unused_fts,
     m009_observation_index_in_batches,
     m010_search_changes,
+    m011_index_switch,
 )
 
 # (version, name, statements). Append only; never edit a released step.
@@ -24,6 +25,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (8, "drop_unused_fts", m008_drop_unused_fts.STATEMENTS),
     (9, "observation_index_in_batches", m009_observation_index_in_batches.STATEMENTS),
     (10, "search_changes", m010_search_changes.STATEMENTS),
+    (11, "index_switch", m011_index_switch.STATEMENTS),
 ]
 
 

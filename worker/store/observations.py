@@ -9,7 +9,15 @@ from typing import Any
 from worker.clock import now_ms, to_iso
 from worker.store import projects, received, sessions
 from worker.store.m002_retrieval import KIND_CODES
-from worker.store.rows import by_ids, content_hash, dump_json, iso, load_json, placeholders
+from worker.store.rows import (
+    by_ids,
+    content_hash,
+    dump_json,
+    insert_values,
+    iso,
+    load_json,
+    placeholders,
+)
 from worker.store.terms import batch_indexing, index_text
 
 TYPES = ("file_write", "command", "research", "web", "delegation", "mcp", "note", "other")
@@ -51,33 +59,20 @@ def insert_many(
     conn: sqlite3.Connection, items: list[dict[str, Any]]
 ) -> list[tuple[dict[str, Any], bool]]:
     """Insert validated observations in order; (row, created) for each. Repeated event_ids
-    (in earlier requests or earlier in this batch) are no-ops returning the stored row."""
+    (in earlier requests or earlier in this batch) are no-ops returning the stored row.
+
+    The statements are per call, not per row (one multi-row INSERT per table): every
+    statement releases and retakes Python's GIL, which the event loop holds most of the time
+    under load, so a writer issuing one per row waited for it again and again. New rows are
+    answered from the values written (a test checks they equal a read-back)."""
     by_event = _stored_for_events(conn, [e for item in items if (e := item.get("event_id"))])
-    with batch_indexing(conn):
-        refs, fresh, written_rows = _insert_rows(conn, items, by_event)
-        _index(conn, fresh)
-    received.record_many(
-        conn, [(item.get("event_id"), "observation", new_id) for new_id, _, item in fresh]
-    )
-    # New rows are answered from what was just written (no read back); only the earlier rows
-    # a repeated event id points to are read.
-    rows = {row["id"]: row for row in written_rows}
-    earlier = sorted({row_id for row_id, created in refs if not created} - rows.keys())
-    rows.update((row["id"], row) for row in get_many(conn, earlier))
-    return [(rows[row_id], created) for row_id, created in refs]
-
-
-def _insert_rows(
-    conn: sqlite3.Connection, items: list[dict[str, Any]], by_event: dict[str, int]
-) -> tuple[list[tuple[int, bool]], list[tuple[int, int, dict[str, Any]]], list[dict[str, Any]]]:
-    """Insert the items not yet received: ((id, created) per item, (id, project, item) and
-    the API dict per new row). `by_event` learns the new rows' event ids (a batch may repeat
-    one)."""
+    next_id = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM observations").fetchone()[0])
     refs: list[tuple[int, bool]] = []
-    fresh: list[tuple[int, int, dict[str, Any]]] = []
     written: list[dict[str, Any]] = []
+    values: list[tuple[Any, ...]] = []
+    events: list[tuple[str | None, int]] = []
     project_ids: dict[str, int] = {}
-    known_sessions: set[str] = set()
+    session_projects: dict[str, int] = {}
     for item in items:
         event_id = item.get("event_id")
         if event_id and event_id in by_event:
@@ -87,59 +82,39 @@ def _insert_rows(
         project_id = project_ids.get(key)
         if project_id is None:
             project_id = project_ids[key] = projects.ensure(conn, key)
-        session_id = item.get("session_id")
-        if session_id and session_id not in known_sessions:
-            sessions.ensure(conn, session_id, project_id)
-            known_sessions.add(session_id)
-        row = _insert_row(conn, item, project_id, session_id)
-        new_id = row["id"]
+        session_id = item.get("session_id") or None
+        if session_id is not None:
+            session_projects.setdefault(session_id, project_id)
+        next_id += 1
+        row, row_values = _new_row(next_id, item, project_id, session_id)
         if event_id:
-            by_event[event_id] = new_id
-        fresh.append((new_id, project_id, item))
+            by_event[event_id] = next_id
+        events.append((event_id, next_id))
         written.append(row)
-        refs.append((new_id, True))
-    return refs, fresh, written
-
-
-def _stored_for_events(conn: sqlite3.Connection, event_ids: list[str]) -> dict[str, int]:
-    """The observations earlier deliveries of these event ids created (if they still exist)."""
-    if not event_ids:
-        return {}
-    rows = conn.execute(
-        """SELECT r.event_id, o.id FROM received_events r
-           JOIN observations o ON o.id = CAST(r.item_id AS INTEGER)
-           WHERE r.kind = 'observation' AND r.event_id IN (SELECT value FROM json_each(?))""",
-        (json.dumps(sorted(set(event_ids))),),
-    )
-    return {str(r[0]): int(r[1]) for r in rows}
-
-
-def _index(conn: sqlite3.Connection, fresh: list[tuple[int, int, dict[str, Any]]]) -> None:
-    """Add new observations to the keyword index in one statement (migration 9 explains why
-    this is not a trigger). The same columns as the m002 update trigger writes."""
-    code = KIND_CODES["observation"]
-    conn.executemany(
-        "INSERT INTO search_index(rowid, title, body, scope, kind, item_id, project_id) "
-        "VALUES (?, ?, ?, ?, 'observation', ?, ?)",
-        [
-            (
-                new_id * 8 + code,
-                index_text(item["title"]),
-                index_text(item.get("body") or "", dump_json(item.get("files") or [])),
-                f"kobservation p{project_id}",
-                new_id,
-                project_id,
+        values.append(row_values)
+        refs.append((next_id, True))
+    if written:
+        sessions.ensure_many(conn, session_projects)
+        with batch_indexing(conn):
+            insert_values(
+                conn,
+                "INSERT INTO observations(id, session_id, project_id, type, title, body, files, "
+                "tool_name, content_hash, importance, created_at, meta)",
+                "(?,?,?,?,?,?,?,?,?,?,?,?)",
+                values,
             )
-            for new_id, project_id, item in fresh
-        ],
-    )
+            _index(conn, written, values)
+        received.record_many(conn, [(e, "observation", i) for e, i in events])
+    rows = {row["id"]: row for row in written}
+    earlier = sorted({row_id for row_id, created in refs if not created} - rows.keys())
+    rows.update((row["id"], row) for row in get_many(conn, earlier))
+    return [(rows[row_id], created) for row_id, created in refs]
 
 
-def _insert_row(
-    conn: sqlite3.Connection, item: dict[str, Any], project_id: int, session_id: str | None
-) -> dict[str, Any]:
-    """Insert one row; its API dict, built from the values written (equal to `to_dict` of the
-    row read back, which a test checks), so a new row is never read again."""
+def _new_row(
+    new_id: int, item: dict[str, Any], project_id: int, session_id: str | None
+) -> tuple[dict[str, Any], tuple[Any, ...]]:
+    """A new row's API dict (equal to `to_dict` of it once stored) and its column values."""
     files = item.get("files") or []
     body = item.get("body") or ""
     files_json = dump_json(files)
@@ -147,25 +122,8 @@ def _insert_row(
     digest = content_hash(item["type"], item["title"], body, "\n".join(files))
     importance = item.get("importance") or 2
     created = item.get("created_at_ms") or now_ms()
-    cur = conn.execute(
-        "INSERT INTO observations(session_id, project_id, type, title, body, files, tool_name, "
-        "content_hash, importance, created_at, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-        (
-            session_id,
-            project_id,
-            item["type"],
-            item["title"],
-            body,
-            files_json,
-            item.get("tool_name"),
-            digest,
-            importance,
-            created,
-            meta_json,
-        ),
-    )
-    return {
-        "id": int(cur.lastrowid or 0),
+    row = {
+        "id": new_id,
         "session_id": session_id,
         "project": item["project"],
         "type": item["type"],
@@ -183,6 +141,58 @@ def _insert_row(
         "archived_at": None,
         "meta": load_json(meta_json),
     }
+    values = (
+        new_id,
+        session_id,
+        project_id,
+        item["type"],
+        item["title"],
+        body,
+        files_json,
+        item.get("tool_name"),
+        digest,
+        importance,
+        created,
+        meta_json,
+    )
+    return row, values
+
+
+def _stored_for_events(conn: sqlite3.Connection, event_ids: list[str]) -> dict[str, int]:
+    """The observations earlier deliveries of these event ids created (if they still exist)."""
+    if not event_ids:
+        return {}
+    rows = conn.execute(
+        """SELECT r.event_id, o.id FROM received_events r
+           JOIN observations o ON o.id = CAST(r.item_id AS INTEGER)
+           WHERE r.kind = 'observation' AND r.event_id IN (SELECT value FROM json_each(?))""",
+        (json.dumps(sorted(set(event_ids))),),
+    ).fetchall()
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
+def _index(
+    conn: sqlite3.Connection, written: list[dict[str, Any]], values: list[tuple[Any, ...]]
+) -> None:
+    """Add new observations to the keyword index (migration 9 explains why this is not the
+    trigger): the same columns as the m002 update trigger writes, from the column values."""
+    code = KIND_CODES["observation"]
+    insert_values(
+        conn,
+        "INSERT INTO search_index(rowid, title, body, scope, kind, item_id, project_id)",
+        "(?,?,?,?,'observation',?,?)",
+        [
+            (
+                row["id"] * 8 + code,
+                index_text(row["title"]),
+                index_text(row["body"], columns[6]),
+                f"kobservation p{columns[2]}",
+                row["id"],
+                columns[2],
+            )
+            for row, columns in zip(written, values, strict=True)
+        ],
+    )
 
 
 def get(conn: sqlite3.Connection, observation_id: int) -> dict[str, Any] | None:

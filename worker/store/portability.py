@@ -25,10 +25,11 @@ from worker.errors import BadRequest, Conflict
 
 FORMAT = "cairn-export"
 FORMAT_VERSION = 1
-# Tables that describe the database itself, or that triggers derive from other rows
-# (file_writes is rebuilt from observations as they are imported; search_changes logs keyword
-# index writes for the in-memory index), rather than hold data.
-SKIPPED_TABLES = frozenset({"schema_migrations", "file_writes", "search_changes"})
+# Tables that describe the database itself (index_switch is the insert code's trigger switch),
+# or that triggers derive from other rows (file_writes is rebuilt from observations as they are
+# imported; search_changes logs keyword index writes for the in-memory index), rather than hold
+# data.
+SKIPPED_TABLES = frozenset({"schema_migrations", "index_switch", "file_writes", "search_changes"})
 # Derived from other rows (triggers drop a vector when its item changes): imported last.
 LAST_TABLES = ("embeddings",)
 ITEM_TABLES = {"observations": "observation", "memories": "memory", "prompts": "prompt"}

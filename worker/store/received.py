@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from worker.clock import now_ms
+from worker.store.rows import insert_values
 
 
 def seen(conn: sqlite3.Connection, event_id: str | None) -> str | None:
@@ -20,9 +21,10 @@ def seen(conn: sqlite3.Connection, event_id: str | None) -> str | None:
 def record_many(conn: sqlite3.Connection, events: list[tuple[str | None, str, object]]) -> None:
     """(event id, kind, item id) for each; rows without an event id are skipped."""
     at = now_ms()
-    conn.executemany(
-        "INSERT OR IGNORE INTO received_events(event_id, kind, item_id, created_at) "
-        "VALUES (?, ?, ?, ?)",
+    insert_values(
+        conn,
+        "INSERT OR IGNORE INTO received_events(event_id, kind, item_id, created_at)",
+        "(?, ?, ?, ?)",
         [(event_id, kind, str(item_id), at) for event_id, kind, item_id in events if event_id],
     )
 

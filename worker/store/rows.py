@@ -41,6 +41,29 @@ def iso(row: sqlite3.Row, key: str) -> str | None:
     return to_iso(int(value)) if value is not None else None
 
 
+# Rows per multi-row INSERT statement (12 columns x 256 stays far below SQLite's 32766
+# bound parameters).
+VALUES_CHUNK = 256
+
+
+def insert_values(
+    conn: sqlite3.Connection,
+    head: str,
+    template: str,
+    rows: list[tuple[Any, ...]],
+    tail: str = "",
+) -> None:
+    """`head VALUES template, template, ... tail` over `rows`: one statement per chunk of
+    rows rather than one per row (each statement is a trip into SQLite that releases and
+    retakes the GIL; executemany makes one per row)."""
+    for start in range(0, len(rows), VALUES_CHUNK):
+        chunk = rows[start : start + VALUES_CHUNK]
+        conn.execute(
+            f"{head} VALUES {','.join([template] * len(chunk))} {tail}",
+            [value for row in chunk for value in row],
+        )
+
+
 def placeholders(n: int) -> str:
     return ",".join("?" * n)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from worker.clock import now_ms
 from worker.store import projects
-from worker.store.rows import dump_json, iso, load_json
+from worker.store.rows import dump_json, insert_values, iso, load_json
 
 SESSION_COLUMNS = """s.id, s.project_id, p.key AS project, p.name AS project_name, s.parent_id,
     s.cwd, s.source, s.started_at, s.ended_at, s.end_reason, s.status, s.plan, s.meta,
@@ -43,6 +43,20 @@ def get(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
         (session_id,),
     ).fetchone()
     return to_dict(row) if row is not None else None
+
+
+def ensure_many(conn: sqlite3.Connection, project_of: dict[str, int]) -> None:
+    """Create the sessions not known yet, each in its project, with one statement; known ones
+    are left as they are (as `ensure` does without source or cwd)."""
+    if project_of:
+        at = now_ms()
+        insert_values(
+            conn,
+            "INSERT INTO sessions(id, project_id, started_at, status)",
+            "(?, ?, ?, 'active')",
+            [(session_id, project_id, at) for session_id, project_id in project_of.items()],
+            "ON CONFLICT(id) DO NOTHING",
+        )
 
 
 def ensure(

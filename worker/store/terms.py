@@ -19,8 +19,9 @@ import snowballstemmer
 
 SQL_FUNCTION = "cairn_terms"
 SQL_NEW_TERMS = "cairn_new_terms"
-# `cairn_auto_index()` is 1 unless code that indexes a batch itself switched the trigger off with
-# `cairn_auto_index(0)` (per connection; see observations.insert_many and migration 9).
+# `cairn_auto_index()` was migration 9's switch for the observation insert trigger; since
+# migration 11 the trigger reads the `index_switch` table instead. The function stays registered
+# for migration 9's trigger, which exists until migration 11 replaces it.
 SQL_AUTO_INDEX = "cairn_auto_index"
 
 # Runs of letters, digits and `_`; `-`, `.`, `/` and everything else separate words.
@@ -207,9 +208,13 @@ def register(conn: sqlite3.Connection) -> None:
 
 @contextmanager
 def batch_indexing(conn: sqlite3.Connection) -> Iterator[None]:
-    """The caller writes the index rows of the rows it inserts (the insert trigger is off)."""
-    conn.execute(f"SELECT {SQL_AUTO_INDEX}(0)")
+    """The caller writes the index rows of the observations it inserts: the insert trigger is
+    off meanwhile (migration 11), within the caller's transaction only."""
+    if not conn.in_transaction:
+        raise RuntimeError("batch_indexing needs a write transaction")
+    conn.execute("UPDATE index_switch SET auto = 0 WHERE id = 1")
     try:
         yield
     finally:
-        conn.execute(f"SELECT {SQL_AUTO_INDEX}(1)")
+        if conn.in_transaction:  # else SQLite rolled it back, the switch with it
+            conn.execute("UPDATE index_switch SET auto = 1 WHERE id = 1")
