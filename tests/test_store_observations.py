@@ -1,15 +1,18 @@
-"""observations.insert_many writes the keyword index itself (migration 9): the rows it writes
-must be exactly what the m002 triggers write, and every other insert path keeps the trigger."""
+"""observations.insert_many writes the keyword index itself (migrations 9 and 11): the rows it
+writes must be exactly what the m002 triggers write, and every other insert path keeps the
+trigger."""
 
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from worker.store import Store, projects, sessions
+from worker.store import Store, migrations, projects, sessions, terms
 from worker.store import observations as q
+from worker.store.migrations import MIGRATIONS
 from worker.store.rows import VALUES_CHUNK
 from worker.store.terms import batch_indexing, index_text
 
@@ -190,3 +193,35 @@ def test_repeats_answer_the_stored_rows(store: Store) -> None:
     assert results[3][0] == results[1][0]
     ids = [row["id"] for row, _ in results]
     assert [row for row, _ in results] == store.read_sync(lambda c: q.get_many(c, ids))
+
+
+def test_a_database_from_before_migration_11_upgrades_and_keeps_indexing(tmp_path: Path) -> None:
+    """A database at migration 10 (trigger switched by the Python function) with rows in it:
+    opening it applies 11, and both insert paths then index exactly once."""
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    terms.register(conn)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    old_steps = [step for step in MIGRATIONS if step[0] <= 10]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(migrations, "MIGRATIONS", old_steps)
+        migrations.apply_migrations(conn)
+    conn.execute("INSERT INTO projects(key, name, created_at) VALUES ('/repo/old', 'old', 1)")
+    conn.execute(
+        "INSERT INTO observations(project_id, type, title, body, files, content_hash, "
+        "importance, created_at) VALUES (1, 'note', 'legacyParser row', '', '[]', 'h', 2, 1)"
+    )
+    conn.close()
+
+    upgraded = Store(path)
+    upgraded.open()
+    try:
+        assert upgraded.read_sync(_switch) == 1
+        upgraded.write_sync(lambda c: q.insert_many(c, _items(3)))
+        rows = upgraded.read_sync(_index_rows)
+        assert len(rows) == 4  # the old row (indexed by the old trigger) and three new ones
+        assert rows[0][1] == index_text("legacyParser row")
+        test_other_insert_paths_still_index_through_the_trigger(upgraded)
+    finally:
+        upgraded.close()
