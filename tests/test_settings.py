@@ -55,6 +55,8 @@ def test_every_field_is_settable_from_its_env_var(tmp_path: Path) -> None:
         ("CAIRN_RATE_LIMIT_WRITE", "lots", "not a rate limit"),
         ("CAIRN_HOST", "0.0.0.0", "loopback only"),
         ("CAIRN_HOST", "192.168.1.5", "loopback only"),
+        ("CAIRN_GROUP_COMMIT_DELAY_MS", "51", "over 50 ms"),
+        ("CAIRN_GROUP_COMMIT_DELAY_MS", "-0.5", ">= 0"),
     ],
 )
 def test_bad_values_are_refused_at_load_with_the_variable_named(

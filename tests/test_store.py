@@ -425,3 +425,51 @@ def test_a_merged_call_with_the_wrong_result_count_is_run_again_per_job(tmp_path
         assert [titles[p[0]], titles[q[0]]] == ["p", "q"] and len(titles) == 2
     finally:
         store.close()
+
+
+def test_while_writes_are_concurrent_the_writer_waits_for_more_to_join(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "c.db", group_commit_delay=0.5)
+    gate = threading.Event()
+
+    def hold(conn: sqlite3.Connection) -> None:
+        gate.wait(5)
+
+    async def main() -> None:
+        # Alone, then nothing pending: no wait.
+        await store.write(lambda c: add(c, "lone 1"))
+        await store.write(lambda c: add(c, "lone 2"))
+        assert store.groups_delayed == 0
+        # Two writes queued behind a held one commit as a group of two: writes are concurrent.
+        held = asyncio.ensure_future(store.write(hold))
+        await asyncio.sleep(0.05)
+        pair = [asyncio.ensure_future(store.write(lambda c: add(c, "queued"))) for _ in "ab"]
+        await asyncio.sleep(0.05)
+        gate.set()
+        await asyncio.gather(held, *pair)
+        assert store.groups_delayed == 0
+        before = store.groups_committed
+        # The next write waits; one arriving 0.1 s later joins its transaction.
+        third = asyncio.ensure_future(store.write(lambda c: add(c, "third")))
+        await asyncio.sleep(0.1)
+        fourth = asyncio.ensure_future(store.write(lambda c: add(c, "fourth")))
+        await asyncio.gather(third, fourth)
+        assert store.groups_committed == before + 1
+        assert store.groups_delayed == 1
+
+    try:
+        asyncio.run(main())
+    finally:
+        store.close()
+
+
+def test_without_a_delay_the_writer_never_waits(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "c.db", group_commit_delay=0.0)
+
+    async def main() -> None:
+        await asyncio.gather(*(store.write(lambda c, i=i: add(c, f"w{i}")) for i in range(50)))
+
+    try:
+        asyncio.run(main())
+        assert store.groups_delayed == 0 and store.writes_committed == 50
+    finally:
+        store.close()

@@ -169,6 +169,7 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
             settings.db_path,
             busy_timeout_ms=settings.busy_timeout_ms,
             max_db_bytes=settings.max_db_bytes,
+            group_commit_delay=settings.group_commit_delay_ms / 1000,
         )
         store.open()
         events = Broadcaster(buffer_size=settings.sse_buffer, max_clients=settings.sse_max_clients)

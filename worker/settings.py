@@ -68,6 +68,10 @@ class Settings:
     sse_ping_seconds: float = 15.0
     # SQLite
     busy_timeout_ms: int = 5000
+    # While writes arrive concurrently (the last group commit held more than one), the writer
+    # waits this long after the first write of a group so the others join its transaction;
+    # a lone write never waits. 0 = never.
+    group_commit_delay_ms: float = 0.5
     # Cap on the database file (0 = none): past it writes answer 507 and hooks spool, as on a
     # full disk; raise it (or free space) and restart, and the spool replays.
     max_db_bytes: int = 0
@@ -294,6 +298,11 @@ def _check(settings: Settings) -> None:
         raise ConfigError(
             f"CAIRN_FUSION_METHOD={settings.fusion_method!r} is not one of "
             + ", ".join(FUSION_METHODS)
+        )
+    if settings.group_commit_delay_ms > 50:
+        raise ConfigError(
+            f"CAIRN_GROUP_COMMIT_DELAY_MS={settings.group_commit_delay_ms} is over 50 ms: "
+            "every concurrent write would wait that long"
         )
     if not 0 <= settings.port <= 65535:
         raise ConfigError(f"CAIRN_PORT={settings.port} is outside 0..65535")

@@ -152,10 +152,20 @@ def _call(conn: sqlite3.Connection, run: list[_WriteJob]) -> list[Any]:
 
 
 class Store:
-    def __init__(self, path: Path, *, busy_timeout_ms: int = 5000, max_db_bytes: int = 0) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        busy_timeout_ms: int = 5000,
+        max_db_bytes: int = 0,
+        group_commit_delay: float = 0.0,
+    ) -> None:
         self.path = path
         self.busy_timeout_ms = busy_timeout_ms
         self.max_db_bytes = max_db_bytes
+        # Seconds the writer waits for more writes to join a group, while writes are concurrent.
+        self.group_commit_delay = group_commit_delay
+        self.groups_delayed = 0
         self._writer: sqlite3.Connection | None = None
         self._write_lock = threading.Lock()
         self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
@@ -314,10 +324,18 @@ class Store:
     # ------------------------------------------------------------------ group commit
     def _writer_main(self) -> None:
         stop = False
+        last_size = 1
         while not stop:
             job = self._jobs.get()
             if job is None:
                 break
+            if last_size > 1 and self.group_commit_delay > 0:
+                # Writes are arriving concurrently: give the ones being prepared right now a
+                # moment to join this transaction (and this insert call). A group's COMMIT
+                # and its hand-back to the event loop cost about the same for one write as
+                # for several. A lone write (last group of one) never waits.
+                self.groups_delayed += 1
+                time.sleep(self.group_commit_delay)
             group = [job]
             while len(group) < GROUP_COMMIT_MAX:
                 try:
@@ -328,6 +346,7 @@ class Store:
                     stop = True
                     break
                 group.append(more)
+            last_size = len(group)
             try:
                 self._commit_group(group)
             except BaseException as exc:  # never leave a caller waiting forever
