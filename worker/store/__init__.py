@@ -3,8 +3,10 @@
 Async writes go through one writer thread that commits them in groups: every write waiting when
 the writer frees up runs in the same transaction, then a single COMMIT; if one of them fails, the
 transaction is rolled back and each runs again in its own (so one failing write never undoes
-another). A write is acknowledged (its future resolved)
-only after that COMMIT, so an acknowledged write survives a crash.
+another). While writes arrive concurrently the writer waits `group_commit_delay` for more to
+join a group; `write_items` calls of one function in a group run as one call. A write is
+acknowledged (its future resolved) only after that COMMIT, so an acknowledged write survives a
+crash.
 """
 
 from __future__ import annotations
