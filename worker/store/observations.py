@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Mapping
 from typing import Any
 
-from worker.clock import now_ms, to_iso
+from worker.clock import now_ms
 from worker.store import projects, received, sessions
 from worker.store.m002_retrieval import KIND_CODES
 from worker.store.rows import (
@@ -28,7 +29,8 @@ COLUMNS = """o.id, o.session_id, o.project_id, p.key AS project, o.type, o.title
 FROM = "FROM observations o JOIN projects p ON p.id = o.project_id"
 
 
-def to_dict(row: sqlite3.Row) -> dict[str, Any]:
+def to_dict(row: sqlite3.Row | Mapping[str, Any]) -> dict[str, Any]:
+    """The API dict of a stored row (a read row, or the columns insert_many just wrote)."""
     return {
         "id": row["id"],
         "session_id": row["session_id"],
@@ -68,8 +70,7 @@ def insert_many(
     by_event = _stored_for_events(conn, [e for item in items if (e := item.get("event_id"))])
     next_id = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM observations").fetchone()[0])
     refs: list[tuple[int, bool]] = []
-    written: list[dict[str, Any]] = []
-    values: list[tuple[Any, ...]] = []
+    written: list[dict[str, Any]] = []  # the columns of each new row
     events: list[tuple[str | None, int]] = []
     project_ids: dict[str, int] = {}
     session_projects: dict[str, int] = {}
@@ -86,76 +87,71 @@ def insert_many(
         if session_id is not None:
             session_projects.setdefault(session_id, project_id)
         next_id += 1
-        row, row_values = _new_row(next_id, item, project_id, session_id)
         if event_id:
             by_event[event_id] = next_id
         events.append((event_id, next_id))
-        written.append(row)
-        values.append(row_values)
+        written.append(_new_columns(next_id, item, project_id, session_id))
         refs.append((next_id, True))
     if written:
         sessions.ensure_many(conn, session_projects)
         with batch_indexing(conn):
             insert_values(
                 conn,
-                "INSERT INTO observations(id, session_id, project_id, type, title, body, files, "
-                "tool_name, content_hash, importance, created_at, meta)",
-                "(?,?,?,?,?,?,?,?,?,?,?,?)",
-                values,
+                f"INSERT INTO observations({', '.join(INSERTED)})",
+                f"({','.join('?' * len(INSERTED))})",
+                [tuple(columns[name] for name in INSERTED) for columns in written],
             )
-            _index(conn, written, values)
+            _index(conn, written)
         received.record_many(conn, [(e, "observation", i) for e, i in events])
-    rows = {row["id"]: row for row in written}
+    # New rows are answered from the columns written, through the same to_dict as reads.
+    rows = {columns["id"]: to_dict(columns) for columns in written}
     earlier = sorted({row_id for row_id, created in refs if not created} - rows.keys())
     rows.update((row["id"], row) for row in get_many(conn, earlier))
     return [(rows[row_id], created) for row_id, created in refs]
 
 
-def _new_row(
+# The columns insert_many writes; the others keep their defaults (counters 0, not archived).
+INSERTED = (
+    "id",
+    "session_id",
+    "project_id",
+    "type",
+    "title",
+    "body",
+    "files",
+    "tool_name",
+    "content_hash",
+    "importance",
+    "created_at",
+    "meta",
+)
+
+
+def _new_columns(
     new_id: int, item: dict[str, Any], project_id: int, session_id: str | None
-) -> tuple[dict[str, Any], tuple[Any, ...]]:
-    """A new row's API dict (equal to `to_dict` of it once stored) and its column values."""
+) -> dict[str, Any]:
+    """A new row's columns as stored (plus its project key and default counters, for to_dict)."""
     files = item.get("files") or []
     body = item.get("body") or ""
-    files_json = dump_json(files)
-    meta_json = dump_json(item.get("meta"))
-    digest = content_hash(item["type"], item["title"], body, "\n".join(files))
-    importance = item.get("importance") or 2
-    created = item.get("created_at_ms") or now_ms()
-    row = {
+    return {
         "id": new_id,
         "session_id": session_id,
+        "project_id": project_id,
         "project": item["project"],
         "type": item["type"],
         "title": item["title"],
         "body": body,
-        "files": list(files),
+        "files": dump_json(files),
         "tool_name": item.get("tool_name"),
-        "content_hash": digest,
-        "importance": importance,
-        "created_at": to_iso(created),
+        "content_hash": content_hash(item["type"], item["title"], body, "\n".join(files)),
+        "importance": item.get("importance") or 2,
+        "created_at": item.get("created_at_ms") or now_ms(),
         "retrieval_count": 0,
         "access_count": 0,
         "last_retrieved_at": None,
-        "archived": False,
         "archived_at": None,
-        "meta": load_json(meta_json),
+        "meta": dump_json(item.get("meta")),
     }
-    values = (
-        new_id,
-        session_id,
-        project_id,
-        item["type"],
-        item["title"],
-        body,
-        files_json,
-        item.get("tool_name"),
-        digest,
-        importance,
-        created,
-        meta_json,
-    )
-    return row, values
 
 
 def _stored_for_events(conn: sqlite3.Connection, event_ids: list[str]) -> dict[str, int]:
@@ -171,11 +167,9 @@ def _stored_for_events(conn: sqlite3.Connection, event_ids: list[str]) -> dict[s
     return {str(r[0]): int(r[1]) for r in rows}
 
 
-def _index(
-    conn: sqlite3.Connection, written: list[dict[str, Any]], values: list[tuple[Any, ...]]
-) -> None:
+def _index(conn: sqlite3.Connection, written: list[dict[str, Any]]) -> None:
     """Add new observations to the keyword index (migration 9 explains why this is not the
-    trigger): the same columns as the m002 update trigger writes, from the column values."""
+    trigger): the same columns as the m002 update trigger writes."""
     code = KIND_CODES["observation"]
     insert_values(
         conn,
@@ -185,12 +179,12 @@ def _index(
             (
                 row["id"] * 8 + code,
                 index_text(row["title"]),
-                index_text(row["body"], columns[6]),
-                f"kobservation p{columns[2]}",
+                index_text(row["body"], row["files"]),
+                f"kobservation p{row['project_id']}",
                 row["id"],
-                columns[2],
+                row["project_id"],
             )
-            for row, columns in zip(written, values, strict=True)
+            for row in written
         ],
     )
 

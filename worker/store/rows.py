@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from worker.clock import to_iso
@@ -36,7 +36,7 @@ def normalised_hash(text: str) -> str:
     return content_hash(" ".join(text.lower().split()))
 
 
-def iso(row: sqlite3.Row, key: str) -> str | None:
+def iso(row: sqlite3.Row | Mapping[str, Any], key: str) -> str | None:
     value = row[key]
     return to_iso(int(value)) if value is not None else None
 
