@@ -420,20 +420,8 @@ class Store:
 
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn(conn)` in a write transaction (group-committed); its result once durable."""
-        if self._closing or self._writer is None:
-            raise ServiceUnavailable("the store is closed (the worker is shutting down)")
-        self._start_writer()
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self._jobs.put(_WriteJob(fn, future, loop))
-        return await future
-
-    def _start_writer(self) -> None:
-        if self._writer_thread is None:
-            self._writer_thread = threading.Thread(
-                target=self._writer_main, name="cairn-store-writer", daemon=True
-            )
-            self._writer_thread.start()
+        result: T = await self._submit(fn)
+        return result
 
     async def write_items(self, fn: ItemsFn, items: list[Any]) -> list[Any]:
         """Like write() for work over a list of items that returns one result per item, in
@@ -441,13 +429,27 @@ class Store:
         over all their items (in queue order), so concurrent small writes share its
         statements (one lookup, one index insert...) as well as the COMMIT. `fn` must not
         depend on how its items are split into calls."""
+        own = list(items)
+        results: list[Any] = await self._submit(lambda conn: fn(conn, own), fn, own)
+        return results
+
+    async def _submit(
+        self,
+        fn: Callable[[sqlite3.Connection], Any],
+        items_fn: ItemsFn | None = None,
+        items: list[Any] | None = None,
+    ) -> Any:
+        """Queue a job for the writer thread (started on first use); its value once durable."""
         if self._closing or self._writer is None:
             raise ServiceUnavailable("the store is closed (the worker is shutting down)")
-        self._start_writer()
+        if self._writer_thread is None:
+            self._writer_thread = threading.Thread(
+                target=self._writer_main, name="cairn-store-writer", daemon=True
+            )
+            self._writer_thread.start()
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[list[Any]] = loop.create_future()
-        own = list(items)
-        self._jobs.put(_WriteJob(lambda conn: fn(conn, own), future, loop, fn, own))
+        future: asyncio.Future[Any] = loop.create_future()
+        self._jobs.put(_WriteJob(fn, future, loop, items_fn, items))
         return await future
 
     def corrupt_copies(self) -> list[Path]:
