@@ -8,6 +8,9 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from worker.api.observations import create_schema, item_schema
+from worker.settings import Settings
+
 JSON = {"Content-Type": "application/json"}
 
 
@@ -116,6 +119,35 @@ def test_get_many_by_ids_keeps_the_requested_order(client: TestClient) -> None:
         "items"
     ]
     assert [o["id"] for o in got] == [ids[2], ids[0]]
+
+
+def test_the_body_schema_checks_every_item_rule_so_a_single_post_is_fully_validated(
+    settings: Settings,
+) -> None:
+    """A single observation is validated by the body schema, then only for required fields:
+    that is complete only while the body schema holds every item property with its rules."""
+    single, body = item_schema(settings), create_schema(settings)
+    assert set(single) == {"type", "required", "properties"}
+    assert {k: body["properties"][k] for k in single["properties"]} == single["properties"]
+    assert "required" not in body
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "message"),
+    [
+        ({"type": "note", "title": "t"}, "project", "'project' is required"),
+        ({"project": "p", "title": "t", "type": None}, "type", "must be string"),
+        ({"project": "p", "type": "note"}, "title", "'title' is required"),
+        ({"project": "p", "type": "note", "title": "x" * 10**6}, "title", "characters"),
+        ({"project": "p", "type": "bogus"}, "type", "must be one of"),
+    ],
+)
+def test_a_single_post_names_the_first_bad_field(
+    client: TestClient, body: dict[str, Any], field: str, message: str
+) -> None:
+    r = client.post("/api/observations", json=body)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["field"] == field and message in r.json()["error"]["message"]
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from worker.api.common import (
     time_ms,
 )
 from worker.api.endpoint import Call, Endpoint, with_status
-from worker.api.schema import Schema, validate
+from worker.api.schema import Schema, check_required, validate
 from worker.errors import BadRequest, NotFound
 from worker.settings import Settings
 from worker.store import observations as q
@@ -78,7 +78,10 @@ async def create_observations(call: Call) -> Any:
                 raise BadRequest(f"'observations[{i}]' must be object", field=f"observations[{i}]")
             items.append(_prepare(validate(schema, raw, f"observations[{i}]")))
     else:
-        items = [_prepare(validate(schema, body))]
+        # The body passed create_schema, which holds every item property with the same rules:
+        # only the item's required fields are left to check.
+        check_required(schema, body)
+        items = [_prepare(body)]
 
     # Concurrent posts that reach the writer together are inserted by one insert_many call.
     results = await call.cairn.store.write_items(q.insert_many, items)

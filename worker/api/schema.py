@@ -128,14 +128,20 @@ def _check_object(schema: Schema, value: dict[str, Any], field: str) -> None:
                 field=where,
             )
         _check_deep_strings(value, where)
-    for name in schema.get("required", []):
-        if name not in value or value[name] is None:
-            path = f"{field}.{name}" if field else name
-            raise BadRequest(f"'{path}' is required", field=path)
+    check_required(schema, value, field)
     for name, sub in schema.get("properties", {}).items():
         if name in value:
             path = f"{field}.{name}" if field else name
             validate(sub, value[name], path)
+
+
+def check_required(schema: Schema, value: dict[str, Any], field: str = "") -> None:
+    """The object part of validate() that a schema's `required` list adds (for a value already
+    validated against a schema with the same properties and no `required`)."""
+    for name in schema.get("required", []):
+        if name not in value or value[name] is None:
+            path = f"{field}.{name}" if field else name
+            raise BadRequest(f"'{path}' is required", field=path)
 
 
 def _check_deep_strings(value: Any, where: str) -> None:
