@@ -236,6 +236,7 @@ class OnnxEmbedder:
         self._pad_id = tokenizer.token_to_id(str(config.get("pad_token") or "[PAD]")) or 0
         self._inputs = {node.name for node in self._session.get_inputs()}
         self.max_tokens = limit
+        self.folder = folder
         self._lanes = max(1, min(MAX_LANES, _cores())) if per_text else 0
         self._pool: ThreadPoolExecutor | None = None
         self.model_id = f"{model_name}@{(same_as or folder).name}"
