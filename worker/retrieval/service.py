@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from worker.heap import release_freed_memory
+from worker.priority import lower_this_thread
 from worker.retrieval.embedder import (
     Embedder,
     EmbedderUnavailable,
@@ -214,6 +215,11 @@ class EmbeddingService:
         self.index = index
         self.embedder = embedder
         self._state = "indexing"
+        # From here this thread only works in the background: it and the embedding lanes it
+        # starts yield the cores to requests (priority.py). Lowered after loading, so that
+        # threads a model starts at load time (fastembed's pool, which queries also use) keep
+        # the normal priority; a query embeds the default model in its own thread.
+        lower_this_thread()
         log.info("embedding model %s ready (%d dims)", embedder.model_id, embedder.dimensions)
         while not self._stop.is_set():
             try:
