@@ -237,7 +237,8 @@ class OnnxEmbedder:
         self._inputs = {node.name for node in self._session.get_inputs()}
         self.max_tokens = limit
         self.folder = folder
-        self._lanes = max(1, min(MAX_LANES, _cores())) if per_text else 0
+        # Threads running one text each (0: batches, on ONNX Runtime's own threads).
+        self.lanes = max(1, min(MAX_LANES, _cores())) if per_text else 0
         self._pool: ThreadPoolExecutor | None = None
         self.model_id = f"{model_name}@{(same_as or folder).name}"
         self.dimensions = int(self.embed(["dimension probe"]).shape[1])
@@ -245,8 +246,8 @@ class OnnxEmbedder:
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, getattr(self, "dimensions", 0)), dtype=np.float32)
-        encoded = [e.ids for e in self._tokenizer.encode_batch(list(texts))]
-        if self._lanes:
+        encoded = self.token_ids(texts)
+        if self.lanes:
             return _normalised(self._one_by_one(encoded))
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
         pooled: list[Vectors] = []
@@ -261,14 +262,18 @@ class OnnxEmbedder:
         return _normalised(matrix)
 
     def _one_by_one(self, encoded: list[list[int]]) -> Vectors:
-        if len(encoded) == 1 or self._lanes == 1:
+        if len(encoded) == 1 or self.lanes == 1:
             return np.concatenate([self._pooled([ids]) for ids in encoded])
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(self._lanes, thread_name_prefix="cairn-embed")
+            self._pool = ThreadPoolExecutor(self.lanes, thread_name_prefix="cairn-embed")
         return np.concatenate(list(self._pool.map(lambda ids: self._pooled([ids]), encoded)))
 
-    def _pooled(self, batch: list[list[int]]) -> Vectors:
-        """Mean of the token states over each text's own tokens (padding masked out)."""
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's word-piece ids, truncated to max_tokens."""
+        return [e.ids for e in self._tokenizer.encode_batch(list(texts))]
+
+    def model_feed(self, batch: list[list[int]]) -> dict[str, npt.NDArray[np.int64]]:
+        """The model's inputs for texts' ids: padded to the longest, with the attention mask."""
         width = max(len(ids) for ids in batch)
         input_ids = np.full((len(batch), width), self._pad_id, dtype=np.int64)
         mask = np.zeros((len(batch), width), dtype=np.int64)
@@ -278,8 +283,13 @@ class OnnxEmbedder:
         feed = {"input_ids": input_ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(input_ids)
+        return feed
+
+    def _pooled(self, batch: list[list[int]]) -> Vectors:
+        """Mean of the token states over each text's own tokens (padding masked out)."""
+        feed = self.model_feed(batch)
         states = np.asarray(self._session.run(None, feed, self._run_options)[0], np.float32)
-        weights = mask[:, :, None].astype(np.float32)
+        weights = feed["attention_mask"][:, :, None].astype(np.float32)
         summed: Vectors = (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return summed
 
