@@ -71,8 +71,7 @@ def _by_day(conn: sqlite3.Connection, pid: int | None, days: int) -> list[dict[s
     ).fetchall()
     later = conn.execute(
         "SELECT date(o.created_at / 1000, 'unixepoch') AS d, COUNT(*) FROM observations o "
-        f"WHERE o.created_at >= ? {'AND o.project_id = ?' if pid is not None else ''} "
-        "GROUP BY d ORDER BY d",
-        [tomorrow, *args],
+        f"WHERE o.created_at >= ?2 {scope} GROUP BY d ORDER BY d",
+        [start, tomorrow, *args],
     ).fetchall()
     return [{"day": r[0], "count": r[1]} for r in [*rows, *later] if r[1]]
