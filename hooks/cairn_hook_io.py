@@ -283,6 +283,9 @@ def _pid_alive(pid: int) -> bool:
 
 
 START_ARGS = ["start", "--foreground", "--log-file", "--quiet"]
+# `-P` (Python 3.11+, Cairn's floor): the hook runs in the user's project, and a plain `-m worker`
+# would put it first on sys.path and run the project's own `worker/` package instead of Cairn.
+RUN_WORKER = ["-P", "-m", "worker", *START_ARGS]
 
 
 def worker_command(home: str, checkout: str) -> list[str]:
@@ -292,16 +295,24 @@ def worker_command(home: str, checkout: str) -> list[str]:
     if isinstance(info, dict):
         python = info.get("python")
         if isinstance(python, str) and os.path.isfile(python) and os.access(python, os.X_OK):
-            return [python, "-m", "worker", *START_ARGS]
+            return [python, *RUN_WORKER]
     from shutil import which
 
     cairn = which("cairn")
-    if cairn:
+    if cairn and os.path.isabs(cairn):  # not one a relative PATH entry finds in the project
         return [cairn, *START_ARGS]
     venv = os.path.join(checkout, ".venv", "bin", "python")
     if os.path.isfile(venv) and os.access(venv, os.X_OK):
-        return [venv, "-m", "worker", *START_ARGS]
-    return [sys.executable, "-m", "worker", *START_ARGS]
+        return [venv, *RUN_WORKER]
+    return [sys.executable, *RUN_WORKER]
+
+
+def worker_pythonpath(checkout: str, current: str) -> str:
+    """The worker's PYTHONPATH: this checkout first when it is one (the hooks run from a source
+    tree), then the absolute entries of `current`; an empty or relative entry would name the
+    project the hook runs in."""
+    source = [checkout] if os.path.isfile(os.path.join(checkout, "worker", "__init__.py")) else []
+    return os.pathsep.join(source + [p for p in current.split(os.pathsep) if os.path.isabs(p)])
 
 
 SPAWN_GRACE_SECONDS = 20.0
@@ -339,10 +350,9 @@ def spawn_worker(home: str) -> int | None:
         python = argv[0]
         env = dict(os.environ)
         env["CAIRN_HOME"] = home
-        if os.path.isfile(os.path.join(checkout, "worker", "__init__.py")):
-            env["PYTHONPATH"] = os.pathsep.join(
-                p for p in (checkout, env.get("PYTHONPATH", "")) if p
-            )
+        env["PYTHONPATH"] = worker_pythonpath(checkout, env.get("PYTHONPATH", ""))
+        if not env["PYTHONPATH"]:
+            del env["PYTHONPATH"]
         logs = os.path.join(home, "logs")
         os.makedirs(logs, mode=0o700, exist_ok=True)
         stderr_path = os.path.join(logs, "worker.stderr.log")

@@ -204,3 +204,10 @@ def test_mcp_registrations_are_listed_and_checked(
     path.write_text(json.dumps(data))
     mcp = checks()["mcp"]
     assert mcp.status == "fail" and "Cursor: /gone/python is missing" in mcp.detail
+    claude = user_home / ".claude.json"
+    data = json.loads(claude.read_text())
+    data["mcpServers"]["cairn"]["args"] = ["-m", "worker", "mcp"]  # as installs before -P wrote
+    claude.write_text(json.dumps(data))
+    mcp = checks()["mcp"]
+    assert mcp.status == "fail" and "Claude Code: an older entry without -P" in mcp.detail
+    assert "cairn install" in mcp.fix

@@ -83,11 +83,43 @@ def test_append_after_the_worker_claimed_the_file_goes_to_a_new_file(tmp_path: P
 
 def test_worker_command_prefers_the_recorded_interpreter(tmp_path: Path) -> None:
     (tmp_path / "install.json").write_text(json.dumps({"python": sys.executable}))
-    assert hook_io.worker_command(str(tmp_path), "/nowhere")[:3] == [sys.executable, "-m", "worker"]
+    argv = hook_io.worker_command(str(tmp_path), "/nowhere")
+    assert argv[:4] == [sys.executable, "-P", "-m", "worker"]  # -P: never the project's worker/
     (tmp_path / "install.json").write_text(json.dumps({"python": "/no/such/python"}))
     argv = hook_io.worker_command(str(tmp_path), "/nowhere")
     assert argv[-4:] == ["start", "--foreground", "--log-file", "--quiet"]
     assert argv[0] != "/no/such/python"
+
+
+def test_every_python_the_hook_may_start_the_worker_with_gets_a_safe_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    checkout = tmp_path / "checkout"
+    (checkout / ".venv" / "bin").mkdir(parents=True)
+    venv = checkout / ".venv" / "bin" / "python"
+    venv.write_text("#!/bin/sh\n")
+    venv.chmod(0o755)
+    assert hook_io.worker_command(str(tmp_path), str(checkout))[:3] == [str(venv), "-P", "-m"]
+    assert hook_io.worker_command(str(tmp_path), "/nowhere")[:3] == [sys.executable, "-P", "-m"]
+    # A `cairn` found through a relative PATH entry would be the project's own.
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "cairn").write_text("#!/bin/sh\n")
+    (tmp_path / "bin" / "cairn").chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", "bin")
+    assert hook_io.worker_command(str(tmp_path), "/nowhere")[0] == sys.executable
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    assert hook_io.worker_command(str(tmp_path), "/nowhere")[0] == str(tmp_path / "bin" / "cairn")
+
+
+def test_the_worker_pythonpath_never_names_the_current_folder(tmp_path: Path) -> None:
+    """An empty or relative PYTHONPATH entry would be the project the hook runs in."""
+    current = os.pathsep.join(["", "/opt/lib", "src", ".", "/usr/share/py"])
+    assert hook_io.worker_pythonpath("/nowhere", current) == "/opt/lib:/usr/share/py"
+    (tmp_path / "worker").mkdir()
+    (tmp_path / "worker" / "__init__.py").write_text("")
+    assert hook_io.worker_pythonpath(str(tmp_path), os.pathsep) == str(tmp_path)
 
 
 def test_query_string_quotes_everything_unsafe() -> None:

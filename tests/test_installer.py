@@ -285,7 +285,7 @@ def test_mcp_for_claude_code_keeps_the_rest_of_claude_json(
     data = json.loads(claude_json.read_text())
     assert data["numStartups"] == 41 and "playwright" in data["mcpServers"]
     entry = _mcp_entry(claude_json)
-    assert entry["type"] == "stdio" and entry["args"] == ["-m", "worker", "mcp"]
+    assert entry["type"] == "stdio" and entry["args"] == ["-P", "-m", "worker", "mcp"]
     assert os.path.isabs(entry["command"])
     assert not settings_path(user_home).exists()
     assert cairn("uninstall") == 0
@@ -294,7 +294,7 @@ def test_mcp_for_claude_code_keeps_the_rest_of_claude_json(
 
 def test_mcp_project_scope_uses_dot_mcp_json(user_home: Path, project_cwd: Path) -> None:
     assert cairn("install", "--no-start", "--no-hooks", "--mcp", "--project") == 0
-    assert _mcp_entry(project_cwd / ".mcp.json")["args"] == ["-m", "worker", "mcp"]
+    assert _mcp_entry(project_cwd / ".mcp.json")["args"] == ["-P", "-m", "worker", "mcp"]
     assert cairn("uninstall", "--project") == 0
     assert not (project_cwd / ".mcp.json").exists()
 

@@ -23,7 +23,7 @@ def test_cursor_gets_global_mcp_and_a_project_rule(user_home: Path, project_cwd:
     original = json.dumps(other, indent=2) + "\n"
     mcp.write_text(original)
     assert main(["install", "--no-start", "--no-hooks", "--editor", "cursor"]) == 0
-    assert _entry(mcp)["args"] == ["-m", "worker", "mcp"]
+    assert _entry(mcp)["args"] == ["-P", "-m", "worker", "mcp"]
     assert "github" in json.loads(mcp.read_text())["mcpServers"]
     rule = project_cwd / ".cursor" / "rules" / "cairn.mdc"
     text = rule.read_text()

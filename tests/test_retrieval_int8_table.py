@@ -13,6 +13,7 @@ import onnxruntime as ort  # type: ignore[import-untyped]
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from tests.hostile import hostile_project
 from worker.retrieval.embedder import (
     DEFAULT_FOLDER,
     DEFAULT_MODEL,
@@ -117,3 +118,20 @@ def test_lookups_the_rewrite_must_not_touch() -> None:
     assert rewrite(columns.graph) == 0
     # A float table has nothing to save.
     assert rewrite(_graph(table.astype(np.float32), None).graph) == 0
+
+
+def test_the_build_runs_cairns_module_from_a_folder_with_its_own_worker_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child process runs Cairn's `worker.retrieval.int8_table`, not a `worker` package in
+    the current directory (the worker may run from any project folder)."""
+    marker = hostile_project(tmp_path / "project")
+    monkeypatch.chdir(tmp_path / "project")
+    source = tmp_path / "small"
+    source.mkdir()
+    rng = np.random.default_rng(9)
+    table = rng.integers(-128, 128, size=(6, 4), dtype=np.int8)
+    onnx.save(_graph(table, np.full((6, 1), 0.01, np.float32)), str(source / "model.onnx"))
+    built = int8_table_model(source, tmp_path / "models")
+    assert not marker.exists(), marker.read_text()
+    assert built is not None and (built / "model.onnx").is_file()

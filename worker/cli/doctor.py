@@ -19,6 +19,7 @@ from worker.installer.claude_settings import EVENTS, registered_commands
 from worker.installer.jsonfile import InstallError, parse_object, read_text
 from worker.installer.mcp_config import registered_entry
 from worker.installer.state import read_state, state_path
+from worker.launch import SAFE_PATH
 from worker.runtime import read_runtime
 from worker.settings import Settings, load_settings
 
@@ -197,6 +198,12 @@ def check_mcp(ctx: Context) -> Check:
         command = str(entry.get("command", ""))
         if os.sep in command and not os.access(command, os.X_OK):
             problems.append(f"{client}: {command} is missing")
+        args = entry.get("args")
+        if isinstance(args, list) and "-m" in args and SAFE_PATH not in args:
+            problems.append(
+                f"{client}: an older entry without {SAFE_PATH}, which runs a project's own "
+                "worker/ package instead of Cairn"
+            )
     if problems:
         return Check("mcp", "fail", "; ".join(problems), "cairn install --mcp (or --editor NAME)")
     if not clients:

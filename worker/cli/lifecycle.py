@@ -13,6 +13,7 @@ from typing import Any
 
 from worker.auth import TokenKeeper
 from worker.cli.client import ApiError, WorkerDown, request
+from worker.launch import child_env, module_argv
 from worker.runtime import AlreadyRunning, pid_alive, read_runtime
 from worker.settings import Settings, load_settings
 
@@ -38,13 +39,13 @@ def _wait_healthy(
 
 
 def spawn_detached(settings: Settings, port: int | None = None) -> subprocess.Popen[bytes]:
-    """Start `cairn start --foreground` detached from this terminal, logging to worker.log."""
+    """Start `cairn start --foreground` detached from this terminal, logging to worker.log
+    (Cairn's own code, even where the current directory has a `worker/` package)."""
     settings.logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "worker", "start", "--foreground", "--log-file", "--quiet"]
+    cmd = module_argv("worker", "start", "--foreground", "--log-file", "--quiet")
     if port is not None:
         cmd += ["--port", str(port)]
-    env = dict(os.environ)
-    env["CAIRN_HOME"] = str(settings.home)
+    env = child_env(CAIRN_HOME=str(settings.home))
     with open(settings.logs_dir / "worker.stderr.log", "ab") as err:
         return subprocess.Popen(
             cmd,

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.installer.jsonfile import InstallError
+from worker.launch import module_argv
 
 SERVER_NAME = "cairn"
 ContainerPath = tuple[str, ...]
@@ -16,8 +17,10 @@ ContainerPath = tuple[str, ...]
 def server_entry(
     python: str, env: Mapping[str, str] | None = None, extra: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Launch `cairn mcp` through the interpreter Cairn is installed in (no PATH lookup)."""
-    entry: dict[str, Any] = {"command": python, "args": ["-m", "worker", "mcp"]}
+    """Launch `cairn mcp` through the interpreter Cairn is installed in (no PATH lookup), with
+    `-P` so a `worker/` package in the client's working directory (the project) is never run."""
+    argv = module_argv("worker", "mcp", python=python)
+    entry: dict[str, Any] = {"command": argv[0], "args": argv[1:]}
     if env:
         entry["env"] = dict(env)
     entry.update(extra or {})
@@ -25,7 +28,7 @@ def server_entry(
 
 
 def is_cairn_entry(entry: object) -> bool:
-    """Ours: launches `... worker mcp` or a `cairn mcp` executable."""
+    """Ours: launches `... worker mcp` (with or without `-P`) or a `cairn mcp` executable."""
     if not isinstance(entry, dict):
         return False
     command = entry.get("command")

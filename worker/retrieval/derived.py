@@ -2,7 +2,7 @@
 
 A derived folder holds a rewritten model.onnx beside links to the source's tokenizer files, and a
 stamp naming the recipe and the source model's digest: a new recipe or another source model
-rebuilds it. The build runs in a child process (`python -m MODULE SOURCE TARGET`): protobuf
+rebuilds it. The build runs in a child process (`python -P -m MODULE SOURCE TARGET`): protobuf
 copies of the graph would otherwise stay in the worker's resident memory for good, and a crash
 in a native library must not take the worker down. Any failure returns None (the caller keeps
 the packaged model) with the reason in the log.
@@ -15,9 +15,9 @@ import json
 import logging
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+from worker.launch import child_env, module_argv
 from worker.retrieval.embedder import link_file
 
 log = logging.getLogger("cairn.embeddings")
@@ -62,7 +62,8 @@ def derived_model(
         log.info("building the %s in %s (once)", what, folder)
         try:
             done = subprocess.run(
-                [sys.executable, "-m", module, str(source), str(folder)],
+                module_argv(module, str(source), str(folder)),
+                env=child_env(),
                 capture_output=True,
                 text=True,
                 timeout=BUILD_TIMEOUT_S,
