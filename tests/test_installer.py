@@ -294,7 +294,12 @@ def test_mcp_for_claude_code_keeps_the_rest_of_claude_json(
 
 def test_mcp_project_scope_uses_dot_mcp_json(user_home: Path, project_cwd: Path) -> None:
     assert cairn("install", "--no-start", "--no-hooks", "--mcp", "--project") == 0
-    assert _mcp_entry(project_cwd / ".mcp.json")["args"] == ["-m", "worker", "mcp"]
+    # .mcp.json is committed: `cairn mcp` from PATH, no interpreter path of this machine.
+    assert _mcp_entry(project_cwd / ".mcp.json") == {
+        "type": "stdio",
+        "command": "cairn",
+        "args": ["mcp"],
+    }
     assert cairn("uninstall", "--project") == 0
     assert not (project_cwd / ".mcp.json").exists()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from worker.installer import plan
-from worker.installer.claude_settings import EVENTS, registered_commands
+from worker.installer.claude_settings import EVENTS, hook_command, registered_commands
 from worker.installer.editors import McpTarget
 from worker.installer.mcp_config import server_entry
 
@@ -46,11 +47,12 @@ indents = st.sampled_from([2, 4, "\t"])
 def _roundtrip(path: Path, text: str, state: dict[str, Any]) -> str:
     path.write_text(text, encoding="utf-8")
     script = Path("/opt/cairn/hooks/cairn_hook.py")
-    change = plan.install_hooks(path, "/opt/py/bin/python", script, {})
+    command = partial(hook_command, "/opt/py/bin/python", script)
+    change = plan.install_hooks(path, command)
     plan.apply_install([change], state)
     installed = json.loads(path.read_text(encoding="utf-8"))
     assert set(registered_commands(installed)) == {e.name for e in EVENTS}
-    again = plan.install_hooks(path, "/opt/py/bin/python", script, {})
+    again = plan.install_hooks(path, command)
     assert not again.changed  # idempotent
     undo = plan.uninstall_file(path, "claude-hooks", state["files"][str(path)])
     assert undo is not None

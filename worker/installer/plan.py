@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -70,11 +70,10 @@ def _json_change(
 
 
 # ---------------------------------------------------------------------------------------- install
-def install_hooks(
-    settings_file: Path, python: str, script: Path, env: Mapping[str, str] | None = None
-) -> FileChange:
+def install_hooks(settings_file: Path, command: Callable[[str], str]) -> FileChange:
+    """Cairn's hook groups in `settings_file`; `command(event_arg)` is each handler's command."""
     path, file, data = _load(settings_file)
-    groups = claude_settings.desired_groups(python, script, env or {})
+    groups = claude_settings.desired_groups(command)
     new_data = claude_settings.merge_hooks(data, groups, where=path)
     keep = claude_settings.empty_containers(data)
     return _json_change(path, "claude-hooks", "Claude Code hooks", file, data, new_data, keep)
