@@ -16,6 +16,7 @@ from worker.installer import claude_settings
 from worker.installer import plan as installer
 from worker.installer.editors import (
     EDITORS,
+    USER_RULES_IN_SETTINGS,
     claude_mcp_target,
     cline_settings_candidates,
     editor_targets,
@@ -44,8 +45,12 @@ def claude_settings_path(project: Path | None, local: bool = False) -> Path:
     return project / ".claude" / ("settings.local.json" if local else "settings.json")
 
 
+def rules_text_path() -> Path:
+    return data_dir("install") / "rules" / "cairn-rules.md"
+
+
 def rules_body() -> str:
-    return (data_dir("install") / "rules" / "cairn-rules.md").read_text(encoding="utf-8")
+    return rules_text_path().read_text(encoding="utf-8")
 
 
 def _short(path: Path) -> str:
@@ -86,10 +91,26 @@ def plan_install(args: argparse.Namespace, settings: Settings) -> list[installer
         changes.append(installer.install_mcp(target, entry_for(target.path)))
     body = rules_body()
     for editor in dict.fromkeys(args.editor or []):
-        targets, rules = editor_targets(editor, Path.home(), project, Path.cwd())
+        targets, rules = editor_targets(editor, Path.home(), project)
         changes.extend(installer.install_mcp(t, entry_for(t.path)) for t in targets)
-        changes.append(installer.install_rules(rules, body))
+        if rules is not None:
+            changes.append(installer.install_rules(rules, body))
     return changes
+
+
+def _say_where_rules_are_not(args: argparse.Namespace) -> None:
+    """User-wide rules for an editor that keeps them in its settings, not in a file."""
+    if args.project or args.local:
+        return
+    for editor in dict.fromkeys(args.editor or []):
+        where = USER_RULES_IN_SETTINGS.get(editor)
+        if where is not None:
+            name = editor.capitalize()
+            print(
+                f"{name} keeps user-wide rules in {where}, not in a file: no rules file written "
+                f"(nothing in the current folder either). Paste {rules_text_path()} there, or run "
+                f"`cairn install --project --editor {editor}` in a project for its own rules file."
+            )
 
 
 def hooks_elsewhere(target: Path, state: dict[str, Any]) -> list[Path]:
@@ -151,8 +172,9 @@ def plan_uninstall(args: argparse.Namespace, settings: Settings) -> list[install
     else:
         candidates[project / ".cursor" / "mcp.json"] = "mcp"
     for editor in EDITORS:
-        _, rules = editor_targets(editor, home, project, Path.cwd())
-        candidates[rules.path] = "rules-file"
+        _, rules = editor_targets(editor, home, project)
+        if rules is not None:
+            candidates[rules.path] = "rules-file"
     records = file_records(read_state(settings.home))
     for key, record in records.items():
         path = Path(key)
@@ -230,6 +252,7 @@ def cmd_install(args: argparse.Namespace) -> int:
         _warn_hook_levels(args, state)
     if args.dry_run:
         _report(changes, dry_run=True)
+        _say_where_rules_are_not(args)
         print("dry run: nothing was written")
         return 0
     try:
@@ -255,6 +278,7 @@ def cmd_install(args: argparse.Namespace) -> int:
             "  claude mcp add --scope user cairn -- "
             + " ".join(shlex.quote(str(part)) for part in [entry["command"], *entry["args"]])
         )
+    _say_where_rules_are_not(args)
     if args.editor:
         print("Restart the editor (or reload its MCP servers) to connect to Cairn.")
     if args.no_start:
