@@ -13,6 +13,7 @@ import pytest
 
 from worker.cli import main
 from worker.installer.claude_settings import EVENTS, HOOK_MARKER, merge_hooks, unmerge_hooks
+from worker.installer.jsonfile import BACKUPS_KEPT
 from worker.paths import hook_script
 
 OTHER_TOOL = {
@@ -40,6 +41,16 @@ FIXTURES: dict[str, str | None] = {
     "tabs": json.dumps(OTHER_TOOL, indent="\t") + "\n",
     "empty-hooks": '{\n  "hooks": {}\n}\n',
     "empty-event-list": '{\n  "hooks": {\n    "Stop": []\n  }\n}\n',
+    # The user's own formatting: compact arrays and objects on one line, odd spacing, CRLF.
+    "compact-arrays": (
+        '{\n  "model": "opus",\n'
+        '  "permissions": {"allow": ["Bash(git status)", "Read(./src/**)"], "deny": []},\n'
+        '  "hooks": {"PostToolUse": [{"matcher": "Write|Edit", "hooks": [{"type": "command", '
+        '"command": "prettier --write"}]}], "Stop" : [ ]},\n'
+        '  "env": {"FOO": "b\u00e4r"}\n}\n'
+    ),
+    "minified": json.dumps(OTHER_TOOL, separators=(",", ":")),
+    "crlf": json.dumps(OTHER_TOOL, indent=2).replace("\n", "\r\n") + "\r\n",
 }
 
 
@@ -99,7 +110,7 @@ def test_install_then_uninstall_restores_the_file_byte_for_byte(
         assert not path.exists()
         assert not path.parent.exists()  # ~/.claude was created by install: gone again
     else:
-        assert path.read_text(encoding="utf-8") == original
+        assert path.read_bytes() == original.encode()
 
 
 def test_install_is_idempotent_and_backs_up_once(user_home: Path, project_cwd: Path) -> None:
@@ -294,7 +305,12 @@ def test_mcp_for_claude_code_keeps_the_rest_of_claude_json(
 
 def test_mcp_project_scope_uses_dot_mcp_json(user_home: Path, project_cwd: Path) -> None:
     assert cairn("install", "--no-start", "--no-hooks", "--mcp", "--project") == 0
-    assert _mcp_entry(project_cwd / ".mcp.json")["args"] == ["-P", "-m", "worker", "mcp"]
+    # .mcp.json is committed: `cairn mcp` from PATH, no interpreter path of this machine.
+    assert _mcp_entry(project_cwd / ".mcp.json") == {
+        "type": "stdio",
+        "command": "cairn",
+        "args": ["mcp"],
+    }
     assert cairn("uninstall", "--project") == 0
     assert not (project_cwd / ".mcp.json").exists()
 
@@ -340,3 +356,43 @@ def test_a_missing_hook_script_is_refused(
     assert cairn("install", "--no-start") == 1
     assert "is missing from this Cairn install" in capsys.readouterr().err
     assert not settings_path(user_home).exists()
+
+
+def test_install_rewrites_only_what_it_adds(user_home: Path, project_cwd: Path) -> None:
+    path = settings_path(user_home)
+    original = FIXTURES["compact-arrays"]
+    assert original is not None
+    write_fixture(path, original)
+    assert cairn("install", "--no-start") == 0
+    text = path.read_text()
+    # The user's compact lines are still there, byte for byte; ours follow the file's layout.
+    for line in original.splitlines()[:3]:
+        assert line in text.splitlines(), line
+    assert '"matcher": "Write|Edit", "hooks": [{"type": "command", "command": "prettier' in text
+    assert '"Stop" : [' in text
+    crlf = FIXTURES["crlf"]
+    assert crlf is not None
+    write_fixture(path, crlf)
+    assert cairn("install", "--no-start") == 0
+    raw = path.read_bytes()
+    assert raw.count(b"\n") == raw.count(b"\r\n")  # new lines in the file's own line ending
+
+
+def test_backups_are_reused_and_capped(
+    user_home: Path, project_cwd: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = settings_path(user_home)
+    write_fixture(path, FIXTURES["other-tools"])
+    for _ in range(3):  # install/uninstall cycles: two contents, so two backups
+        assert cairn("install", "--no-start") == 0
+        assert cairn("uninstall") == 0
+    assert [b.read_text() for b in backups(path)].count(FIXTURES["other-tools"]) == 1
+    assert len(backups(path)) == 2
+    # Each install with another data folder changes the command: a new content every time.
+    for i in range(6):
+        monkeypatch.setenv("CAIRN_HOME", str(tmp_path / f"home-{i}"))
+        before = path.read_text()
+        assert cairn("install", "--no-start") == 0
+        kept = backups(path)
+        assert len(kept) <= BACKUPS_KEPT
+        assert max(kept, key=lambda b: b.stat().st_mtime_ns).read_text() == before

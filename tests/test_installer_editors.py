@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from worker.cli import main
+from worker.cli.install import rules_text_path
 from worker.installer import textblock
 from worker.installer.editors import cline_mcp_paths, editor_targets
 
@@ -25,6 +26,7 @@ def test_cursor_gets_global_mcp_and_a_project_rule(user_home: Path, project_cwd:
     assert main(["install", "--no-start", "--no-hooks", "--editor", "cursor"]) == 0
     assert _entry(mcp)["args"] == ["-P", "-m", "worker", "mcp"]
     assert "github" in json.loads(mcp.read_text())["mcpServers"]
+    assert main(["install", "--no-start", "--no-hooks", "--project", "--editor", "cursor"]) == 0
     rule = project_cwd / ".cursor" / "rules" / "cairn.mdc"
     text = rule.read_text()
     assert text.startswith("---\ndescription:") and "alwaysApply: true" in text
@@ -32,6 +34,37 @@ def test_cursor_gets_global_mcp_and_a_project_rule(user_home: Path, project_cwd:
     assert main(["uninstall"]) == 0
     assert mcp.read_text() == original
     assert not (project_cwd / ".cursor").exists()
+
+
+def test_user_wide_rules_never_land_in_the_current_directory(
+    user_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A user-wide install run from some unrelated folder (say Cairn's own clone)."""
+    (user_home / "Documents").mkdir()
+    elsewhere = tmp_path / "some-clone"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    editors = ["--editor", "cursor", "--editor", "windsurf", "--editor", "cline"]
+    assert main(["install", "--no-start", "--no-hooks", *editors]) == 0
+    assert list(elsewhere.iterdir()) == []
+    out = capsys.readouterr().out
+    # Cursor has no file for user-wide rules: the output says so and what to do instead.
+    assert "Cursor keeps user-wide rules in Cursor Settings > Rules > User Rules" in out
+    assert "no rules file written" in out and "cairn install --project --editor cursor" in out
+    assert str(rules_text_path()) in out
+    windsurf = user_home / ".codeium" / "windsurf" / "memories" / "global_rules.md"
+    assert textblock.BEGIN in windsurf.read_text()
+    assert (
+        "resume_session" in (user_home / "Documents" / "Cline" / "Rules" / "cairn.md").read_text()
+    )
+    assert main(["install", "--no-start", "--no-hooks", "--dry-run", *editors]) == 0
+    assert "no rules file written" in capsys.readouterr().out
+    assert main(["uninstall"]) == 0
+    assert list(elsewhere.iterdir()) == []
+    assert not windsurf.exists()
 
 
 def test_windsurf_rules_go_in_a_block_of_the_users_global_rules(
@@ -107,8 +140,8 @@ def test_a_user_file_with_our_rule_name_is_kept(user_home: Path, project_cwd: Pa
 
 def test_single_file_clinerules_gets_a_block(user_home: Path, project_cwd: Path) -> None:
     (project_cwd / ".clinerules").write_text("use tabs\n")
-    _, rules = editor_targets("cline", user_home, project_cwd, project_cwd)
-    assert rules.mode == "block" and rules.path == project_cwd / ".clinerules"
+    _, rules = editor_targets("cline", user_home, project_cwd)
+    assert rules is not None and rules.mode == "block" and rules.path == project_cwd / ".clinerules"
 
 
 @pytest.mark.parametrize("text", ["", "a\n", "a\n\n", "no newline", "x\n<!-- other -->\n", "\n\n"])

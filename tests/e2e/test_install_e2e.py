@@ -176,32 +176,37 @@ def test_marketplace_lists_the_plugin_at_the_repo_root() -> None:
     assert (root / "hooks" / "hooks.json").is_file()
 
 
+def assert_tool_call_recorded(
+    worker: WorkerProcess, command: str, env: dict[str, str], cwd: Path, name: str
+) -> None:
+    """A PostToolUse for `pytest tests/test_<name>.py` through `command` reaches the worker."""
+    payload = {
+        "session_id": f"e2e-{name}",
+        "transcript_path": str(cwd / "t.jsonl"),
+        "cwd": str(cwd),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": f"pytest -q tests/test_{name}.py"},
+        "tool_response": {"stdout": "1 passed", "stderr": "", "exit_code": 0},
+        "tool_use_id": f"toolu_{name}",
+    }
+    result = run_hook(command, payload, env)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    deadline = time.monotonic() + 15
+    titles: list[str] = []
+    while time.monotonic() < deadline and not titles:
+        _status, listing = worker.request("GET", f"/api/observations?session_id=e2e-{name}")
+        titles = [o["title"] for o in listing["items"]]
+        time.sleep(0.1)
+    assert any(f"test_{name}" in t for t in titles), titles
+
+
 def test_plugin_hook_command_reaches_the_worker(worker: WorkerProcess, tmp_path: Path) -> None:
     hooks = json.loads((REPO / "hooks" / "hooks.json").read_text())["hooks"]
     command = hooks["PostToolUse"][0]["hooks"][0]["command"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
     env.update({"CLAUDE_PLUGIN_ROOT": str(REPO), "CAIRN_HOME": str(worker.home)})
-    payload = {
-        "session_id": "e2e-plugin-1",
-        "transcript_path": str(tmp_path / "t.jsonl"),
-        "cwd": str(tmp_path),
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": "pytest -q tests/test_plugin_marker.py"},
-        "tool_response": {"stdout": "1 passed", "stderr": "", "exit_code": 0},
-        "tool_use_id": "toolu_01",
-    }
-    result = run_hook(command, payload, env)
-    assert result.returncode == 0 and result.stdout == ""
-    deadline = time.monotonic() + 15
-    titles: list[str] = []
-    while time.monotonic() < deadline:
-        _status, listing = worker.request("GET", "/api/observations?session_id=e2e-plugin-1")
-        titles = [o["title"] for o in listing["items"]]
-        if titles:
-            break
-        time.sleep(0.1)
-    assert any("test_plugin_marker" in t for t in titles), titles
+    assert_tool_call_recorded(worker, command, env, tmp_path, "plugin_marker")
 
 
 def test_plugin_mcp_launcher_uses_the_recorded_interpreter(
@@ -225,3 +230,16 @@ def test_plugin_mcp_launcher_uses_the_recorded_interpreter(
                 return {t.name for t in (await session.list_tools()).tools}
 
     assert {"search", "get_observations", "save_memory"} <= anyio.run(main)
+
+
+def test_project_hook_command_reaches_the_worker(worker: WorkerProcess, project_cwd: Path) -> None:
+    """The committed `--project` command, run by a shell with only `cairn` on PATH (as on a
+    teammate's machine), records the tool call with the running worker."""
+    from worker.cli import main
+
+    assert main(["install", "--no-start", "--project"]) == 0
+    data = json.loads((project_cwd / ".claude" / "settings.json").read_text())
+    command = data["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
+    env.update({"CAIRN_HOME": str(worker.home), "PATH": f"{Path(sys.executable).parent}:/bin"})
+    assert_tool_call_recorded(worker, command, env, project_cwd, "project_marker")

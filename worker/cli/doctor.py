@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import shlex
+import shutil
 import socket
 import stat
 from collections.abc import Callable
@@ -15,7 +16,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from worker.cli.client import ApiError, WorkerDown, request
-from worker.installer.claude_settings import EVENTS, registered_commands
+from worker.installer.claude_settings import (
+    EVENTS,
+    is_portable,
+    registered_commands,
+    settings_files,
+)
 from worker.installer.jsonfile import InstallError, parse_object, read_text
 from worker.installer.mcp_config import registered_entry
 from worker.installer.state import read_state, state_path
@@ -97,12 +103,6 @@ def check_token(ctx: Context) -> Check:
     return Check("token", "ok", f"{path} mode 0600")
 
 
-def _settings_files(project: Path) -> list[Path]:
-    home = Path.home() / ".claude"
-    local = project / ".claude"
-    return [home / "settings.json", local / "settings.json", local / "settings.local.json"]
-
-
 def _command_problems(command: str) -> list[str]:
     """Paths in a Cairn hook command that do not exist (or are not runnable)."""
     try:
@@ -110,6 +110,8 @@ def _command_problems(command: str) -> list[str]:
     except ValueError:
         return [f"cannot parse command {command!r}"]
     problems = []
+    if is_portable(command) and shutil.which("cairn") is None:
+        problems.append("`cairn` is not on PATH: the project's `cairn hook` commands cannot run")
     if words and os.sep in words[0] and not os.access(words[0], os.X_OK):
         problems.append(f"interpreter {words[0]} is missing or not executable")
     script = next((w for w in words if w.endswith("cairn_hook.py")), None)
@@ -129,7 +131,7 @@ def check_hooks(ctx: Context) -> Check:
     found: dict[str, list[str]] = {}
     where: list[str] = []
     via_plugin = False
-    for path in _settings_files(ctx.project):
+    for path in settings_files(Path.home(), ctx.project):
         try:
             data = parse_object(read_text(path))
         except InstallError as exc:
@@ -159,6 +161,15 @@ def check_hooks(ctx: Context) -> Check:
         )
     duplicates = [e for e, lines in found.items() if len(lines) > 1]
     detail = f"{len(found)} events registered in " + ", ".join(where)
+    user = str(Path.home() / ".claude" / "settings.json")
+    if user in where and len(where) > 1:
+        return Check(
+            "hooks",
+            "warn",
+            f"installed at both the user level ({user}) and the project level "
+            f"({', '.join(w for w in where if w != user)}): every hook runs twice here",
+            "cairn uninstall --project here, or cairn uninstall for the user level",
+        )
     if duplicates:
         return Check(
             "hooks",

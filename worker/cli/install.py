@@ -5,18 +5,24 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import shutil
 import sys
+from functools import partial
 from pathlib import Path
+from typing import Any
 
+from worker.hook_command import run_hook
+from worker.installer import claude_settings
 from worker.installer import plan as installer
 from worker.installer.editors import (
     EDITORS,
+    USER_RULES_IN_SETTINGS,
     claude_mcp_target,
     cline_settings_candidates,
     editor_targets,
 )
-from worker.installer.jsonfile import InstallError, real_path
-from worker.installer.mcp_config import server_entry
+from worker.installer.jsonfile import InstallError, parse_object, read_text, real_path
+from worker.installer.mcp_config import portable_entry, server_entry
 from worker.installer.state import file_records, read_state, state_path, write_state
 from worker.paths import data_dir, hook_script
 from worker.settings import Settings, load_settings
@@ -39,8 +45,12 @@ def claude_settings_path(project: Path | None, local: bool = False) -> Path:
     return project / ".claude" / ("settings.local.json" if local else "settings.json")
 
 
+def rules_text_path() -> Path:
+    return data_dir("install") / "rules" / "cairn-rules.md"
+
+
 def rules_body() -> str:
-    return (data_dir("install") / "rules" / "cairn-rules.md").read_text(encoding="utf-8")
+    return rules_text_path().read_text(encoding="utf-8")
 
 
 def _short(path: Path) -> str:
@@ -50,6 +60,9 @@ def _short(path: Path) -> str:
 
 
 def plan_install(args: argparse.Namespace, settings: Settings) -> list[installer.FileChange]:
+    """The changes `cairn install` makes. Files inside the project are committed and shared, so
+    they get commands found on PATH (`cairn hook`, `cairn mcp`); only the user's own files and the
+    project's settings.local.json name this machine's interpreter and hook script."""
     project = Path.cwd() if args.project or args.local else None
     python = interpreter()
     env = home_env(settings)
@@ -61,16 +74,86 @@ def plan_install(args: argparse.Namespace, settings: Settings) -> list[installer
                 f"the hook script {script} is missing from this Cairn install; reinstall Cairn"
             )
         hooks_file = claude_settings_path(project, args.local)
-        changes.append(installer.install_hooks(hooks_file, python, script, env))
-    entry = server_entry(python, env)
+        shared = project is not None and not args.local
+        command = (
+            claude_settings.portable_command
+            if shared
+            else partial(claude_settings.hook_command, python, script, env=env)
+        )
+        changes.append(installer.install_hooks(hooks_file, command))
+
+    def entry_for(path: Path) -> dict[str, Any]:
+        inside = project is not None and path.is_relative_to(project)
+        return portable_entry() if inside else server_entry(python, env)
+
     if args.mcp:
-        changes.append(installer.install_mcp(claude_mcp_target(Path.home(), project), entry))
+        target = claude_mcp_target(Path.home(), project)
+        changes.append(installer.install_mcp(target, entry_for(target.path)))
     body = rules_body()
     for editor in dict.fromkeys(args.editor or []):
-        targets, rules = editor_targets(editor, Path.home(), project, Path.cwd())
-        changes.extend(installer.install_mcp(target, entry) for target in targets)
-        changes.append(installer.install_rules(rules, body))
+        targets, rules = editor_targets(editor, Path.home(), project)
+        changes.extend(installer.install_mcp(t, entry_for(t.path)) for t in targets)
+        if rules is not None:
+            changes.append(installer.install_rules(rules, body))
     return changes
+
+
+def _say_where_rules_are_not(args: argparse.Namespace) -> None:
+    """User-wide rules for an editor that keeps them in its settings, not in a file."""
+    if args.project or args.local:
+        return
+    for editor in dict.fromkeys(args.editor or []):
+        where = USER_RULES_IN_SETTINGS.get(editor)
+        if where is not None:
+            name = editor.capitalize()
+            print(
+                f"{name} keeps user-wide rules in {where}, not in a file: no rules file written "
+                f"(nothing in the current folder either). Paste {rules_text_path()} there, or run "
+                f"`cairn install --project --editor {editor}` in a project for its own rules file."
+            )
+
+
+def hooks_elsewhere(target: Path, state: dict[str, Any]) -> list[Path]:
+    """Other Claude Code settings files with Cairn's hooks that run alongside `target`'s."""
+    candidates = claude_settings.settings_files(Path.home(), Path.cwd())
+    candidates += [
+        Path(k) for k, r in file_records(state).items() if r.get("kind") == "claude-hooks"
+    ]
+    found: list[Path] = []
+    seen = {real_path(target)}
+    for path in candidates:
+        real = real_path(path)
+        if real in seen:
+            continue
+        seen.add(real)
+        try:
+            data = parse_object(read_text(real))
+        except InstallError:
+            continue
+        if claude_settings.registered_commands(data):
+            found.append(path)
+    return found
+
+
+def _warn_hook_levels(args: argparse.Namespace, state: dict[str, Any]) -> None:
+    project = Path.cwd() if args.project or args.local else None
+    target = claude_settings_path(project, args.local)
+    others = hooks_elsewhere(target, state)
+    if others:
+        print(
+            f"cairn: warning: Cairn's hooks are also registered in {', '.join(map(_short, others))}; "
+            f"where that applies together with {_short(target)} every hook runs twice. Keep one "
+            "level: `cairn uninstall --project` in a project removes its hooks, `cairn uninstall` the "
+            "user's (and every install it recorded).",
+            file=sys.stderr,
+        )
+    if project is not None and not args.local and shutil.which("cairn") is None:
+        print(
+            f"cairn: warning: {_short(target)} runs `cairn hook`, but `cairn` is not on PATH here: "
+            f"add {_short(Path(sys.executable).parent)} to PATH (or install Cairn with pipx) so "
+            "the hooks run on this machine.",
+            file=sys.stderr,
+        )
 
 
 def plan_uninstall(args: argparse.Namespace, settings: Settings) -> list[installer.FileChange]:
@@ -89,8 +172,9 @@ def plan_uninstall(args: argparse.Namespace, settings: Settings) -> list[install
     else:
         candidates[project / ".cursor" / "mcp.json"] = "mcp"
     for editor in EDITORS:
-        _, rules = editor_targets(editor, home, project, Path.cwd())
-        candidates[rules.path] = "rules-file"
+        _, rules = editor_targets(editor, home, project)
+        if rules is not None:
+            candidates[rules.path] = "rules-file"
     records = file_records(read_state(settings.home))
     for key, record in records.items():
         path = Path(key)
@@ -163,11 +247,14 @@ def cmd_install(args: argparse.Namespace) -> int:
     except InstallError as exc:
         print(f"cairn: {exc}", file=sys.stderr)
         return 1
+    state = read_state(settings.home)
+    if not args.no_hooks:
+        _warn_hook_levels(args, state)
     if args.dry_run:
         _report(changes, dry_run=True)
+        _say_where_rules_are_not(args)
         print("dry run: nothing was written")
         return 0
-    state = read_state(settings.home)
     try:
         done = installer.apply_install(changes, state)
     except OSError as exc:
@@ -183,14 +270,15 @@ def cmd_install(args: argparse.Namespace) -> int:
     print(f"recorded interpreter in {_short(state_path(settings.home))}")
     if not args.no_hooks:
         print("Claude Code picks up the hooks in new sessions (restart running ones).")
-    if args.mcp:
+    if args.mcp and not args.project:
         entry = server_entry(interpreter(), home_env(settings))
         print(
             "Claude Code rewrites ~/.claude.json while it runs: if `/mcp` does not list cairn, "
             "quit Claude Code and run this again, or register it with Claude Code's own CLI:\n"
-            f"  claude mcp add --scope {'project' if args.project else 'user'} cairn -- "
+            "  claude mcp add --scope user cairn -- "
             + " ".join(shlex.quote(str(part)) for part in [entry["command"], *entry["args"]])
         )
+    _say_where_rules_are_not(args)
     if args.editor:
         print("Restart the editor (or reload its MCP servers) to connect to Cairn.")
     if args.no_start:
@@ -267,3 +355,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--dry-run", action="store_true", help="show the changes as diffs, write nothing"
     )
     p.set_defaults(func=cmd_uninstall)
+
+    # Reached through worker/__main__.py without building this parser; here for --help.
+    p = sub.add_parser(
+        "hook",
+        help="run Cairn's Claude Code hook for EVENT (the hook's JSON on stdin; always exits 0)",
+        description="What `cairn install --project` registers: works on any machine with Cairn "
+        "on PATH.",
+    )
+    p.add_argument("event", help="session-start, user-prompt-submit, post-tool-use, stop, ...")
+    p.set_defaults(func=lambda a: run_hook([a.event]))

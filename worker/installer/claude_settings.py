@@ -1,15 +1,18 @@
 """Cairn's hooks in a Claude Code settings file: merge (idempotent) and unmerge (only ours).
 
-Cairn's handlers are recognised by the hook script's file name in their command, so an install
-from another checkout or an older version is replaced rather than duplicated. Everything else in
+Cairn's handlers are recognised by the hook script's file name (`cairn_hook.py`, machine-specific
+commands) or `cairn hook <event>` (the portable commands of shared project files) in their command,
+so an install from another checkout, an older version or the other form is replaced rather than
+duplicated. Everything else in
 the file (other keys, other tools' groups and handlers, their order) is left as it was.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,12 @@ from typing import Any
 from worker.installer.jsonfile import InstallError
 
 HOOK_MARKER = "cairn_hook.py"
+PORTABLE_MARKER = re.compile(r"\bcairn hook [A-Za-z]")
+NOT_INSTALLED = (
+    "Cairn: this project's Claude Code hooks run `cairn hook`, but `cairn` is not on PATH on this "
+    "machine. Install Cairn (pipx install cairn, or pip install cairn in a venv on PATH); the "
+    "hooks then work as committed (no `cairn install` needed)."
+)
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,13 @@ EVENTS: tuple[HookEvent, ...] = (
 ContainerPath = tuple[str, ...]
 
 
+def settings_files(home: Path, project: Path) -> list[Path]:
+    """The Claude Code settings files whose hooks run in `project`: user, shared, local."""
+    local = project / ".claude"
+    files = [home / ".claude" / "settings.json", local / "settings.json"]
+    return list(dict.fromkeys([*files, local / "settings.local.json"]))  # project may be home
+
+
 def hook_command(
     python: str, script: Path | str, arg: str, env: Mapping[str, str] | None = None
 ) -> str:
@@ -50,10 +66,22 @@ def hook_command(
     return " ".join(parts)
 
 
-def desired_groups(
-    python: str, script: Path | str, env: Mapping[str, str] | None = None
-) -> dict[str, dict[str, Any]]:
-    """Event name -> the one group Cairn adds for it."""
+def portable_command(arg: str) -> str:
+    """A command line for a shared (committed) settings file: `cairn` from PATH, no local path.
+
+    Without Cairn on PATH it says so on stderr instead of a bare "command not found": SessionStart
+    exits 1 (a non-blocking error Claude Code shows once per session), the other events exit 0
+    (no noise on every tool call). Never 2, which would block the agent.
+    """
+    status = 1 if arg == "session-start" else 0
+    return (
+        f"command -v cairn >/dev/null 2>&1 && exec cairn hook {arg} || "
+        f"{{ echo {shlex.quote(NOT_INSTALLED)} >&2; exit {status}; }}"
+    )
+
+
+def desired_groups(command: Callable[[str], str]) -> dict[str, dict[str, Any]]:
+    """Event name -> the one group Cairn adds for it; `command(arg)` is its command line."""
     groups: dict[str, dict[str, Any]] = {}
     for event in EVENTS:
         group: dict[str, Any] = {}
@@ -62,7 +90,7 @@ def desired_groups(
         group["hooks"] = [
             {
                 "type": "command",
-                "command": hook_command(python, script, event.arg, env),
+                "command": command(event.arg),
                 "timeout": event.timeout,
             }
         ]
@@ -74,8 +102,15 @@ def is_cairn_handler(handler: object) -> bool:
     return (
         isinstance(handler, dict)
         and isinstance(handler.get("command"), str)
-        and HOOK_MARKER in handler["command"]
+        and (
+            HOOK_MARKER in handler["command"]
+            or PORTABLE_MARKER.search(handler["command"]) is not None
+        )
     )
+
+
+def is_portable(command: str) -> bool:
+    return HOOK_MARKER not in command and PORTABLE_MARKER.search(command) is not None
 
 
 def _hooks_object(data: Mapping[str, Any], where: object) -> dict[str, Any] | None:

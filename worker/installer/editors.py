@@ -2,8 +2,9 @@
 
 Sources (checked late 2026): Claude Code keeps user-scope MCP servers in the top-level
 `mcpServers` of ~/.claude.json (what `claude mcp add --scope user` writes) and project-scope ones in
-<project>/.mcp.json. Cursor: ~/.cursor/mcp.json or <project>/.cursor/mcp.json; rules as
-.cursor/rules/*.mdc (Cursor has no file for user-wide rules). Windsurf: only a global
+<project>/.mcp.json. Cursor: ~/.cursor/mcp.json or <project>/.cursor/mcp.json; project rules as
+.cursor/rules/*.mdc; user-wide rules only in Cursor Settings > Rules > User Rules (no file, so a
+user-wide install writes none and says so). Windsurf: only a global
 ~/.codeium/windsurf/mcp_config.json; global rules in ~/.codeium/windsurf/memories/global_rules.md,
 workspace rules in .windsurf/rules/*.md. Cline (VS Code extension saoudrizwan.claude-dev):
 <VS Code user dir>/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json, and
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 EDITORS = ("cursor", "windsurf", "cline")
+# Editors without a file for user-wide rules: where they keep them instead.
+USER_RULES_IN_SETTINGS = {"cursor": "Cursor Settings > Rules > User Rules"}
 CLINE_EXTENSION = "saoudrizwan.claude-dev"
 # VS Code and its forks that can host the Cline extension.
 VSCODE_FLAVOURS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
@@ -75,21 +78,20 @@ def cline_rules_dir(home: Path) -> Path:
 
 
 def editor_targets(
-    editor: str, home: Path, project: Path | None, cwd: Path, platform: str = sys.platform
-) -> tuple[list[McpTarget], RulesTarget]:
-    """MCP config files and the rules target for `editor`; `project` None = user scope."""
+    editor: str, home: Path, project: Path | None, platform: str = sys.platform
+) -> tuple[list[McpTarget], RulesTarget | None]:
+    """MCP config files and the rules target for `editor`; `project` None = user scope, which
+    writes only under `home` (None: the editor has no user-wide rules file, see
+    USER_RULES_IN_SETTINGS)."""
     if editor == "cursor":
-        mcp_path = (project / ".cursor" if project else home / ".cursor") / "mcp.json"
-        # Cursor keeps user-wide rules in its settings UI, not a file: the rule goes in the project.
-        rules_root = project or cwd
+        if project is None:
+            return [McpTarget(home / ".cursor" / "mcp.json", "Cursor")], None
         header = (
             "---\ndescription: When and how to use the Cairn memory tools (MCP server cairn)\n"
             "alwaysApply: true\n---\n"
         )
-        rules = RulesTarget(
-            rules_root / ".cursor" / "rules" / "cairn.mdc", "Cursor", "file", header
-        )
-        return [McpTarget(mcp_path, "Cursor")], rules
+        rules = RulesTarget(project / ".cursor" / "rules" / "cairn.mdc", "Cursor", "file", header)
+        return [McpTarget(project / ".cursor" / "mcp.json", "Cursor")], rules
     if editor == "windsurf":
         mcp = McpTarget(home / ".codeium" / "windsurf" / "mcp_config.json", "Windsurf")
         if project is not None:

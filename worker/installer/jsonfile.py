@@ -1,14 +1,15 @@
 """Config files we share with other programs: strict parse, change preview, backup, atomic write.
 
-A file is only rewritten when its parsed content changes; the rewrite keeps the file's key order,
-indentation style and trailing newline, so a file last written by the program that owns it (2-space
-JSON for Claude Code, Cursor, Windsurf and Cline) comes back byte-identical after install+uninstall.
+A file is only rewritten when its parsed content changes, and then only the values that changed
+(worker/installer/jsonedit.py): the rest keeps its bytes, so install+uninstall gives back the
+file exactly, whatever its layout. render_like serialises a file that had no content yet.
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
+import glob
 import json
 import os
 import re
@@ -107,19 +108,42 @@ def unified_diff(path: Path, old: str | None, new: str | None) -> str:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-def backup(path: Path) -> Path:
-    """Copy `path` to `<name>.cairn-backup-<UTC stamp>` beside it (same mode); returns the copy."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    target = path.with_name(f"{path.name}.cairn-backup-{stamp}")
-    counter = 1
-    while target.exists():
-        counter += 1
-        target = path.with_name(f"{path.name}.cairn-backup-{stamp}-{counter}")
+BACKUPS_KEPT = 3  # per file: every install or uninstall that changes it would add one
+
+
+def backups_of(path: Path) -> list[Path]:
+    """`path`'s backups, oldest first."""
+    found = path.parent.glob(glob.escape(path.name) + ".cairn-backup-*")
+    return sorted(found, key=lambda p: (p.stat().st_mtime_ns, p.name))
+
+
+def backup(path: Path, keep: int = BACKUPS_KEPT) -> Path:
+    """Copy `path` to `<name>.cairn-backup-<UTC stamp>` beside it (same mode); returns the copy.
+
+    A backup with the same bytes is reused (made the newest) rather than copied again, and only
+    the newest `keep` stay, so install/uninstall cycles do not pile files up beside the config.
+    """
     data = path.read_bytes()
-    mode = stat.S_IMODE(path.stat().st_mode)
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
+    existing = backups_of(path)
+    same = next((b for b in reversed(existing) if b.read_bytes() == data), None)
+    if same is not None:
+        os.utime(same)
+        target = same
+    else:
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        target = path.with_name(f"{path.name}.cairn-backup-{stamp}")
+        counter = 1
+        while target.exists():
+            counter += 1
+            target = path.with_name(f"{path.name}.cairn-backup-{stamp}-{counter}")
+        mode = stat.S_IMODE(path.stat().st_mode)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    total = len(existing) + (same is None)
+    for old in [b for b in existing if b != target][: max(0, total - keep)]:
+        with contextlib.suppress(OSError):
+            old.unlink()
     return target
 
 

@@ -27,6 +27,11 @@ def server_entry(
     return entry
 
 
+def portable_entry() -> dict[str, Any]:
+    """For config files inside a project (committed, shared): `cairn mcp` found on PATH."""
+    return {"command": "cairn", "args": ["mcp"]}
+
+
 def is_cairn_entry(entry: object) -> bool:
     """Ours: launches `... worker mcp` (with or without `-P`) or a `cairn mcp` executable."""
     if not isinstance(entry, dict):

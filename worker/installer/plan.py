@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from worker.installer import claude_settings, mcp_config, textblock
+from worker.installer import claude_settings, jsonedit, mcp_config, textblock
 from worker.installer.editors import McpTarget, RulesTarget
 from worker.installer.jsonfile import (
     TextFile,
@@ -22,6 +23,7 @@ from worker.installer.jsonfile import (
 )
 from worker.installer.state import file_records
 
+_EMPTY_OBJECT = re.compile(r"\s*(\{\s*\})?\s*")
 Kind = Literal["claude-hooks", "mcp", "rules-file", "rules-block"]
 ContainerPath = tuple[str, ...]
 
@@ -65,16 +67,20 @@ def _json_change(
     new_data: dict[str, Any],
     keep_empty: set[ContainerPath] | None = None,
 ) -> FileChange:
-    new_text = file.text if new_data == data else render_like(new_data, file.text)
+    if new_data == data:
+        new_text = file.text
+    elif file.text is None or not file.text.strip():
+        new_text = render_like(new_data, file.text)
+    else:  # only what changed is rewritten: the rest keeps its bytes (compact arrays too)
+        new_text = jsonedit.edit(file.text, new_data)
     return FileChange(path, kind, label, file.text, new_text, set(keep_empty or ()))
 
 
 # ---------------------------------------------------------------------------------------- install
-def install_hooks(
-    settings_file: Path, python: str, script: Path, env: Mapping[str, str] | None = None
-) -> FileChange:
+def install_hooks(settings_file: Path, command: Callable[[str], str]) -> FileChange:
+    """Cairn's hook groups in `settings_file`; `command(event_arg)` is each handler's command."""
     path, file, data = _load(settings_file)
-    groups = claude_settings.desired_groups(python, script, env or {})
+    groups = claude_settings.desired_groups(command)
     new_data = claude_settings.merge_hooks(data, groups, where=path)
     keep = claude_settings.empty_containers(data)
     return _json_change(path, "claude-hooks", "Claude Code hooks", file, data, new_data, keep)
@@ -158,7 +164,8 @@ def apply_install(changes: Iterable[FileChange], state: dict[str, Any]) -> list[
             if change.old is None:
                 record["created"] = True
                 record["created_dirs"] = [str(p) for p in _missing_parents(change.path)]
-            elif not change.old.strip() and "created" not in record:
+            elif _EMPTY_OBJECT.fullmatch(change.old) and "created" not in record:
+                # What to give back when uninstall leaves no key: this very text (`{ }`, "").
                 record["blank"] = change.old
             if change.keep_empty and "keep_empty" not in record:
                 record["keep_empty"] = sorted(list(p) for p in change.keep_empty)
