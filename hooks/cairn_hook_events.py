@@ -304,7 +304,8 @@ def observation(
         command = _str(tin, "command")
         description = _str(tin, "description")
         code = exit_code(resp, error)
-        interrupted = _get(resp, "interrupted") is True
+        # PostToolUseFailure says it at top level (no tool_response); PostToolUse in the response.
+        interrupted = _get(resp, "interrupted") is True or payload.get("is_interrupt") is True
         title = "Run: " + one_line(description or command, TITLE_CHARS - 20)
         if code not in (None, 0):
             title += f" (exit {code})"

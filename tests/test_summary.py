@@ -217,3 +217,16 @@ def test_builders_are_deterministic_and_bounded(
     cp = build_checkpoint(rows, observations, last_assistant_message=message, root=ROOT)
     assert cp == build_checkpoint(rows, observations, last_assistant_message=message, root=ROOT)
     assert len(cp.files) <= 15 and len(set(cp.files)) == len(cp.files)
+
+
+def test_a_failed_command_later_run_as_a_step_of_a_passing_one_is_not_left_to_fix() -> None:
+    from worker.memory.activity import failing_commands
+
+    history = [
+        cmd("python3 check_calc.py", 1),
+        edit("calc.py"),
+        cmd("python3 check_calc.py && echo check passed", None),  # PostToolUse: it succeeded
+        cmd("npm run lint", 2),
+        cmd("npm test; npm run build", 0),
+    ]
+    assert failing_commands(history) == [("npm run lint", 2)]

@@ -33,6 +33,8 @@ EVENTS: tuple[HookEvent, ...] = (
     HookEvent("SessionStart", "session-start", "startup|resume|clear|compact", 15),
     HookEvent("UserPromptSubmit", "user-prompt-submit", None, 10),
     HookEvent("PostToolUse", "post-tool-use", "*", 5),
+    # A tool call that fails (a Bash command exiting non-zero) fires only this event.
+    HookEvent("PostToolUseFailure", "post-tool-use-failure", "*", 5),
     HookEvent("Stop", "stop", None, 10),
     HookEvent("SessionEnd", "session-end", None, 5),
     HookEvent("PreCompact", "pre-compact", None, 10),

@@ -226,16 +226,28 @@ def plan_items(plan: Any, *statuses: str) -> list[str]:
 
 
 def failing_commands(observations: Iterable[Mapping[str, Any]]) -> list[tuple[str, int]]:
-    """Commands whose latest run failed (non-zero exit) and never succeeded afterwards."""
+    """Commands whose latest run failed (non-zero exit) and never succeeded afterwards.
+
+    A later successful command that runs the failed one as one of its steps
+    (`pytest -x && git commit ...`) counts as a success of it too.
+    """
     last: dict[str, int | None] = {}
     for obs in observations:
         if obs.get("type") != "command":
             continue
         command = command_text(obs)
         if command:
+            code = exit_code(obs)
+            if not code:  # 0, or no code: PostToolUse fires only for commands that succeeded
+                for step in _COMMAND_STEP_RE.split(command):
+                    if step.strip() in last:
+                        last[step.strip()] = 0
             last.pop(command, None)  # keep insertion order = order of the latest run
-            last[command] = exit_code(obs)
+            last[command] = code
     return [(cmd, code) for cmd, code in last.items() if code is not None and code != 0]
+
+
+_COMMAND_STEP_RE = re.compile(r"&&|\|\||;|\n")
 
 
 # ---------------------------------------------------------------- the final assistant message
