@@ -48,6 +48,13 @@ class Recorded:
         )
 
 
+def _asks_for_summary(body: dict[str, Any]) -> bool:
+    """A compaction request: the CLI asks for a <summary> of the conversation (tools offered)."""
+    messages = body.get("messages") or []
+    last = json.dumps(messages[-1]) if messages else ""
+    return "<summary>" in last and "summar" in last
+
+
 def _event(name: str, data: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
@@ -117,7 +124,7 @@ def stream_events(turn: Turn, model: str, message_id: str) -> list[bytes]:
 class MessagesAPI:
     """Serve on 127.0.0.1:<free port> in a thread; `script(turns)` queues the next session's turns."""
 
-    side_answer: str = "Summary of the conversation so far."
+    side_answer: str = "<summary>The user asked to fix calc.add; it was fixed.</summary>"
     requests: list[Recorded] = field(default_factory=list)
     _turns: list[Turn] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -143,7 +150,7 @@ class MessagesAPI:
             self.requests.append(Recorded("POST", path, body))
             self._count += 1
             message_id = f"msg_{self._count:04d}"
-            if not body.get("tools"):
+            if not body.get("tools") or _asks_for_summary(body):
                 return [Text(self.side_answer)], message_id
             turn = self._turns.pop(0) if self._turns else [Text("Done.")]
             return turn, message_id

@@ -205,3 +205,48 @@ def test_c_unrelated_prompt_gets_no_cairn_context(setup: Setup, tmp_path: Path) 
     setup.claude("-p", "What is the capital of France?", cwd=other)
     body = setup.api.agent_requests()[0].text()
     assert not cairn_context(body), body[-3000:]
+
+
+def first_section(body: str) -> str:
+    """The first `## ` heading inside the first Cairn context block of a request."""
+    start = body.find(CONTEXT_OPEN)
+    assert start >= 0, body[-2000:]
+    heading = body.find("## ", start)
+    return body[heading : body.find("\\n", heading)]
+
+
+def test_d_resume_and_compact_put_the_checkpoint_first(setup: Setup) -> None:
+    session_id = fix_calc_session(setup)
+    setup.settle()
+    setup.claude("-p", "/compact", "--resume", session_id)
+    assert setup.get(f"/api/sessions/{session_id}/checkpoints")["items"]
+    setup.api.requests.clear()
+    setup.api.script([[Text("Continuing.")]])
+    setup.claude("-p", "go on", "--resume", session_id)
+    body = setup.api.agent_requests()[0].text()
+    assert first_section(body) == "## Where we left off (checkpoint)", body[-3000:]
+    assert "check_calc.py fails, please fix calc.add" in body
+
+
+def test_e_a_killed_worker_loses_nothing(setup: Setup) -> None:
+    first = fix_calc_session(setup)
+    setup.settle()
+    os.kill(setup.worker_pid(), signal.SIGKILL)
+    notes = str(setup.repo / "NOTES.md")
+    setup.api.script(
+        [
+            [ToolUse("Write", {"file_path": notes, "content": "calc.add had an off-by-one\n"})],
+            [ToolUse("Bash", {"command": "git status --short"})],
+            [Text("Noted.")],
+        ]
+    )
+    events = setup.claude("-p", "write down what was wrong with calc.add")
+    second = next(e["session_id"] for e in events if e.get("session_id"))
+    # The SessionStart hook started a new worker; whatever it could not take was spooled and
+    # is replayed exactly once.
+    setup.get("/health")
+    titles = [o["title"] for o in setup.observations(second)]
+    assert any("NOTES.md" in t for t in titles), titles
+    assert any("git status" in t for t in titles), titles
+    assert len(titles) == len(set(titles)), titles
+    assert len(setup.observations(first)) == 4
