@@ -306,6 +306,7 @@ def plan_requests(
 ) -> None:
     """Build hook.pending for the event (nothing here touches the network)."""
     import cairn_hook_events as ev
+    import cairn_hook_tasks as tasks
     from cairn_hook_privacy import clean
 
     event = hook.event
@@ -335,7 +336,13 @@ def plan_requests(
     elif event == "UserPromptSubmit":
         prompt = payload.get("prompt")
         text = clean(prompt)[: ev.PROMPT_CHARS].strip() if isinstance(prompt, str) else ""
-        if text:
+        notice = ev.task_notification(text)
+        if notice is not None:
+            # A background agent's result, delivered as a prompt the user never typed.
+            obs = ev.agent_result(notice, payload, chars)
+            obs.update({"project": project, "session_id": sid, "created_at": io.iso_now()})
+            hook.pending.append(Request("POST", "/api/observations", obs))
+        elif text:
             hook.pending.append(
                 Request(
                     "POST",
@@ -352,17 +359,22 @@ def plan_requests(
             )
     elif event in ("PostToolUse", "PostToolUseFailure"):
         tool = payload.get("tool_name")
-        if tool == "TodoWrite":
-            todos = ev.plan(payload, chars)
-            if todos is not None:
-                body = {
-                    "plan": todos,
-                    "project": project,
-                    # A late spool replay of an older plan must not overwrite a newer one.
-                    "updated_at": io.iso_now(),
-                    "event_id": ev.event_id("tool", payload, "plan"),
-                }
-                hook.pending.append(Request("PUT", session_path(payload, "/plan"), body))
+        if tool == "TodoWrite" or tool in tasks.TASK_TOOLS:
+            if event == "PostToolUse":
+                todos = (
+                    ev.plan(payload, chars)
+                    if tool == "TodoWrite"
+                    else tasks.session_plan(hook.home, payload, chars)
+                )
+                if todos is not None:
+                    body = {
+                        "plan": todos,
+                        "project": project,
+                        # A late spool replay of an older plan must not overwrite a newer one.
+                        "updated_at": io.iso_now(),
+                        "event_id": ev.event_id("tool", payload, "plan"),
+                    }
+                    hook.pending.append(Request("PUT", session_path(payload, "/plan"), body))
             return
         obs = ev.observation(payload, project, cwd, chars)
         if obs is None:
@@ -396,6 +408,7 @@ def plan_requests(
             body["custom_instructions"] = ev.head(instructions, MAX_MESSAGE_CHARS)
         hook.pending.append(Request("POST", session_path(payload, "/checkpoint"), body))
     elif event == "SessionEnd":
+        tasks.forget_session(hook.home, sid)
         body = {"event_id": ev.event_id("end", payload, payload.get("reason"))}
         reason = payload.get("reason")
         if isinstance(reason, str) and reason:
@@ -501,7 +514,7 @@ def handle(hook: Hook, event: str) -> str:
         from cairn_hook_privacy import clean
 
         query = clean(prompt)[:2000].strip() if isinstance(prompt, str) else ""
-        if not query:
+        if not query or ev.task_notification(query) is not None:
             return ""
         params["query"] = query
     text = hook.context(params)

@@ -61,7 +61,7 @@ def offline_env(base: Mapping[str, str], api_url: str) -> dict[str, str]:
     return env
 
 
-ALLOWED_TOOLS = "Bash Read Edit Write Grep Glob Agent"
+ALLOWED_TOOLS = "Bash Read Edit Write Grep Glob Agent TaskCreate TaskUpdate TaskGet TaskList"
 
 
 def run_claude(

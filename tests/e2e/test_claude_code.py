@@ -250,3 +250,43 @@ def test_e_a_killed_worker_loses_nothing(setup: Setup) -> None:
     assert any("git status" in t for t in titles), titles
     assert len(titles) == len(set(titles)), titles
     assert len(setup.observations(first)) == 4
+
+
+def test_f_task_tools_make_the_plan_and_agent_results_are_not_prompts(setup: Setup) -> None:
+    setup.api.script(
+        [
+            [ToolUse("TaskCreate", {"subject": "Fix calc.add", "description": "off by one"})],
+            [ToolUse("TaskCreate", {"subject": "Run the check", "description": "check_calc"})],
+            [ToolUse("TaskUpdate", {"taskId": "1", "status": "completed"})],
+            [
+                ToolUse(
+                    "Agent",
+                    {
+                        "description": "Find callers",
+                        "prompt": "Find the callers of calc.add",
+                        "subagent_type": "general-purpose",
+                    },
+                )
+            ],
+            [Text("calc.add is called from check_calc.py only.")],  # the agent's own answer
+            [Text("Planned.")],
+            [Text("The agent found one caller.")],  # 2.1.332: after the task notification
+        ]
+    )
+    events = setup.claude("-p", "plan the calc fix")
+    session_id = next(e["session_id"] for e in events if e.get("session_id"))
+    setup.settle()
+    session = setup.get(f"/api/sessions/{session_id}")
+    plan = session["plan"]
+    plan = plan.get("plan", plan) if isinstance(plan, dict) else plan
+    assert [(p["content"], p["status"]) for p in plan] == [
+        ("Fix calc.add", "completed"),
+        ("Run the check", "pending"),
+    ]
+    assert [p["text"] for p in session["prompts"]] == ["plan the calc fix"]
+    titles = [o["title"] for o in setup.observations(session_id)]
+    assert not any(t.startswith(("TaskCreate", "TaskUpdate", "Task")) for t in titles), titles
+    delegations = [t for t in titles if "Find callers" in t]
+    assert delegations, titles
+    if any(t.endswith("(in the background)") for t in delegations):  # 2.1.332: async agents
+        assert any(t == 'Agent "Find callers" finished' for t in titles), titles

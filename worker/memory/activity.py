@@ -109,8 +109,13 @@ def is_trivial_prompt(text: str) -> bool:
 
 
 def meaningful_prompts(prompts: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Prompt texts in order, acknowledgements removed."""
-    return [str(p["text"]) for p in prompts if not is_trivial_prompt(str(p.get("text") or ""))]
+    """Prompt texts in order, acknowledgements and background-task notifications removed."""
+    return [
+        str(p["text"])
+        for p in prompts
+        if not is_trivial_prompt(str(p.get("text") or ""))
+        and not str(p.get("text") or "").lstrip().startswith("<task-notification>")
+    ]
 
 
 def exit_code(observation: Mapping[str, Any]) -> int | None:
