@@ -16,6 +16,7 @@ EVENTS = {
     "stop": "Stop",
     "subagent-stop": "SubagentStop",
     "pre-compact": "PreCompact",
+    "post-compact": "PostCompact",
     "session-end": "SessionEnd",
 }
 # Whole-process budget per event in seconds (Claude Code's own timeout is set well above).
@@ -27,6 +28,7 @@ BUDGETS = {
     "Stop": 3.0,
     "SubagentStop": 1.0,
     "PreCompact": 3.0,
+    "PostCompact": 3.0,
     "SessionEnd": 2.0,
 }
 # How long an event waits for a worker it had to start (others spawn it and spool).
@@ -38,6 +40,7 @@ CONTEXT_TIMEOUT = 1.5  # one context request (nothing is injected past this)
 DEFAULT_MAX_STDIN = 8 * 1024 * 1024
 MAX_CONTEXT_CHARS = 16_000
 MAX_MESSAGE_CHARS = 4_000
+MAX_SUMMARY_CHARS = 10_000
 SAFETY = 0.15  # seconds kept back from the budget to spool and exit
 
 
@@ -407,6 +410,16 @@ def plan_requests(
         if isinstance(instructions, str) and instructions.strip():
             body["custom_instructions"] = ev.head(instructions, MAX_MESSAGE_CHARS)
         hook.pending.append(Request("POST", session_path(payload, "/checkpoint"), body))
+    elif event == "PostCompact":
+        # The model's own summary of the compacted conversation enriches the checkpoint.
+        summary = payload.get("compact_summary")
+        if isinstance(summary, str) and summary.strip():
+            body = {
+                "event_id": ev.event_id("compact-summary", payload, payload.get("trigger")),
+                "trigger": "compact",
+                "compact_summary": ev.head(summary, MAX_SUMMARY_CHARS),
+            }
+            hook.pending.append(Request("POST", session_path(payload, "/checkpoint"), body))
     elif event == "SessionEnd":
         tasks.forget_session(hook.home, sid)
         body = {"event_id": ev.event_id("end", payload, payload.get("reason"))}

@@ -124,7 +124,12 @@ def stream_events(turn: Turn, model: str, message_id: str) -> list[bytes]:
 class MessagesAPI:
     """Serve on 127.0.0.1:<free port> in a thread; `script(turns)` queues the next session's turns."""
 
-    side_answer: str = "<summary>The user asked to fix calc.add; it was fixed.</summary>"
+    side_answer: str = (
+        "<analysis>The conversation so far.</analysis>\n<summary>\n"
+        "1. Primary Request and Intent:\n   Fix calc.add.\n\n"
+        "7. Pending Tasks:\n   - Add a regression test for calc.add\n\n"
+        "9. Optional Next Step:\n   Run check_calc.py once more.\n</summary>"
+    )
     requests: list[Recorded] = field(default_factory=list)
     _turns: list[Turn] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)

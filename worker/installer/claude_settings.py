@@ -38,6 +38,8 @@ EVENTS: tuple[HookEvent, ...] = (
     HookEvent("Stop", "stop", None, 10),
     HookEvent("SessionEnd", "session-end", None, 5),
     HookEvent("PreCompact", "pre-compact", None, 10),
+    # After /compact (2.1.332; older CLIs accept the entry and never fire it): compact_summary.
+    HookEvent("PostCompact", "post-compact", None, 10),
 )
 
 ContainerPath = tuple[str, ...]

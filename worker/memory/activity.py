@@ -320,6 +320,38 @@ _NEXT_CUES = re.compile(
 )
 
 
+_COMPACT_HEADING_RE = re.compile(r"^\s*\d{1,2}\.\s+([A-Z][^:\n]{1,60}):\s*$")
+# Claude Code's compaction summary: numbered sections, of which these say what comes next.
+_COMPACT_SECTIONS = {
+    "pending tasks": "Next steps",
+    "optional next step": "Next steps",
+    "errors and fixes": "Findings",
+    "problem solving": "Findings",
+}
+
+
+def compact_summary_message(text: object) -> str | None:
+    """A /compact summary (`<analysis>` + `<summary>` with numbered sections) rewritten with the
+    headings message_parts reads; sections that only restate the conversation are dropped."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    start, end = text.find("<summary>"), text.rfind("</summary>")
+    if start >= 0:
+        text = text[start + len("<summary>") : end if end > start else None]
+    lines: list[str] = []
+    keep = False
+    for line in text.splitlines():
+        match = _COMPACT_HEADING_RE.match(line)
+        if match:
+            heading = _COMPACT_SECTIONS.get(match.group(1).strip().lower())
+            keep = heading is not None
+            if heading:
+                lines.append(f"## {heading}")
+        elif keep:
+            lines.append(line)
+    return "\n".join(lines).strip() or None
+
+
 def _classify_heading(line: str) -> str | None:
     stripped = line.strip()
     if not stripped or _BULLET_RE.match(stripped):
