@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean claude-code
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -22,8 +22,29 @@ $(STAMP_DEV): pyproject.toml | $(BIN)/python
 run: $(STAMP_RUN)
 	$(BIN)/cairn start --foreground
 
-test: $(STAMP_DEV)
+test: $(STAMP_DEV) claude-code
 	$(BIN)/python -m pytest
+
+# The real Claude Code CLIs the end-to-end tests drive (tests/e2e/claude_code.py): the oldest and
+# newest supported, from the npm registry, cached under .cache/claude-code/<version>/. Without npm
+# or the registry, <version>.unavailable records why and those tests skip with that reason.
+CLAUDE_CODE_VERSIONS := 2.1.197 2.1.332
+CLAUDE_DIR := .cache/claude-code
+
+claude-code:
+	@for v in $(CLAUDE_CODE_VERSIONS); do \
+	  if [ ! -x $(CLAUDE_DIR)/$$v/node_modules/.bin/claude ]; then \
+	    mkdir -p $(CLAUDE_DIR)/$$v; \
+	    echo "installing Claude Code $$v from the npm registry"; \
+	    if npm install --prefix $(CLAUDE_DIR)/$$v --no-audit --no-fund --loglevel=error \
+	        @anthropic-ai/claude-code@$$v > $(CLAUDE_DIR)/$$v.log 2>&1; then \
+	      rm -f $(CLAUDE_DIR)/$$v.unavailable; \
+	    else \
+	      cp $(CLAUDE_DIR)/$$v.log $(CLAUDE_DIR)/$$v.unavailable; \
+	      echo "Claude Code $$v could not be installed (see $(CLAUDE_DIR)/$$v.unavailable)"; \
+	    fi; \
+	  fi; \
+	done
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check worker tests hooks install bench

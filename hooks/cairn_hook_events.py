@@ -17,14 +17,32 @@ MAX_FILES = 50
 REDACT_MARGIN = 200  # redact a little past the cap so a secret cut in half is still caught
 
 FILE_WRITE = ("Write", "Edit", "MultiEdit", "NotebookEdit")
-RESEARCH = ("Read", "Grep", "Glob", "LS")
+RESEARCH = ("Read", "Grep", "Glob", "LS", "Skill")
 WEB = ("WebFetch", "WebSearch")
-DELEGATION = ("Task", "Agent")
+# Agent (and Task before it) delegates; Workflow runs a scripted multi-agent job; SendMessage
+# continues an agent.
+DELEGATION = ("Task", "Agent", "Workflow", "SendMessage")
 # Cairn's own MCP tools: registered directly, or through the Claude Code plugin.
 OWN_MCP_PREFIXES = ("mcp__cairn__", "mcp__plugin_cairn_")
 # Tools whose calls say nothing worth remembering on their own.
 PLAN_STATUSES = ("pending", "in_progress", "completed")
-NOISE = ("TodoRead", "BashOutput", "KillShell", "KillBash", "ListMcpResourcesTool")
+# The task tools (TaskCreate ...) become the session plan, not observations (cairn_hook_tasks).
+NOISE = (
+    "TodoRead",
+    "BashOutput",
+    "KillShell",
+    "KillBash",
+    "ListMcpResourcesTool",
+    "ToolSearch",
+    "ListAgents",
+    "CronList",
+    "TaskCreate",
+    "TaskUpdate",
+    "TaskGet",
+    "TaskList",
+    "TaskOutput",
+    "TaskStop",
+)
 
 
 # --------------------------------------------------------------------------- text helpers
@@ -146,7 +164,9 @@ def relative_file(path: str, root: str, cwd: str) -> str:
     if not path:
         return path
     full = path if os.path.isabs(path) else os.path.normpath(os.path.join(cwd or root, path))
-    if root and (full == root or full.startswith(root.rstrip("/") + "/")):
+    if root and full == root.rstrip("/"):
+        return ""  # the project itself (a Grep over "."), not a file
+    if root and full.startswith(root.rstrip("/") + "/"):
         return os.path.relpath(full, root)
     return full
 
@@ -211,6 +231,65 @@ def search_hits(results: object, limit: int = 10) -> list[str]:
             if isinstance(inner, list):
                 stack[:0] = inner
     return hits
+
+
+def agent_text(response: object) -> str:
+    """What an agent answered: its text blocks (Agent's `content`), else the response as text."""
+    blocks = _get(response, "content") if isinstance(response, dict) else response
+    if isinstance(blocks, list):
+        texts = [
+            b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)
+        ]
+        if texts:
+            return "\n".join(texts)
+    return as_text(response) if response is not None else ""
+
+
+NOTIFICATION_OPEN = "<task-notification>"
+
+
+def task_notification(prompt: str) -> dict[str, str] | None:
+    """The fields of a background task's `<task-notification>` prompt, or None for a real prompt."""
+    text = prompt.strip()
+    if not text.startswith(NOTIFICATION_OPEN):
+        return None
+    fields: dict[str, str] = {}
+    for tag in ("task-id", "tool-use-id", "status", "summary", "result"):
+        start = text.find(f"<{tag}>")
+        end = text.find(f"</{tag}>", start + 1)
+        if start >= 0 and end > start:
+            fields[tag] = text[start + len(tag) + 2 : end].strip()
+    return fields
+
+
+def agent_result(
+    notice: dict[str, str], payload: dict[str, object], field_chars: int = FIELD_CHARS
+) -> dict[str, object]:
+    """A background agent's result as an observation that points at its delegation."""
+    session = payload.get("session_id")
+    tool_use = notice.get("tool-use-id", "")
+    summary = notice.get("summary") or f"Background task {notice.get('task-id', '')}".strip()
+    status = notice.get("status", "")
+    title = one_line(summary, TITLE_CHARS - 20) + (
+        f" ({status})" if status and status != "completed" else ""
+    )
+    meta: dict[str, object] = {"source": "claude-code", "background_result": True}
+    if tool_use:
+        meta["tool_use_id"] = tool_use[:200]
+        meta["result_of"] = f"cc:{session}:{tool_use[:80]}"
+    if notice.get("task-id"):
+        meta["agent_id"] = notice["task-id"][:200]
+    result = head(notice.get("result", ""), field_chars)
+    return {
+        "type": "delegation",
+        "title": title,
+        "body": f"result: {result}" if result else "",
+        "files": [],
+        "tool_name": "Agent",
+        "meta": meta,
+        "event_id": f"cc:{session}:{tool_use[:80] or _digest(notice)}:result:"
+        + _digest(notice.get("status"), result),
+    }
 
 
 def classify(tool_name: str) -> str | None:
@@ -303,8 +382,10 @@ def observation(
     elif kind == "command":
         command = _str(tin, "command")
         description = _str(tin, "description")
-        code = exit_code(resp, error)
-        interrupted = _get(resp, "interrupted") is True
+        # PostToolUseFailure says it at top level (no tool_response); PostToolUse in the response.
+        interrupted = _get(resp, "interrupted") is True or payload.get("is_interrupt") is True
+        # An interrupted command did not fail: its error is the interruption, not an exit code.
+        code = exit_code(resp, "" if interrupted else error)
         title = "Run: " + one_line(description or command, TITLE_CHARS - 20)
         if code not in (None, 0):
             title += f" (exit {code})"
@@ -321,7 +402,10 @@ def observation(
         path = _str(tin, "file_path") or _str(tin, "path")
         rel = relative_file(path, project, cwd) if path else ""
         pattern = _str(tin, "pattern")
-        if tool == "Read":
+        if tool == "Skill":
+            title = f"Use skill {one_line(_str(tin, 'skill') or _str(tin, 'command'), 80)}"
+            add("args", head(_str(tin, "args"), n))
+        elif tool == "Read":
             title = f"Read {rel}"
             offset, limit = _get(tin, "offset"), _get(tin, "limit")
             if isinstance(offset, int) or isinstance(limit, int):
@@ -367,11 +451,15 @@ def observation(
             add("prompt", head(_str(tin, "prompt"), n))
         add("excerpt", head(as_text(resp), n))
     elif kind == "delegation":
-        agent = _str(tin, "subagent_type") or "agent"
-        description = _str(tin, "description") or _str(tin, "prompt")
+        agent = _str(tin, "subagent_type") or _str(tin, "to") or "agent"
+        description = _str(tin, "description") or _str(tin, "summary") or _str(tin, "prompt")
         title = f"Delegate to {one_line(agent, 40)}: {one_line(description, 100)}"
-        add("prompt", head(_str(tin, "prompt"), n))
-        add("result", head(as_text(resp), n))
+        if _get(resp, "isAsync") is True:
+            # Runs in the background; its result arrives later as a <task-notification>.
+            title += " (in the background)"
+            resp = None
+        add("prompt", head(_str(tin, "prompt") or _str(tin, "message"), n))
+        add("result", head(agent_text(resp), n))
     elif kind == "mcp":
         _, server, name = [*tool.split("__", 2), "", ""][:3]
         title = f"MCP {server}.{name}" if name else f"MCP {tool}"

@@ -16,6 +16,7 @@ EVENTS = {
     "stop": "Stop",
     "subagent-stop": "SubagentStop",
     "pre-compact": "PreCompact",
+    "post-compact": "PostCompact",
     "session-end": "SessionEnd",
 }
 # Whole-process budget per event in seconds (Claude Code's own timeout is set well above).
@@ -27,6 +28,7 @@ BUDGETS = {
     "Stop": 3.0,
     "SubagentStop": 1.0,
     "PreCompact": 3.0,
+    "PostCompact": 3.0,
     "SessionEnd": 2.0,
 }
 # How long an event waits for a worker it had to start (others spawn it and spool).
@@ -38,6 +40,7 @@ CONTEXT_TIMEOUT = 1.5  # one context request (nothing is injected past this)
 DEFAULT_MAX_STDIN = 8 * 1024 * 1024
 MAX_CONTEXT_CHARS = 16_000
 MAX_MESSAGE_CHARS = 4_000
+MAX_SUMMARY_CHARS = 10_000
 SAFETY = 0.15  # seconds kept back from the budget to spool and exit
 
 
@@ -306,6 +309,7 @@ def plan_requests(
 ) -> None:
     """Build hook.pending for the event (nothing here touches the network)."""
     import cairn_hook_events as ev
+    import cairn_hook_tasks as tasks
     from cairn_hook_privacy import clean
 
     event = hook.event
@@ -335,7 +339,13 @@ def plan_requests(
     elif event == "UserPromptSubmit":
         prompt = payload.get("prompt")
         text = clean(prompt)[: ev.PROMPT_CHARS].strip() if isinstance(prompt, str) else ""
-        if text:
+        notice = ev.task_notification(text)
+        if notice is not None:
+            # A background agent's result, delivered as a prompt the user never typed.
+            obs = ev.agent_result(notice, payload, chars)
+            obs.update({"project": project, "session_id": sid, "created_at": io.iso_now()})
+            hook.pending.append(Request("POST", "/api/observations", obs))
+        elif text:
             hook.pending.append(
                 Request(
                     "POST",
@@ -352,17 +362,22 @@ def plan_requests(
             )
     elif event in ("PostToolUse", "PostToolUseFailure"):
         tool = payload.get("tool_name")
-        if tool == "TodoWrite":
-            todos = ev.plan(payload, chars)
-            if todos is not None:
-                body = {
-                    "plan": todos,
-                    "project": project,
-                    # A late spool replay of an older plan must not overwrite a newer one.
-                    "updated_at": io.iso_now(),
-                    "event_id": ev.event_id("tool", payload, "plan"),
-                }
-                hook.pending.append(Request("PUT", session_path(payload, "/plan"), body))
+        if tool == "TodoWrite" or tool in tasks.TASK_TOOLS:
+            if event == "PostToolUse":
+                todos = (
+                    ev.plan(payload, chars)
+                    if tool == "TodoWrite"
+                    else tasks.session_plan(hook.home, payload, chars)
+                )
+                if todos is not None:
+                    body = {
+                        "plan": todos,
+                        "project": project,
+                        # A late spool replay of an older plan must not overwrite a newer one.
+                        "updated_at": io.iso_now(),
+                        "event_id": ev.event_id("tool", payload, "plan"),
+                    }
+                    hook.pending.append(Request("PUT", session_path(payload, "/plan"), body))
             return
         obs = ev.observation(payload, project, cwd, chars)
         if obs is None:
@@ -395,7 +410,18 @@ def plan_requests(
         if isinstance(instructions, str) and instructions.strip():
             body["custom_instructions"] = ev.head(instructions, MAX_MESSAGE_CHARS)
         hook.pending.append(Request("POST", session_path(payload, "/checkpoint"), body))
+    elif event == "PostCompact":
+        # The model's own summary of the compacted conversation enriches the checkpoint.
+        summary = payload.get("compact_summary")
+        if isinstance(summary, str) and summary.strip():
+            body = {
+                "event_id": ev.event_id("compact-summary", payload, payload.get("trigger")),
+                "trigger": "compact",
+                "compact_summary": ev.head(summary, MAX_SUMMARY_CHARS),
+            }
+            hook.pending.append(Request("POST", session_path(payload, "/checkpoint"), body))
     elif event == "SessionEnd":
+        tasks.forget_session(hook.home, sid)
         body = {"event_id": ev.event_id("end", payload, payload.get("reason"))}
         reason = payload.get("reason")
         if isinstance(reason, str) and reason:
@@ -501,7 +527,7 @@ def handle(hook: Hook, event: str) -> str:
         from cairn_hook_privacy import clean
 
         query = clean(prompt)[:2000].strip() if isinstance(prompt, str) else ""
-        if not query:
+        if not query or ev.task_notification(query) is not None:
             return ""
         params["query"] = query
     text = hook.context(params)

@@ -14,5 +14,6 @@ import cairn_hook_events as events  # noqa: E402
 import cairn_hook_io as hook_io  # noqa: E402
 import cairn_hook_privacy as privacy  # noqa: E402
 import cairn_hook_run as run  # noqa: E402
+import cairn_hook_tasks as tasks  # noqa: E402
 
-__all__ = ["HOOKS_DIR", "HOOK_SCRIPT", "events", "hook_io", "privacy", "run"]
+__all__ = ["HOOKS_DIR", "HOOK_SCRIPT", "events", "hook_io", "privacy", "run", "tasks"]

@@ -410,3 +410,89 @@ def test_todowrite_becomes_a_timestamped_plan_request() -> None:
     assert request.body is not None
     assert request.body["plan"] == [{"content": "ship", "status": "pending"}]
     assert str(request.body["updated_at"]).endswith("Z") and request.body["project"] == "/r"
+
+
+# ---------------------------------------------------- shapes seen from the real CLI 2.1.197 / 2.1.332
+
+
+def test_grep_over_the_project_root_names_no_file() -> None:
+    g = post(
+        "Grep",
+        {"pattern": "def get", "path": "."},
+        {"mode": "files_with_matches", "filenames": ["http.py"], "numFiles": 1},
+    )
+    assert g["title"] == "Grep 'def get'" and g["files"] == []
+    assert "files: http.py" in g["body"]
+
+
+def test_agent_results_synchronous_and_in_the_background() -> None:
+    tin = {
+        "description": "Find callers",
+        "prompt": "Find callers of get",
+        "subagent_type": "Explore",
+    }
+    done = post(  # 2.1.197
+        "Agent",
+        tin,
+        {
+            "status": "completed",
+            "agentId": "a91",
+            "content": [{"type": "text", "text": "3 callers"}],
+        },
+    )
+    assert done["type"] == "delegation" and "result: 3 callers" in done["body"]
+    assert "agentId" not in done["body"]
+    launched = post(  # 2.1.332
+        "Agent",
+        tin,
+        {"isAsync": True, "status": "async_launched", "agentId": "a78", "outputFile": "/tmp/x"},
+    )
+    assert launched["title"] == "Delegate to Explore: Find callers (in the background)"
+    assert "outputFile" not in launched["body"] and "result:" not in launched["body"]
+
+
+NOTIFICATION = (
+    "<task-notification>\n<task-id>a78</task-id>\n<tool-use-id>toolu_7</tool-use-id>\n"
+    "<output-file>/tmp/x.output</output-file>\n<status>completed</status>\n"
+    '<summary>Agent "Find callers" finished</summary>\n<note>may notify again</note>\n'
+    "<result>get() is called from app.py and cli.py</result>\n</task-notification>"
+)
+
+
+def test_a_task_notification_is_an_agent_result_not_a_prompt() -> None:
+    hook = run.Hook("UserPromptSubmit", "/nonexistent-home")
+    payload = {"session_id": "s1", "prompt": NOTIFICATION, "hook_event_name": "UserPromptSubmit"}
+    run.plan_requests(hook, payload, "/r", "/r", 500)
+    (request,) = hook.pending
+    assert (request.method, request.path) == ("POST", "/api/observations")
+    body = request.body
+    assert body is not None
+    assert body["type"] == "delegation" and body["title"] == 'Agent "Find callers" finished'
+    assert body["body"] == "result: get() is called from app.py and cli.py"
+    assert body["meta"]["result_of"] == "cc:s1:toolu_7"  # type: ignore[index]
+    assert events.task_notification("please fix <task-notification> parsing") is None
+
+
+def test_new_tools_map_to_sensible_types() -> None:
+    assert post("Skill", {"skill": "code-review"}, "ok")["title"] == "Use skill code-review"
+    assert post("Skill", {"skill": "x"})["type"] == "research"
+    for tool in ("Workflow", "SendMessage"):
+        assert post(tool, {"description": "d"})["type"] == "delegation"
+    for tool in ("TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "ToolSearch", "CronList"):
+        assert events.observation({"tool_name": tool, "tool_input": {}}, ROOT, ROOT) is None
+    assert post("EnterWorktree", {"name": "fix"})["type"] == "other"
+
+
+def test_failure_event_reads_is_interrupt_at_top_level() -> None:
+    payload = {
+        "session_id": "s",
+        "hook_event_name": "PostToolUseFailure",
+        "tool_name": "Bash",
+        "tool_input": {"command": "sleep 100"},
+        "error": "Interrupted by user",
+        "is_interrupt": True,
+        "duration_ms": 900,
+    }
+    obs = events.observation(payload, ROOT, ROOT)
+    assert obs is not None and obs["title"] == "Run: sleep 100 (interrupted)"
+    assert "error: Interrupted by user" in str(obs["body"])

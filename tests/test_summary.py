@@ -217,3 +217,51 @@ def test_builders_are_deterministic_and_bounded(
     cp = build_checkpoint(rows, observations, last_assistant_message=message, root=ROOT)
     assert cp == build_checkpoint(rows, observations, last_assistant_message=message, root=ROOT)
     assert len(cp.files) <= 15 and len(set(cp.files)) == len(cp.files)
+
+
+def test_a_failed_command_later_run_as_a_step_of_a_passing_one_is_not_left_to_fix() -> None:
+    from worker.memory.activity import failing_commands
+
+    history = [
+        cmd("python3 check_calc.py", 1),
+        edit("calc.py"),
+        cmd("python3 check_calc.py && echo check passed", None),  # PostToolUse: it succeeded
+        cmd("npm run lint", 2),
+        cmd("npm test; npm run build", 0),
+    ]
+    assert failing_commands(history) == [("npm run lint", 2)]
+
+
+COMPACT_SUMMARY = """<analysis>The user wants calc fixed.</analysis>
+<summary>
+1. Primary Request and Intent:
+   Fix calc.add, which returned 5 for add(2, 2).
+
+4. Errors and fixes:
+   - check_calc.py failed with AssertionError: the root cause was an extra + 1 in calc.add.
+
+7. Pending Tasks:
+   - Add a regression test for add()
+
+8. Current Work:
+   Edited calc.py to remove the off-by-one.
+
+9. Optional Next Step:
+   Run check_calc.py again.
+</summary>"""
+
+
+def test_a_compact_summary_gives_the_checkpoint_its_next_steps() -> None:
+    from worker.memory.activity import compact_summary_message
+
+    message = compact_summary_message(COMPACT_SUMMARY)
+    assert message is not None and "Primary Request" not in message
+    draft = build_checkpoint(
+        [{"text": "fix calc.add"}],
+        [cmd("python3 check_calc.py", 1)],
+        last_assistant_message=message,
+    )
+    assert "Add a regression test for add()" in draft.next_steps
+    assert "Run check_calc.py again." in draft.next_steps
+    assert compact_summary_message("   ") is None
+    assert compact_summary_message("no sections at all") is None

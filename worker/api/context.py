@@ -39,7 +39,7 @@ def context_query(s: Settings) -> dict[str, Schema]:
         "source": {
             "type": "string",
             "maxLength": 40,
-            "description": "SessionStart source: startup|resume|clear|compact",
+            "description": "SessionStart source: startup|resume|clear|compact|fork",
         },
     }
 

@@ -11,6 +11,7 @@ from worker.api.common import DATETIME, EVENT_ID, project_field, text_field, tim
 from worker.api.endpoint import Call, Endpoint, with_status
 from worker.api.schema import Schema
 from worker.errors import NotFound
+from worker.memory.activity import compact_summary_message
 from worker.memory.activity import unique as unique_texts
 from worker.memory.checkpoint import build_checkpoint
 from worker.memory.merge import save as save_memory
@@ -215,6 +216,11 @@ def checkpoint_schema(s: Settings) -> Schema:
             "trigger": {"type": "string", "maxLength": 64, "description": "manual | auto | stop"},
             "custom_instructions": text_field(s, 10_000),
             "last_assistant_message": text_field(s),
+            "compact_summary": {
+                **text_field(s, 10_000),
+                "description": "Claude Code's summary of a compacted conversation (PostCompact): "
+                "its pending tasks and next step become the checkpoint's next steps",
+            },
             "event_id": EVENT_ID,
         },
     }
@@ -239,7 +245,8 @@ async def create_checkpoint(call: Call) -> Any:
             s,
             activity,
             trigger=body.get("trigger") or "manual",
-            last_assistant_message=body.get("last_assistant_message"),
+            last_assistant_message=compact_summary_message(body.get("compact_summary"))
+            or body.get("last_assistant_message"),
             custom_instructions=body.get("custom_instructions"),
         )
         received.record(conn, body.get("event_id"), "checkpoint", checkpoint["id"])

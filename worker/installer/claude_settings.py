@@ -39,12 +39,16 @@ class HookEvent:
 # Timeouts are a ceiling Claude Code enforces; the hook script answers within its own budget
 # (SessionStart may wait up to 3 s for a cold worker before fetching context).
 EVENTS: tuple[HookEvent, ...] = (
-    HookEvent("SessionStart", "session-start", "startup|resume|clear|compact", 15),
+    HookEvent("SessionStart", "session-start", "startup|resume|clear|compact|fork", 15),
     HookEvent("UserPromptSubmit", "user-prompt-submit", None, 10),
     HookEvent("PostToolUse", "post-tool-use", "*", 5),
+    # A tool call that fails (a Bash command exiting non-zero) fires only this event.
+    HookEvent("PostToolUseFailure", "post-tool-use-failure", "*", 5),
     HookEvent("Stop", "stop", None, 10),
     HookEvent("SessionEnd", "session-end", None, 5),
     HookEvent("PreCompact", "pre-compact", None, 10),
+    # After /compact (2.1.332; older CLIs accept the entry and never fire it): compact_summary.
+    HookEvent("PostCompact", "post-compact", None, 10),
 )
 
 ContainerPath = tuple[str, ...]

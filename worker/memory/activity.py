@@ -109,8 +109,13 @@ def is_trivial_prompt(text: str) -> bool:
 
 
 def meaningful_prompts(prompts: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Prompt texts in order, acknowledgements removed."""
-    return [str(p["text"]) for p in prompts if not is_trivial_prompt(str(p.get("text") or ""))]
+    """Prompt texts in order, acknowledgements and background-task notifications removed."""
+    return [
+        str(p["text"])
+        for p in prompts
+        if not is_trivial_prompt(str(p.get("text") or ""))
+        and not str(p.get("text") or "").lstrip().startswith("<task-notification>")
+    ]
 
 
 def exit_code(observation: Mapping[str, Any]) -> int | None:
@@ -226,16 +231,28 @@ def plan_items(plan: Any, *statuses: str) -> list[str]:
 
 
 def failing_commands(observations: Iterable[Mapping[str, Any]]) -> list[tuple[str, int]]:
-    """Commands whose latest run failed (non-zero exit) and never succeeded afterwards."""
+    """Commands whose latest run failed (non-zero exit) and never succeeded afterwards.
+
+    A later successful command that runs the failed one as one of its steps
+    (`pytest -x && git commit ...`) counts as a success of it too.
+    """
     last: dict[str, int | None] = {}
     for obs in observations:
         if obs.get("type") != "command":
             continue
         command = command_text(obs)
         if command:
+            code = exit_code(obs)
+            if not code:  # 0, or no code: PostToolUse fires only for commands that succeeded
+                for step in _COMMAND_STEP_RE.split(command):
+                    if step.strip() in last:
+                        last[step.strip()] = 0
             last.pop(command, None)  # keep insertion order = order of the latest run
-            last[command] = exit_code(obs)
+            last[command] = code
     return [(cmd, code) for cmd, code in last.items() if code is not None and code != 0]
+
+
+_COMMAND_STEP_RE = re.compile(r"&&|\|\||;|\n")
 
 
 # ---------------------------------------------------------------- the final assistant message
@@ -301,6 +318,38 @@ _NEXT_CUES = re.compile(
     r"would need|will need|needs? to be|left to|haven't|have not|pending|later)\b",
     re.IGNORECASE,
 )
+
+
+_COMPACT_HEADING_RE = re.compile(r"^\s*\d{1,2}\.\s+([A-Z][^:\n]{1,60}):\s*$")
+# Claude Code's compaction summary: numbered sections, of which these say what comes next.
+_COMPACT_SECTIONS = {
+    "pending tasks": "Next steps",
+    "optional next step": "Next steps",
+    "errors and fixes": "Findings",
+    "problem solving": "Findings",
+}
+
+
+def compact_summary_message(text: object) -> str | None:
+    """A /compact summary (`<analysis>` + `<summary>` with numbered sections) rewritten with the
+    headings message_parts reads; sections that only restate the conversation are dropped."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    start, end = text.find("<summary>"), text.rfind("</summary>")
+    if start >= 0:
+        text = text[start + len("<summary>") : end if end > start else None]
+    lines: list[str] = []
+    keep = False
+    for line in text.splitlines():
+        match = _COMPACT_HEADING_RE.match(line)
+        if match:
+            heading = _COMPACT_SECTIONS.get(match.group(1).strip().lower())
+            keep = heading is not None
+            if heading:
+                lines.append(f"## {heading}")
+        elif keep:
+            lines.append(line)
+    return "\n".join(lines).strip() or None
 
 
 def _classify_heading(line: str) -> str | None:
