@@ -35,7 +35,7 @@ def _task_id(value: object) -> str:
     return ""
 
 
-Tasks = dict[str, dict[str, str]]
+Tasks = "dict[str, dict[str, str]]"  # a string: the hooks run on Python 3.8 too
 
 
 def apply_change(tasks: Tasks, payload: dict[str, object], chars: int) -> bool:

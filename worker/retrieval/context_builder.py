@@ -16,6 +16,7 @@ from typing import Any
 from worker.clock import now_ms, to_iso
 from worker.memory.profile import load_profile_to_cache, render_profile
 from worker.retrieval import ranking
+from worker.retrieval.context_lines import Said, failure_excerpt, fresh_lines, labelled_items
 from worker.retrieval.search import SearchRequest, search
 from worker.retrieval.service import EmbeddingService
 from worker.retrieval.tokens import estimate_tokens, truncate_to_tokens
@@ -112,25 +113,28 @@ def memory_line(item: dict[str, Any]) -> str:
     return truncate_to_tokens(text, MEMORY_LINE_TOKENS)
 
 
-def summary_text(item: dict[str, Any]) -> str:
-    text = f"Last session asked: {_one_line(item['title'])}\n{item['body']}".strip()
-    return truncate_to_tokens(text, SUMMARY_TOKENS)
+def summary_text(item: dict[str, Any], said: Said | None = None) -> str:
+    said = said or Said()
+    asked = _one_line(item["title"])
+    lines = [f"Last session asked: {asked}"] if said.new(asked) else []
+    lines += fresh_lines(labelled_items(item["body"] or ""), said)
+    return truncate_to_tokens("\n".join(lines), SUMMARY_TOKENS)
 
 
-def checkpoint_text(cp: dict[str, Any]) -> str:
-    lines = []
-    for label, key in (
-        ("Task", "task"),
-        ("Progress", "progress"),
-        ("Next", "next_steps"),
-        ("Open questions", "open_questions"),
-    ):
-        value = _one_line(cp.get(key) or "")
-        if value:
-            lines.append(f"{label}: {value}")
+def checkpoint_text(cp: dict[str, Any], said: Said | None = None) -> str:
+    said = said or Said()
+    sections = [
+        (label, [line for line in str(cp.get(key) or "").splitlines() if line.strip()])
+        for label, key in (
+            ("Task", "task"),
+            ("Progress", "progress"),
+            ("Next", "next_steps"),
+            ("Open questions", "open_questions"),
+        )
+    ]
     if cp.get("files"):
-        lines.append("Files in flight: " + ", ".join(cp["files"][:10]))
-    return truncate_to_tokens("\n".join(lines), CHECKPOINT_TOKENS)
+        sections.append(("Files in flight", [", ".join(cp["files"][:10])]))
+    return truncate_to_tokens("\n".join(fresh_lines(sections, said)), CHECKPOINT_TOKENS)
 
 
 def prompt_item_text(item: dict[str, Any], now: int) -> str:
@@ -139,6 +143,9 @@ def prompt_item_text(item: dict[str, Any], now: int) -> str:
     if kind == "observation":
         head = f"- #{item['id']} {when} {str(item['type']).upper()} {_one_line(item['title'])}"
         body = _one_line(item.get("body") or "")
+        if item["type"] == "command" and "(exit " in str(item["title"]):
+            # What failed, not the test runner's banner at the head of the output.
+            body = failure_excerpt(str(item.get("body") or "")) or body
     elif kind == "memory":
         head = f"- [{item['type']}] {_one_line(item['body'])}"
         body = ""
@@ -209,10 +216,11 @@ def _session_start(rows: _StartRows, req: ContextRequest, budget: int) -> Compos
     if not rows.memories and rows.project_id is None:
         return out
     resume_first = (req.source or "") in RESUME_SOURCES and rows.checkpoint is not None
+    said = Said()  # each statement once: a later section drops what an earlier one said
 
     def checkpoint() -> None:
         if rows.checkpoint is not None:
-            text = checkpoint_text(rows.checkpoint)
+            text = checkpoint_text(rows.checkpoint, said)
             if text:
                 out.add(
                     "## Where we left off (checkpoint)",
@@ -225,6 +233,8 @@ def _session_start(rows: _StartRows, req: ContextRequest, budget: int) -> Compos
         checkpoint()
     profile_lines = [line for line in rows.profile.splitlines() if line.strip()]
     for line in profile_lines:
+        if not said.new(line):
+            continue
         part = Part("profile", "profile", rows.project_id or 0, truncate_to_tokens(line, 120))
         out.add("## Project", part)
     if not profile_lines and rows.top_files:
@@ -237,11 +247,9 @@ def _session_start(rows: _StartRows, req: ContextRequest, budget: int) -> Compos
         out.add("## Memories", Part("memories", "memory", memory["id"], memory_line(memory)))
     if not resume_first:
         checkpoint()
-    if rows.summary is not None:
-        out.add(
-            "## Last session",
-            Part("summary", "summary", rows.summary["id"], summary_text(rows.summary)),
-        )
+    summary = summary_text(rows.summary, said) if rows.summary is not None else ""
+    if rows.summary is not None and summary:
+        out.add("## Last session", Part("summary", "summary", rows.summary["id"], summary))
     header = "## Recent activity (#id time TYPE title; details: get_observations)"
     for item in rows.recent:
         if not out.add(header, Part("recent", "observation", item["id"], index_line(item, now))):
