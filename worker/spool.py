@@ -28,6 +28,7 @@ from starlette.types import ASGIApp
 from worker.api.inprocess import call_app
 from worker.clock import now_ms, to_iso
 from worker.context import Cairn
+from worker.home import private_temp
 from worker.settings import Settings
 from worker.store import kv
 
@@ -158,16 +159,12 @@ def read_lines(path: Path) -> tuple[list[SpoolLine], int]:
 
 def keep_rest(path: Path, rest: list[SpoolLine]) -> None:
     """Rewrite a claimed file with only the lines still to deliver (atomic replace)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
+    with private_temp(path) as handle:
         for line in rest:
             handle.write(
                 json.dumps({"v": 1, "method": line.method, "path": line.path, "body": line.body})
                 + "\n"
             )
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 def backlog(settings: Settings) -> dict[str, Any]:

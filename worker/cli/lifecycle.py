@@ -13,6 +13,7 @@ from typing import Any
 
 from worker.auth import TokenKeeper
 from worker.cli.client import ApiError, WorkerDown, request
+from worker.home import ensure_home, private_opener
 from worker.runtime import AlreadyRunning, pid_alive, read_runtime
 from worker.settings import Settings, load_settings
 
@@ -39,13 +40,13 @@ def _wait_healthy(
 
 def spawn_detached(settings: Settings, port: int | None = None) -> subprocess.Popen[bytes]:
     """Start `cairn start --foreground` detached from this terminal, logging to worker.log."""
-    settings.logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    ensure_home(settings.home, settings.logs_dir)
     cmd = [sys.executable, "-m", "worker", "start", "--foreground", "--log-file", "--quiet"]
     if port is not None:
         cmd += ["--port", str(port)]
     env = dict(os.environ)
     env["CAIRN_HOME"] = str(settings.home)
-    with open(settings.logs_dir / "worker.stderr.log", "ab") as err:
+    with open(settings.logs_dir / "worker.stderr.log", "ab", opener=private_opener) as err:
         return subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,
@@ -113,7 +114,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
     return 1
 
 
-def _human_bytes(n: int) -> str:
+def human_bytes(n: int) -> str:
     size = float(n)
     for unit in ("B", "KiB", "MiB", "GiB"):
         if size < 1024 or unit == "GiB":
@@ -144,7 +145,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"up {data['uptime_seconds']:.0f}s"
     )
     print("  " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-    print(f"  database {data['db_path']} ({_human_bytes(int(data['db_size_bytes']))})")
+    print(f"  database {data['db_path']} ({human_bytes(int(data['db_size_bytes']))})")
     if data.get("recovered_from"):
         print(f"  WARNING: a corrupt database was moved aside to {data['recovered_from']}")
     for name, service in (data.get("services") or {}).items():

@@ -26,6 +26,7 @@ import anyio
 import anyio.to_thread
 
 from worker.errors import BadRequest, InsufficientStorage, ServiceUnavailable
+from worker.home import ensure_private_dir, make_private
 from worker.store import terms
 from worker.store.frequencies import FrequencyCache
 from worker.store.keyword_index import KeywordIndex
@@ -204,7 +205,7 @@ class Store:
 
     def open(self) -> None:
         """Open (creating if needed), check integrity, migrate. A corrupt file is moved aside."""
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        ensure_private_dir(self.path.parent)
         self.keywords.unload()
         try:
             self._open_checked()
@@ -229,6 +230,11 @@ class Store:
         self._closing = False  # open() after close() (or after moving a damaged file) reopens
 
     def _open_checked(self) -> None:
+        # 0600 before SQLite opens it: its -wal and -shm files (created now and whenever a later
+        # connection reopens a checkpointed WAL) take the database file's mode.
+        make_private(self.path, create=True)
+        for suffix in ("-wal", "-shm"):
+            make_private(self.path.with_name(self.path.name + suffix))
         try:
             conn = self._connect()
             conn.execute("PRAGMA journal_mode = WAL")
