@@ -145,3 +145,56 @@ def test_doctor_reports_every_file_others_can_read(
         assert f"{path} {bits}" in found.detail
     assert found.fix.startswith(f"chmod 700 {settings.home} {settings.logs_dir} && chmod 600 ")
     assert str(settings.token_path) not in found.detail  # 0600 already: not listed
+
+
+def plant_link(at: Path, victim: Path) -> None:
+    victim.write_text("the victim's file\n")
+    at.symlink_to(victim)
+
+
+def test_export_and_report_are_0600_and_never_follow_a_planted_partial_link(
+    client: TestClient, settings: Settings, tmp_path: Path
+) -> None:
+    saved = client.post(
+        "/api/observations",
+        json={"project": "/p", "session_id": "s-1", "type": "note", "title": "The deploy key"},
+    )
+    assert saved.status_code in (200, 201), saved.text
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    target = out / "export.jsonl"
+    plant_link(out / "export.jsonl.partial", victim)  # the name the export used to write through
+    assert main(["export", "-o", str(target), "--quiet"]) == 0
+    assert victim.read_text() == "the victim's file\n"
+    assert "deploy key" in target.read_text() and mode(target) == 0o600
+    assert sorted(p.name for p in out.iterdir()) == ["export.jsonl", "export.jsonl.partial"]
+
+    report = out / "report.md"
+    assert main(["report", "-o", str(report)]) == 0
+    assert mode(report) == 0o600 and victim.read_text() == "the victim's file\n"
+
+    backups = tmp_path / "bk"
+    assert main(["backup", "--output-dir", str(backups), "--quiet"]) == 0
+    [copy] = backups.iterdir()
+    assert copy.name.endswith("Z.db") and mode(copy) == 0o600 and mode(backups) == 0o700
+
+
+def test_token_and_runtime_temp_files_never_follow_a_planted_link(
+    settings: Settings, tmp_path: Path
+) -> None:
+    from worker.auth import TokenKeeper
+    from worker.runtime import write_runtime
+
+    settings.home.mkdir(mode=0o700)
+    victim = tmp_path / "victim.txt"
+    pid = os.getpid()
+    plant_link(settings.home / f".token.{pid}.tmp", victim)
+    plant_link(settings.home / f".worker.json.{pid}.tmp", tmp_path / "victim2.txt")
+    keeper = TokenKeeper(settings.token_path)
+    keeper.ensure()
+    keeper.rotate()
+    write_runtime(settings, 37999)
+    assert victim.read_text() == "the victim's file\n"
+    assert (tmp_path / "victim2.txt").read_text() == "the victim's file\n"
+    assert mode(settings.token_path) == 0o600 and mode(settings.runtime_path) == 0o600

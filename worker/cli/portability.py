@@ -18,6 +18,7 @@ from typing import IO, Any
 from worker import __version__
 from worker.cli.client import ApiError, WorkerDown, request
 from worker.errors import CairnError
+from worker.home import private_temp
 from worker.settings import Settings, load_settings
 from worker.store import Store, portability
 
@@ -91,14 +92,13 @@ def cmd_export(args: argparse.Namespace) -> int:
             )
             out.flush()
         else:
-            partial = target.with_name(target.name + ".partial")
-            with open(partial, "w", encoding="utf-8") as handle:
+            # The export holds every memory: 0600, through an unguessable temp file beside it.
+            with private_temp(target) as handle:
                 lines = store.read_sync(
                     lambda c: portability.export_to(
                         c, handle.write, version=__version__, progress=bar
                     )
                 )
-            partial.replace(target)
     except OSError as exc:
         return _fail(f"cannot write the export: {exc}")
     finally:
@@ -286,7 +286,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         store.close()
     text = json.dumps(data, indent=2) if args.json else data["markdown"]
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        with private_temp(Path(args.output)) as handle:
+            handle.write(text)
         print(f"report written to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
