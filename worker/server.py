@@ -16,6 +16,7 @@ import uvicorn
 
 from worker.app import create_app
 from worker.home import ensure_home, private_opener
+from worker.paths import cairn_command
 from worker.runtime import acquire_lock
 from worker.settings import Settings
 
@@ -114,7 +115,7 @@ def serve(settings: Settings, *, log_to_file: bool = False, announce: bool = Tru
         if announce:
             url = f"http://127.0.0.1:{port}"
             print(f"Cairn worker listening on {url}", flush=True)
-            print(f"  dashboard: {url}/  (log in with: cairn open)", flush=True)
+            print(f"  dashboard: {url}/  (log in with: {cairn_command()} open)", flush=True)
             print(f"  token file: {settings.token_path}", flush=True)
             print(f"  database:   {settings.db_path}", flush=True)
         log.info("worker starting on 127.0.0.1:%d (home %s)", port, settings.home)

@@ -327,9 +327,9 @@ def check_model(ctx: Context) -> Check:
         except WorkerDown:
             pass
         else:
-            status = str(stats.get("status", "?"))
+            status = str(stats.get("status") or "?")
             coverage = stats.get("coverage")
-            detail = f"{stats.get('model', s.embed_model)}: {status}"
+            detail = f"{stats.get('model') or s.embed_model}: {status}"
             if isinstance(coverage, int | float):
                 detail += f", {coverage:.0%} of items embedded"
             if status in ("error", "failed", "unavailable"):

@@ -14,6 +14,7 @@ from typing import Any
 from worker.auth import TokenKeeper
 from worker.cli.client import ApiError, WorkerDown, request
 from worker.home import ensure_home, private_opener
+from worker.paths import cairn_command
 from worker.runtime import AlreadyRunning, pid_alive, read_runtime
 from worker.settings import Settings, load_settings
 
@@ -85,7 +86,7 @@ def cmd_start(args: argparse.Namespace) -> int:
         return 1
     print(f"Cairn worker started: pid {info['pid']}, http://127.0.0.1:{info['port']}")
     print(f"  token file: {settings.token_path}   log: {settings.logs_dir / 'worker.log'}")
-    print("  open the dashboard with: cairn open")
+    print(f"  open the dashboard with: {cairn_command()} open")
     return 0
 
 
@@ -123,6 +124,15 @@ def human_bytes(n: int) -> str:
     return f"{n} B"
 
 
+def fields_line(values: dict[str, Any]) -> str:
+    """`name value, ...` for people: fields that are not set (None) left out, nested as JSON."""
+    return ", ".join(
+        f"{name} {json.dumps(value) if isinstance(value, dict | list) else value}"
+        for name, value in values.items()
+        if value is not None
+    )
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     settings = _settings(args)
     try:
@@ -144,13 +154,13 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"Cairn {data['version']}: running, pid {data['pid']}, port {data['port']}, "
         f"up {data['uptime_seconds']:.0f}s"
     )
-    print("  " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    print("  " + fields_line(counts))
     print(f"  database {data['db_path']} ({human_bytes(int(data['db_size_bytes']))})")
     if data.get("recovered_from"):
         print(f"  WARNING: a corrupt database was moved aside to {data['recovered_from']}")
     for name, service in (data.get("services") or {}).items():
         if service:
-            print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in service.items()))
+            print(f"  {name}: " + fields_line(service))
     return 0
 
 
