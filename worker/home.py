@@ -12,7 +12,6 @@ import contextlib
 import logging
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -69,6 +68,8 @@ def private_opener(path: str, flags: int) -> int:
 def private_temp(target: Path) -> Iterator[IO[str]]:
     """A 0600 temp file beside `target` with an unpredictable name (mkstemp: O_EXCL, never a
     planted link); on success it replaces `target`, on failure it is removed."""
+    import tempfile  # (random, shutil...: not for the CLI commands that never write one)
+
     fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
     tmp = Path(name)
     try:

@@ -21,16 +21,17 @@ import time
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from starlette.types import ASGIApp
-
-from worker.api.inprocess import call_app
 from worker.clock import now_ms, to_iso
-from worker.context import Cairn
 from worker.home import private_temp
 from worker.settings import Settings
 from worker.store import kv
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
+
+    from worker.context import Cairn
 
 log = logging.getLogger(__name__)
 
@@ -345,6 +346,8 @@ class SpoolReplayer:
 
     async def dispatch(self, method: str, target: str, body: Any) -> tuple[int, Any]:
         """One request through the full application (middleware, auth, validation) in-process."""
+        from worker.api.inprocess import call_app  # (starlette: not for `cairn doctor`)
+
         path, _, query = target.partition("?")
         port = self.cairn.port
         status, data = await call_app(

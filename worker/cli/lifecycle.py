@@ -11,7 +11,6 @@ import sys
 import time
 from typing import Any
 
-from worker.auth import TokenKeeper
 from worker.cli.client import ApiError, WorkerDown, request
 from worker.home import ensure_home, private_opener
 from worker.paths import cairn_command
@@ -166,6 +165,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_token(args: argparse.Namespace) -> int:
     settings = _settings(args)
+    from worker.auth import TokenKeeper  # starlette types, hashing: only for this command
+
     keeper = TokenKeeper(settings.token_path)
     keeper.ensure()
     if args.rotate:
