@@ -59,7 +59,11 @@ def test_make_run_names_a_command_that_works_when_cairn_is_not_on_path(
         )  # fmt: skip
     finally:
         proc.terminate()
-        proc.wait(timeout=HANG_GUARD)
+        try:
+            proc.wait(timeout=HANG_GUARD)
+        except subprocess.TimeoutExpired:  # never leave the worker behind
+            proc.kill()
+            proc.wait()
     assert "Cairn worker listening on" in lines[0]
     assert f"log in with: {CAIRN} open" in lines[1]
     assert opened.returncode == 0, opened.stderr
