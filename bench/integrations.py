@@ -1,7 +1,9 @@
 """Integrations figures: `cairn install`/`uninstall`/`doctor` wall time, `cairn mcp` cold start and
-MCP tool-call latency next to the same request made straight over HTTP (the MCP overhead).
+MCP tool-call latency next to the same request made straight over HTTP (the MCP overhead), and
+the start time of CLI commands (`--help`, `status`, `doctor`, the MCP server's import).
 
-Run: `.venv/bin/python bench/integrations.py` (`--quick` for fewer rounds).
+Run: `.venv/bin/python bench/integrations.py` (`--quick` for fewer rounds; `--before DIR` also
+times the CLI start of another checkout, e.g. `git archive <commit> | tar -x -C DIR`).
 Writes bench/results/integrations.json.
 """
 
@@ -68,6 +70,45 @@ def cli_figures(rounds: int, base_env: dict[str, str], tmp: Path) -> dict[str, l
     return samples
 
 
+START_COMMANDS = {
+    "python -c pass": ["-c", "pass"],
+    "cairn --help": ["-m", "worker", "--help"],
+    "cairn status (worker down)": ["-m", "worker", "status"],
+    "cairn doctor (worker down)": ["-m", "worker", "doctor"],
+    "import worker.mcp_server (cairn mcp)": ["-c", "import worker.mcp_server"],
+}
+
+
+def start_figures(
+    rounds: int, base_env: dict[str, str], tmp: Path, trees: dict[str, Path | None]
+) -> dict[str, dict[str, list[float]]]:
+    """Wall time of each command in START_COMMANDS for each tree (None: this checkout; else a
+    checkout whose `worker` package goes first on PYTHONPATH), interleaved over `rounds` rounds
+    so a change in machine load hits every tree alike."""
+    from worker.store import Store
+
+    envs: dict[str, dict[str, str]] = {}
+    for label, tree in trees.items():
+        home = tmp / f"start-{label}"
+        envs[label] = {
+            **base_env,
+            "HOME": str(home),
+            "CAIRN_HOME": str(home / ".cairn"),
+            "CAIRN_PORT": "1",
+            **({"PYTHONPATH": str(tree)} if tree is not None else {}),
+        }
+        store = Store(home / ".cairn" / "cairn.db")  # doctor checks a real database file
+        store.open()
+        store.close()
+    samples = {label: {name: [] for name in START_COMMANDS} for label in trees}
+    for _ in range(rounds):
+        for name, argv in START_COMMANDS.items():
+            for label in trees:
+                cmd = [sys.executable, *argv]
+                samples[label][name].append(timed(cmd, envs[label], tmp, check=False))
+    return samples
+
+
 def http_get(worker: WorkerProcess, path: str) -> float:
     req = urllib.request.Request(worker.url + path)
     req.add_header("Authorization", f"Bearer {worker.token}")
@@ -114,10 +155,35 @@ async def mcp_figures(worker: WorkerProcess, project: Path, calls: int) -> dict[
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--before", type=Path, help="a checkout to time the CLI start of too")
+    parser.add_argument("--start-only", action="store_true", help="only the CLI start table")
     args = parser.parse_args()
     rounds, calls = (3, 20) if args.quick else (7, 60)
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
     base_env["CAIRN_EMBED_ENABLED"] = "0"
+    start_rounds = 5 if args.quick else 15
+    trees: dict[str, Path | None] = {"after": None}
+    if args.before:
+        trees["before"] = args.before
+    with tempfile.TemporaryDirectory() as tmp_name:
+        timings = start_figures(start_rounds, base_env, Path(tmp_name), trees)
+    start, before = timings["after"], timings.get("before", {})
+    start_rows: list[tuple[str, Any, str, bool | None]] = []
+    for name, samples in start.items():
+        p50 = statistics.median(samples)
+        aim = "< 150" if name.startswith(("cairn --help", "cairn status", "cairn doctor")) else ""
+        if before:
+            start_rows.append((f"{name}, ms p50 before", statistics.median(before[name]), "", None))
+        start_rows.append((f"{name}, ms p50", p50, aim, p50 < 150 if aim else None))
+    print_table(f"CLI start time (median of {start_rounds} runs)", start_rows)
+    start_result = {
+        "rounds": start_rounds,
+        "after_ms": {k: {"p50": statistics.median(v), "samples": v} for k, v in start.items()},
+        "before_ms": {k: {"p50": statistics.median(v), "samples": v} for k, v in before.items()},
+    }
+    if args.start_only:
+        write_result("cli_start", start_result)
+        return 0
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         cli = cli_figures(rounds, base_env, tmp)
@@ -182,6 +248,7 @@ def main() -> int:
             "cli_ms": {k: {"p50": med(v), "samples": v} for k, v in cli.items()},
             "mcp_cold_start_ms": mcp["cold"],
             "mcp_tools_ms": figures,
+            "cli_start": start_result,
             "figures": [{"figure": r[0], "value": r[1], "aim": r[2], "met": r[3]} for r in rows],
         },
     )

@@ -108,11 +108,40 @@ def cairn_home() -> str:
     return os.path.join(os.path.expanduser("~"), ".cairn")
 
 
+def ensure_home(home: str, *names: str) -> str:
+    """$CAIRN_HOME 0700 (created so, or tightened with a log line if other users could read it),
+    then each named folder in it; returns the last. The hooks' copy of worker/home.py."""
+    path = home
+    for path in (home, *(os.path.join(home, name) for name in names)):
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        mode = os.stat(path).st_mode & 0o777
+        if mode & 0o077:
+            os.chmod(path, 0o700)
+            log(home, f"{path} had mode {mode:04o} (other users could read it); tightened to 0700")
+    return path
+
+
+def replace_file(path: str, text: str) -> None:
+    """Write `path` atomically through a 0600 temp file that no planted link can redirect
+    (O_EXCL on an unguessable name)."""
+    tmp = f"{path}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with open(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:  # noqa: SIM105 - no contextlib import on the hook's path
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 def log(home: str, message: str) -> None:
     """Append one line to $CAIRN_HOME/logs/hooks.log (rotated at 1 MiB); never raises."""
     try:
-        folder = os.path.join(home, "logs")
-        os.makedirs(folder, mode=0o700, exist_ok=True)
+        folder = ensure_home(home, "logs")
         path = os.path.join(folder, "hooks.log")
         try:
             if os.stat(path).st_size > LOG_MAX_BYTES:
@@ -327,7 +356,7 @@ def spawn_worker(home: str) -> int | None:
     """
     import fcntl
 
-    os.makedirs(home, mode=0o700, exist_ok=True)
+    ensure_home(home)
     fd = os.open(os.path.join(home, "spawn.lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
@@ -353,8 +382,7 @@ def spawn_worker(home: str) -> int | None:
         env["PYTHONPATH"] = worker_pythonpath(checkout, env.get("PYTHONPATH", ""))
         if not env["PYTHONPATH"]:
             del env["PYTHONPATH"]
-        logs = os.path.join(home, "logs")
-        os.makedirs(logs, mode=0o700, exist_ok=True)
+        logs = ensure_home(home, "logs")
         stderr_path = os.path.join(logs, "worker.stderr.log")
         try:
             pid = os.posix_spawn(
@@ -377,7 +405,8 @@ def spawn_worker(home: str) -> int | None:
         except (AttributeError, NotImplementedError, TypeError):  # no posix_spawn setsid here
             import subprocess
 
-            with open(stderr_path, "ab") as err:
+            fd_err = os.open(stderr_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with open(fd_err, "ab") as err:
                 pid = subprocess.Popen(
                     argv,
                     env=env,
@@ -387,10 +416,7 @@ def spawn_worker(home: str) -> int | None:
                     start_new_session=True,
                     close_fds=True,
                 ).pid
-        tmp = f"{marker}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(dumps({"pid": pid, "at": time.time(), "python": python}))
-        os.replace(tmp, marker)
+        replace_file(marker, dumps({"pid": pid, "at": time.time(), "python": python}))
         log(home, f"spawned worker pid={pid} python={python}")
         return pid
     finally:
@@ -432,8 +458,7 @@ def spool_append(home: str, records: list[dict[str, object]]) -> int:
 
     max_bytes = env_int("CAIRN_SPOOL_MAX_BYTES", DEFAULT_SPOOL_MAX_BYTES)
     segment = max(1, max_bytes // 8)
-    folder = spool_dir(home)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
+    folder = ensure_home(home, "spool")
     path = os.path.join(folder, SPOOL_FILE)
     data = "".join(dumps(r) + "\n" for r in records).encode("ascii")
     if len(data) > max_bytes:
@@ -517,7 +542,4 @@ def _count_dropped(folder: str, n: int) -> None:
     count = 0
     if isinstance(info, dict) and isinstance(info.get("dropped"), int):
         count = info["dropped"]
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(dumps({"dropped": count + n, "last_at": iso_now()}))
-    os.replace(tmp, path)
+    replace_file(path, dumps({"dropped": count + n, "last_at": iso_now()}))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +36,18 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_models
             monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("CAIRN_MODELS_DIR", str(shared_models))
     return home
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    """Put the root logger back after a test that configures logging (to a file in tmp)."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    for handler in root.handlers:
+        handler.close()
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 @pytest.fixture

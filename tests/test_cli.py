@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import logging
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -56,17 +55,6 @@ def test_bad_configuration_exits_2_with_the_variable_named(
     monkeypatch.setenv("CAIRN_PORT", "http")
     assert main(["status"]) == 2
     assert "CAIRN_PORT" in capsys.readouterr().err
-
-
-@pytest.fixture
-def restore_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    for handler in root.handlers:
-        handler.close()
-    root.handlers[:] = handlers
-    root.setLevel(level)
 
 
 def test_worker_log_rotates(

@@ -56,6 +56,7 @@ def test_json_output_lists_every_check(
         "worker",
         "port",
         "token",
+        "permissions",
         "hooks",
         "interpreter",
         "mcp",

@@ -36,6 +36,7 @@ from worker.clock import now_ms
 from worker.context import Cairn
 from worker.errors import CairnError, error_body
 from worker.events import Broadcaster
+from worker.home import ensure_home
 from worker.memory.scheduler import DecayService
 from worker.pages import login as dashboard_login
 from worker.pages import routes as dashboard_routes
@@ -162,7 +163,7 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
-        settings.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        ensure_home(settings.home)
         tokens = TokenKeeper(settings.token_path)
         tokens.ensure()
         store = Store(

@@ -13,6 +13,7 @@ from pathlib import Path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from worker.errors import PayloadTooLarge, error_body
+from worker.home import ensure_private_dir, private_temp
 
 COOKIE_NAME = "cairn_session"
 CSRF_HEADER = "x-cairn-csrf"
@@ -44,7 +45,7 @@ class TokenKeeper:
         self._stamp: tuple[int, int] | None = None
 
     def ensure(self) -> None:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        ensure_private_dir(self.path.parent)
         if not self.path.exists():
             self._write(secrets.token_urlsafe(32))
         else:
@@ -52,15 +53,8 @@ class TokenKeeper:
         self._load()
 
     def _write(self, token: str) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, (token + "\n").encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, self.path)
+        with private_temp(self.path) as handle:
+            handle.write(token + "\n")
 
     def _load(self) -> None:
         st = self.path.stat()

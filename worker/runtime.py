@@ -13,6 +13,7 @@ from typing import IO, Any
 
 from worker import __version__
 from worker.clock import now_ms, to_iso
+from worker.home import ensure_home, private_opener, private_temp
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -46,10 +47,9 @@ def write_runtime(settings: Settings, port: int) -> None:
         "started_at": to_iso(now_ms()),
         "url": f"http://{settings.host}:{port}",
     }
-    settings.home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = settings.runtime_path.with_name(f".worker.json.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(info, indent=2) + "\n")
-    os.replace(tmp, settings.runtime_path)
+    ensure_home(settings.home)
+    with private_temp(settings.runtime_path) as handle:
+        handle.write(json.dumps(info, indent=2) + "\n")
 
 
 def read_runtime(settings: Settings) -> dict[str, Any] | None:
@@ -84,8 +84,8 @@ def remove_runtime(settings: Settings) -> None:
 
 def acquire_lock(settings: Settings) -> IO[str]:
     """Hold an exclusive lock on $CAIRN_HOME/worker.lock for the worker's lifetime."""
-    settings.home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    handle = open(settings.lock_path, "a+")  # noqa: SIM115 - held open for the process lifetime
+    ensure_home(settings.home)
+    handle = open(settings.lock_path, "a+", opener=private_opener)  # noqa: SIM115 - held open for the process lifetime
     # Clients probing the lock (lock_is_held) hold it for microseconds: retry briefly.
     deadline = time.monotonic() + 0.5
     while True:

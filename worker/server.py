@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import io
 import json
 import logging
 import logging.handlers
@@ -14,10 +15,27 @@ import urllib.request
 import uvicorn
 
 from worker.app import create_app
+from worker.home import ensure_home, private_opener
+from worker.paths import cairn_command
 from worker.runtime import acquire_lock
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
+
+
+class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """Log files (and each one rotation starts) are 0600 whatever the umask."""
+
+    def _open(self) -> io.TextIOWrapper:
+        stream = open(  # noqa: SIM115 - the handler owns and closes its stream
+            self.baseFilename,
+            self.mode,
+            encoding=self.encoding,
+            errors=self.errors,
+            opener=private_opener,
+        )
+        assert isinstance(stream, io.TextIOWrapper)  # a text mode ("a")
+        return stream
 
 
 def configure_logging(settings: Settings, *, to_file: bool) -> None:
@@ -25,8 +43,8 @@ def configure_logging(settings: Settings, *, to_file: bool) -> None:
     root.setLevel(logging.INFO)
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     if to_file:
-        settings.logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        handler: logging.Handler = logging.handlers.RotatingFileHandler(
+        ensure_home(settings.home, settings.logs_dir)
+        handler: logging.Handler = PrivateRotatingFileHandler(
             settings.logs_dir / "worker.log",
             maxBytes=settings.log_max_bytes,
             backupCount=settings.log_backups,
@@ -97,7 +115,7 @@ def serve(settings: Settings, *, log_to_file: bool = False, announce: bool = Tru
         if announce:
             url = f"http://127.0.0.1:{port}"
             print(f"Cairn worker listening on {url}", flush=True)
-            print(f"  dashboard: {url}/  (log in with: cairn open)", flush=True)
+            print(f"  dashboard: {url}/  (log in with: {cairn_command()} open)", flush=True)
             print(f"  token file: {settings.token_path}", flush=True)
             print(f"  database:   {settings.db_path}", flush=True)
         log.info("worker starting on 127.0.0.1:%d (home %s)", port, settings.home)

@@ -8,8 +8,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from limits import parse_many
-
 from worker.errors import ConfigError
 
 FUSION_METHODS = ("convex", "rrf")
@@ -288,6 +286,10 @@ def _check(settings: Settings) -> None:
             raise ConfigError(f"CAIRN_{f.name.upper()}={value!r} must be a finite number >= 0")
     for name in ("rate_limit_read", "rate_limit_write", "rate_limit_login"):
         raw = getattr(settings, name)
+        if raw == getattr(Settings, name):  # the class holds each field's default
+            continue  # valid; and `limits` costs ~60 ms to import, on every CLI command
+        from limits import parse_many
+
         try:
             parse_many(raw)
         except ValueError:

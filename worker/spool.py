@@ -21,15 +21,17 @@ import time
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from starlette.types import ASGIApp
-
-from worker.api.inprocess import call_app
 from worker.clock import now_ms, to_iso
-from worker.context import Cairn
+from worker.home import private_temp
 from worker.settings import Settings
 from worker.store import kv
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
+
+    from worker.context import Cairn
 
 log = logging.getLogger(__name__)
 
@@ -158,16 +160,12 @@ def read_lines(path: Path) -> tuple[list[SpoolLine], int]:
 
 def keep_rest(path: Path, rest: list[SpoolLine]) -> None:
     """Rewrite a claimed file with only the lines still to deliver (atomic replace)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
+    with private_temp(path) as handle:
         for line in rest:
             handle.write(
                 json.dumps({"v": 1, "method": line.method, "path": line.path, "body": line.body})
                 + "\n"
             )
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 def backlog(settings: Settings) -> dict[str, Any]:
@@ -348,6 +346,8 @@ class SpoolReplayer:
 
     async def dispatch(self, method: str, target: str, body: Any) -> tuple[int, Any]:
         """One request through the full application (middleware, auth, validation) in-process."""
+        from worker.api.inprocess import call_app  # (starlette: not for `cairn doctor`)
+
         path, _, query = target.partition("?")
         port = self.cairn.port
         status, data = await call_app(

@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from worker import __version__
 from worker.cli import dashboard, doctor, install, lifecycle, mcp
 from worker.cli import memory as memory_cli
 from worker.cli import portability as portability_cli
@@ -17,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cairn", description="Cairn: local-first long-term memory for AI coding agents."
     )
+    parser.add_argument("--version", action="version", version=f"cairn {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in (
         lifecycle,

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from typing import Any
 
 from worker.runtime import read_runtime
@@ -41,6 +39,9 @@ def request(
     content_type: str = "application/json",
 ) -> Any:
     """JSON in (`body`, or `raw_body` bytes of `content_type`), JSON out; ApiError on 4xx/5xx."""
+    import urllib.error  # (http.client and email: ~30 ms, only once a request is made)
+    import urllib.request
+
     url = base_url(settings) + path
     data = raw_body if raw_body is not None else None if body is None else json.dumps(body).encode()
     token = settings.token_path.read_text().strip() if settings.token_path.exists() else ""

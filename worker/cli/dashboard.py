@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import webbrowser
 
 from worker.cli import lifecycle
 from worker.cli.client import ApiError, WorkerDown, request
@@ -26,6 +25,8 @@ def _ensure_worker(settings: Settings, wait: float) -> bool:
 
 
 def cmd_open(args: argparse.Namespace) -> int:
+    import webbrowser  # ~20 ms: only when a browser is opened
+
     settings = load_settings()
     if not _ensure_worker(settings, args.wait):
         print(

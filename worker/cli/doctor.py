@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from worker.cli.client import ApiError, WorkerDown, request
+from worker.cli.lifecycle import human_bytes
 from worker.installer.claude_settings import (
     EVENTS,
     is_portable,
@@ -101,6 +102,42 @@ def check_token(ctx: Context) -> Check:
     if info.st_uid != os.getuid():
         return Check("token", "fail", f"{path} belongs to uid {info.st_uid}", f"chown $USER {path}")
     return Check("token", "ok", f"{path} mode 0600")
+
+
+def _private_paths(settings: Settings) -> list[Path]:
+    """What holds memories or secrets: the home and its folders, the database with its -wal and
+    -shm, the logs, the token, config.json and install.json."""
+    db = settings.db_path
+    paths = [settings.home, settings.logs_dir, settings.spool_dir, settings.backups_dir]
+    paths += [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
+    if settings.logs_dir.is_dir():
+        paths += sorted(settings.logs_dir.iterdir())
+    paths += [settings.token_path, settings.home / "config.json", state_path(settings.home)]
+    return [p for p in paths if p.exists()]
+
+
+def check_permissions(ctx: Context) -> Check:
+    home = ctx.settings.home
+    if not home.exists():
+        return Check("permissions", "ok", f"{home} not created yet (it will be 0700)")
+    open_to_others = []
+    for path in _private_paths(ctx.settings):
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o077:
+            open_to_others.append((path, mode))
+    if open_to_others:
+        listed = ", ".join(f"{p} {m:04o}" for p, m in open_to_others)
+        folders = [shlex.quote(str(p)) for p, _ in open_to_others if p.is_dir()]
+        files = [shlex.quote(str(p)) for p, _ in open_to_others if not p.is_dir()]
+        fix = " && ".join(
+            f"chmod {mode} {' '.join(paths)}"
+            for mode, paths in (("700", folders), ("600", files))
+            if paths
+        )
+        return Check("permissions", "fail", f"other users can read: {listed}", fix)
+    return Check(
+        "permissions", "ok", f"{home} and its folders 0700; database, logs, token, config 0600"
+    )
 
 
 def _command_problems(command: str) -> list[str]:
@@ -308,9 +345,9 @@ def check_model(ctx: Context) -> Check:
         except WorkerDown:
             pass
         else:
-            status = str(stats.get("status", "?"))
+            status = str(stats.get("status") or "?")
             coverage = stats.get("coverage")
-            detail = f"{stats.get('model', s.embed_model)}: {status}"
+            detail = f"{stats.get('model') or s.embed_model}: {status}"
             if isinstance(coverage, int | float):
                 detail += f", {coverage:.0%} of items embedded"
             if status in ("error", "failed", "unavailable"):
@@ -333,8 +370,16 @@ def check_database(ctx: Context) -> Check:
             f"{path}: quick_check says {result}",
             "cairn stop && cairn start (a corrupt file is moved aside and a fresh one created)",
         )
+    wal = path.with_name(path.name + "-wal")
     size = path.stat().st_size
-    return Check("database", "ok", f"{path} passes quick_check ({size / 1e6:.1f} MB)")
+    wal_size = wal.stat().st_size if wal.exists() else 0
+    # Recent writes sit in the -wal file until a checkpoint copies them in: count both.
+    return Check(
+        "database",
+        "ok",
+        f"{path} passes quick_check ({human_bytes(size + wal_size)}: "
+        f"{human_bytes(size)} + {human_bytes(wal_size)} write-ahead log)",
+    )
 
 
 def check_spool(ctx: Context) -> Check:
@@ -373,6 +418,7 @@ CHECKS: tuple[Callable[[Context], Check], ...] = (
     check_worker,
     check_port,
     check_token,
+    check_permissions,
     check_hooks,
     check_install_record,
     check_mcp,
@@ -425,7 +471,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "doctor", help="check the install: worker, port, token, hooks, model, database, spool"
+        "doctor",
+        help="check the install: worker, port, token, permissions, hooks, model, database, spool",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_doctor)

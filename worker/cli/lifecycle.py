@@ -11,9 +11,10 @@ import sys
 import time
 from typing import Any
 
-from worker.auth import TokenKeeper
 from worker.cli.client import ApiError, WorkerDown, request
+from worker.home import ensure_home, private_opener
 from worker.launch import child_env, module_argv
+from worker.paths import cairn_command
 from worker.runtime import AlreadyRunning, pid_alive, read_runtime
 from worker.settings import Settings, load_settings
 
@@ -41,12 +42,12 @@ def _wait_healthy(
 def spawn_detached(settings: Settings, port: int | None = None) -> subprocess.Popen[bytes]:
     """Start `cairn start --foreground` detached from this terminal, logging to worker.log
     (Cairn's own code, even where the current directory has a `worker/` package)."""
-    settings.logs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    ensure_home(settings.home, settings.logs_dir)
     cmd = module_argv("worker", "start", "--foreground", "--log-file", "--quiet")
     if port is not None:
         cmd += ["--port", str(port)]
     env = child_env(CAIRN_HOME=str(settings.home))
-    with open(settings.logs_dir / "worker.stderr.log", "ab") as err:
+    with open(settings.logs_dir / "worker.stderr.log", "ab", opener=private_opener) as err:
         return subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,
@@ -85,7 +86,7 @@ def cmd_start(args: argparse.Namespace) -> int:
         return 1
     print(f"Cairn worker started: pid {info['pid']}, http://127.0.0.1:{info['port']}")
     print(f"  token file: {settings.token_path}   log: {settings.logs_dir / 'worker.log'}")
-    print("  open the dashboard with: cairn open")
+    print(f"  open the dashboard with: {cairn_command()} open")
     return 0
 
 
@@ -114,13 +115,22 @@ def cmd_stop(args: argparse.Namespace) -> int:
     return 1
 
 
-def _human_bytes(n: int) -> str:
+def human_bytes(n: int) -> str:
     size = float(n)
     for unit in ("B", "KiB", "MiB", "GiB"):
         if size < 1024 or unit == "GiB":
             return f"{size:.1f} {unit}" if unit != "B" else f"{int(size)} B"
         size /= 1024
     return f"{n} B"
+
+
+def fields_line(values: dict[str, Any]) -> str:
+    """`name value, ...` for people: fields that are not set (None) left out, nested as JSON."""
+    return ", ".join(
+        f"{name} {json.dumps(value) if isinstance(value, dict | list) else value}"
+        for name, value in values.items()
+        if value is not None
+    )
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -144,18 +154,20 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"Cairn {data['version']}: running, pid {data['pid']}, port {data['port']}, "
         f"up {data['uptime_seconds']:.0f}s"
     )
-    print("  " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-    print(f"  database {data['db_path']} ({_human_bytes(int(data['db_size_bytes']))})")
+    print("  " + fields_line(counts))
+    print(f"  database {data['db_path']} ({human_bytes(int(data['db_size_bytes']))})")
     if data.get("recovered_from"):
         print(f"  WARNING: a corrupt database was moved aside to {data['recovered_from']}")
     for name, service in (data.get("services") or {}).items():
         if service:
-            print(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in service.items()))
+            print(f"  {name}: " + fields_line(service))
     return 0
 
 
 def cmd_token(args: argparse.Namespace) -> int:
     settings = _settings(args)
+    from worker.auth import TokenKeeper  # starlette types, hashing: only for this command
+
     keeper = TokenKeeper(settings.token_path)
     keeper.ensure()
     if args.rotate:

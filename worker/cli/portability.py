@@ -13,13 +13,16 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from worker import __version__
 from worker.cli.client import ApiError, WorkerDown, request
 from worker.errors import CairnError
+from worker.home import private_temp
 from worker.settings import Settings, load_settings
-from worker.store import Store, portability
+
+if TYPE_CHECKING:
+    from worker.store import Store
 
 BAR_WIDTH = 30
 
@@ -66,6 +69,8 @@ def _fail(message: str) -> int:
 def _open_existing(settings: Settings) -> Store | None:
     if not settings.db_path.exists():
         return None
+    from worker.store import Store  # the store (numpy, anyio) only for commands that use it
+
     store = Store(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
     store.open()
     return store
@@ -77,6 +82,8 @@ def _no_database(settings: Settings) -> int:
 
 # ------------------------------------------------------------------------------------ export
 def cmd_export(args: argparse.Namespace) -> int:
+    from worker.store import portability
+
     settings = load_settings()
     store = _open_existing(settings)
     if store is None:
@@ -91,14 +98,13 @@ def cmd_export(args: argparse.Namespace) -> int:
             )
             out.flush()
         else:
-            partial = target.with_name(target.name + ".partial")
-            with open(partial, "w", encoding="utf-8") as handle:
+            # The export holds every memory: 0600, through an unguessable temp file beside it.
+            with private_temp(target) as handle:
                 lines = store.read_sync(
                     lambda c: portability.export_to(
                         c, handle.write, version=__version__, progress=bar
                     )
                 )
-            partial.replace(target)
     except OSError as exc:
         return _fail(f"cannot write the export: {exc}")
     finally:
@@ -112,6 +118,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------------ import
 def _read_lines(source: str) -> list[str]:
+    from worker.store import portability
+
     if source == "-":
         return portability.split_lines(sys.stdin.read())
     return portability.split_lines(Path(source).read_text(encoding="utf-8"))
@@ -186,6 +194,8 @@ def _worker_up(settings: Settings) -> bool:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from worker.store import Store, portability
+
     settings = load_settings()
     try:
         lines = _read_lines(args.file)
@@ -230,6 +240,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------------ backup
 def cmd_backup(args: argparse.Namespace) -> int:
+    from worker.store import portability
+
     settings = load_settings()
     store = _open_existing(settings)
     if store is None:
@@ -286,7 +298,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         store.close()
     text = json.dumps(data, indent=2) if args.json else data["markdown"]
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        with private_temp(Path(args.output)) as handle:
+            handle.write(text)
         print(f"report written to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)

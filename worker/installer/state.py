@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from worker.home import ensure_home
 from worker.installer.jsonfile import atomic_write
 
 STATE_FILE = "install.json"
@@ -29,8 +30,10 @@ def read_state(home: Path) -> dict[str, Any]:
 
 
 def write_state(home: Path, state: dict[str, Any]) -> None:
-    home.mkdir(parents=True, exist_ok=True)
-    atomic_write(state_path(home), json.dumps(state, indent=2, sort_keys=True) + "\n")
+    ensure_home(home)
+    atomic_write(
+        state_path(home), json.dumps(state, indent=2, sort_keys=True) + "\n", default_mode=0o600
+    )
 
 
 def file_records(state: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -14,6 +14,16 @@ from worker.pages.inproc import api, has_route
 from worker.pages.login import with_session_cookie
 from worker.pages.render import render
 
+NOT_SET = "not set"
+
+
+def _set_only(values: Any) -> Any:
+    """A mapping without its unset (None) fields."""
+    if not isinstance(values, dict):
+        return values
+    return {k: v for k, v in values.items() if v is not None}
+
+
 JOBS = {"decay": ("/api/decay/run", "Decay"), "compress": ("/api/compress", "Compression")}
 
 
@@ -25,7 +35,13 @@ async def settings_page(request: Request) -> Response:
         result = await api(request, "GET", "/api/embeddings/stats")
         if result.ok and isinstance(result.body, dict):
             embed = result.body
-    config = cairn.settings.public_dict()
+    # Values that are not set show as such, never as Python's None (or an empty box).
+    config = {
+        k: NOT_SET if v is None or v == "" else v for k, v in cairn.settings.public_dict().items()
+    }
+    body = status.body if status.ok and isinstance(status.body, dict) else {}
+    services = body.get("services") or {}
+    body["services"] = {name: _set_only(service) for name, service in services.items()}
     return render(
         request,
         "settings.html",
@@ -33,8 +49,8 @@ async def settings_page(request: Request) -> Response:
             "title": "Settings",
             "active": "settings",
             "config": sorted(config.items()),
-            "status": status.body if status.ok else {},
-            "embed": embed,
+            "status": body,
+            "embed": _set_only(embed),
             "jobs": {name: has_route(request, "POST", path) for name, (path, _) in JOBS.items()},
             "rotated": request.query_params.get("rotated") == "1",
             "token_path": str(cairn.settings.token_path),

@@ -11,7 +11,6 @@ crash.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import queue
 import sqlite3
@@ -20,16 +19,22 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, TypeVar
-
-import anyio
-import anyio.to_thread
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from worker.errors import BadRequest, InsufficientStorage, ServiceUnavailable
-from worker.store import terms
+from worker.home import ensure_private_dir, make_private
 from worker.store.frequencies import FrequencyCache
-from worker.store.keyword_index import KeywordIndex
-from worker.store.migrations import apply_migrations
+
+if TYPE_CHECKING:
+    import asyncio
+
+    import anyio
+
+    from worker.store.keyword_index import KeywordIndex
+
+# numpy (the keyword index), anyio, asyncio, the stemmer and the migrations are imported where a
+# Store is built or used, not with this package: `cairn doctor` and other CLI commands that only
+# import a module of it (integrity, kv) start without them.
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -183,10 +188,14 @@ class Store:
         # Document frequencies of search terms (see frequencies.py): shared by all readers.
         self.frequencies = FrequencyCache()
         # In-memory BM25 copy of the keyword index, loaded by the worker at start.
-        self.keywords = KeywordIndex()
+        from worker.store.keyword_index import KeywordIndex
+
+        self.keywords: KeywordIndex = KeywordIndex()
 
     # ------------------------------------------------------------------ lifecycle
     def _connect(self) -> sqlite3.Connection:
+        from worker.store import terms
+
         conn = sqlite3.connect(
             self.path,
             isolation_level=None,
@@ -204,7 +213,7 @@ class Store:
 
     def open(self) -> None:
         """Open (creating if needed), check integrity, migrate. A corrupt file is moved aside."""
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        ensure_private_dir(self.path.parent)
         self.keywords.unload()
         try:
             self._open_checked()
@@ -229,6 +238,11 @@ class Store:
         self._closing = False  # open() after close() (or after moving a damaged file) reopens
 
     def _open_checked(self) -> None:
+        # 0600 before SQLite opens it: its -wal and -shm files (created now and whenever a later
+        # connection reopens a checkpointed WAL) take the database file's mode.
+        make_private(self.path, create=True)
+        for suffix in ("-wal", "-shm"):
+            make_private(self.path.with_name(self.path.name + suffix))
         try:
             conn = self._connect()
             conn.execute("PRAGMA journal_mode = WAL")
@@ -239,6 +253,8 @@ class Store:
             conn.close()
             raise CorruptDatabase(str(row[0]) if row else "quick_check returned nothing")
         self._writer = conn
+        from worker.store.migrations import apply_migrations
+
         try:
             apply_migrations(conn)
         except sqlite3.DatabaseError as exc:
@@ -414,6 +430,8 @@ class Store:
 
     # ------------------------------------------------------------------ async access
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        import anyio.to_thread
+
         if self._reader_limiter is None:
             self._reader_limiter = anyio.CapacityLimiter(READ_POOL_SIZE)
         return await anyio.to_thread.run_sync(self.read_sync, fn, limiter=self._reader_limiter)
@@ -447,6 +465,8 @@ class Store:
                 target=self._writer_main, name="cairn-store-writer", daemon=True
             )
             self._writer_thread.start()
+        import asyncio
+
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         self._jobs.put(_WriteJob(fn, future, loop, items_fn, items))

@@ -14,6 +14,7 @@ import base64
 import json
 import os
 import sqlite3
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from typing import Any, Literal
 
 from worker.clock import now_ms, to_iso
 from worker.errors import BadRequest, Conflict
+from worker.home import ensure_private_dir
 
 FORMAT = "cairn-export"
 FORMAT_VERSION = 1
@@ -454,14 +456,15 @@ def backup(
     Written under a temporary name, checked (quick_check), then renamed, so a backup file is
     always complete. Keeps the newest `keep` backups (0 keeps all).
     """
-    directory.mkdir(parents=True, exist_ok=True)
-    os.chmod(directory, 0o700)
+    ensure_private_dir(directory)
     started = now_ms()
     target = directory / backup_name(started)
-    partial = target.with_name(target.name + ".partial")
+    # An unguessable 0600 file (O_EXCL) that SQLite then fills: never a link planted for us.
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=directory)
+    os.close(fd)
+    partial = Path(name)
     dest = sqlite3.connect(partial)
     try:
-        os.chmod(partial, 0o600)
 
         def step(status: int, remaining: int, total: int) -> None:
             if progress is not None:
