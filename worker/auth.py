@@ -19,6 +19,17 @@ CSRF_HEADER = "x-cairn-csrf"
 PUBLIC_PATHS = ("/health", "/login", "/login/", "/favicon.ico", "/static/")
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 UNSAFE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+# Headers the checks below read: a second copy would make "which one counts" ambiguous (a proxy
+# or a browser may read the first where we read the last), so a request repeating one is refused.
+SINGLE_HEADERS = (
+    "host",
+    "origin",
+    "sec-fetch-site",
+    "authorization",
+    "x-cairn-token",
+    CSRF_HEADER,
+    "content-length",
+)
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -106,11 +117,16 @@ def host_is_loopback(host: str) -> bool:
     return name in LOOPBACK_HOSTS
 
 
-def _headers(scope: Scope) -> dict[str, str]:
+def _headers(scope: Scope) -> tuple[dict[str, str], str | None]:
+    """The request headers by lower-case name, and the first of SINGLE_HEADERS sent twice."""
     out: dict[str, str] = {}
+    repeated: str | None = None
     for key, value in scope.get("headers", []):
-        out[key.decode("latin-1").lower()] = value.decode("latin-1")
-    return out
+        name = key.decode("latin-1").lower()
+        if repeated is None and name in out and name in SINGLE_HEADERS:
+            repeated = name
+        out[name] = value.decode("latin-1")
+    return out, repeated
 
 
 def is_public(path: str) -> bool:
@@ -138,9 +154,18 @@ class SecurityMiddleware:
                 message = {**message, "headers": headers}
             await send(message)
 
-        headers = _headers(scope)
+        headers, repeated = _headers(scope)
         path: str = scope.get("path", "")
         method: str = scope.get("method", "GET")
+
+        if repeated is not None:
+            await _reject(
+                send_with_headers,
+                400,
+                "bad_request",
+                f"the {repeated!r} header appears more than once; send it once",
+            )
+            return
 
         if not host_is_loopback(headers.get("host", "")):
             await _reject(
