@@ -31,7 +31,7 @@ from worker.api import spool as spool_api
 from worker.api import summaries as session_summaries
 from worker.api import timeline as timeline_api
 from worker.api.endpoint import Endpoint, make_route
-from worker.auth import SecurityMiddleware, TokenKeeper
+from worker.auth import SecurityMiddleware, TokenKeeper, wants_html
 from worker.clock import now_ms
 from worker.context import Cairn
 from worker.errors import CairnError, error_body
@@ -98,6 +98,15 @@ async def _cairn_error(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 404 and wants_html(request.headers, request.url.path):
+        from worker.pages.render import render
+
+        return render(
+            request,
+            "not_found.html",
+            {"title": "Not found", "what": f"page {request.url.path}", "back": "/"},
+            status=404,
+        )
     codes = {404: "not_found", 405: "method_not_allowed"}
     message = {
         404: f"no route for {request.url.path}",

@@ -7,6 +7,7 @@ import hmac
 import json
 import os
 import secrets
+from collections.abc import Mapping
 from http.cookies import SimpleCookie
 from pathlib import Path
 
@@ -181,7 +182,7 @@ class SecurityMiddleware:
         auth_via = _authenticate(headers, tokens)
         scope.setdefault("state", {})["auth_via"] = auth_via
         if auth_via is None and not is_public(path):
-            if _wants_html(headers, path) and method in ("GET", "HEAD"):
+            if wants_html(headers, path) and method in ("GET", "HEAD"):
                 # Serve the login page in place (status 401), remembering where to go next.
                 await self.app(_login_scope(scope, path), receive, send_with_headers)
             else:
@@ -275,7 +276,8 @@ def _same_origin(origin: str, host: str) -> bool:
     return origin.lower() in (f"http://{host.lower()}",)
 
 
-def _wants_html(headers: dict[str, str], path: str) -> bool:
+def wants_html(headers: Mapping[str, str], path: str) -> bool:
+    """A browser asking for a page (never for /api/ or the OpenAPI document)."""
     if path.startswith("/api/") or path == "/openapi.json":
         return False
     return "text/html" in headers.get("accept", "")
