@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import os
 import secrets
 from collections.abc import Mapping
@@ -13,7 +14,10 @@ from pathlib import Path
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from worker.clock import now_ms
 from worker.errors import PayloadTooLarge, error_body
+
+log = logging.getLogger(__name__)
 
 COOKIE_NAME = "cairn_session"
 CSRF_HEADER = "x-cairn-csrf"
@@ -64,15 +68,7 @@ class TokenKeeper:
         self._load()
 
     def _write(self, token: str) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, (token + "\n").encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, self.path)
+        write_private(self.path, (token + "\n").encode())
 
     def _load(self) -> None:
         st = self.path.stat()
@@ -98,11 +94,83 @@ class TokenKeeper:
         return bool(token) and hmac.compare_digest(candidate.encode(), token.encode())
 
     def derived(self, purpose: str) -> str:
-        """A value bound to the token (cookie, CSRF): rotating the token invalidates it."""
+        """A value bound to the token (CSRF, login digests): rotating the token invalidates it."""
         return hmac.new(self.current().encode(), purpose.encode(), hashlib.sha256).hexdigest()
 
-    def cookie_matches(self, candidate: str) -> bool:
-        return hmac.compare_digest(candidate.encode(), self.derived("cookie").encode())
+
+def write_private(path: Path, data: bytes) -> None:
+    """Replace `path` atomically with `data`, readable by the owner only (0600)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+class DashboardLogins:
+    """One server-side session per dashboard login ($CAIRN_HOME/logins.json, mode 0600).
+
+    The cookie is a random id given to that browser alone; the file keeps only HMAC(token, id)
+    and its expiry. Logging out deletes that entry (the other browsers stay logged in), and
+    rotating the token voids every entry at once, since no digest matches under the new token.
+    """
+
+    def __init__(self, path: Path, tokens: TokenKeeper, *, max_age_s: int, max_count: int) -> None:
+        self.path = path
+        self.tokens = tokens
+        self.max_age_ms = max_age_s * 1000
+        self.max_count = max(1, max_count)
+        self._expiry: dict[str, int] = {}
+
+    def load(self) -> None:
+        try:
+            raw = json.loads(self.path.read_text())
+            entries = raw.get("logins", {}) if isinstance(raw, dict) else {}
+            self._expiry = {
+                str(k): int(v) for k, v in entries.items() if isinstance(v, int | float)
+            }
+            os.chmod(self.path, 0o600)
+        except FileNotFoundError:
+            self._expiry = {}
+        except (OSError, ValueError, AttributeError):
+            log.warning("unreadable %s: every dashboard login starts over", self.path)
+            self._expiry = {}
+
+    def _digest(self, login_id: str) -> str:
+        return self.tokens.derived("login:" + login_id)
+
+    def create(self) -> str:
+        """A new login's cookie value."""
+        login_id = secrets.token_urlsafe(32)
+        now = now_ms()
+        live = {k: v for k, v in self._expiry.items() if v > now}
+        # Past the cap the logins closest to expiry (the oldest) go first.
+        for key in sorted(live, key=live.__getitem__)[: max(0, len(live) - self.max_count + 1)]:
+            del live[key]
+        live[self._digest(login_id)] = now + self.max_age_ms
+        self._expiry = live
+        self._save()
+        return login_id
+
+    def matches(self, cookie: str) -> bool:
+        if not cookie or len(cookie) > 200:
+            return False
+        expires = self._expiry.get(self._digest(cookie))
+        return expires is not None and expires > now_ms()
+
+    def revoke(self, cookie: str) -> bool:
+        if self._expiry.pop(self._digest(cookie), None) is None:
+            return False
+        self._save()
+        return True
+
+    def _save(self) -> None:
+        body = json.dumps({"version": 1, "logins": self._expiry}, separators=(",", ":"))
+        write_private(self.path, body.encode())
 
 
 def host_is_loopback(host: str) -> bool:
@@ -179,7 +247,7 @@ class SecurityMiddleware:
 
         cairn = scope.get("state", {}).get("cairn")
         tokens: TokenKeeper | None = getattr(cairn, "tokens", None)
-        auth_via = _authenticate(headers, tokens)
+        auth_via = _authenticate(headers, tokens, getattr(cairn, "logins", None))
         scope.setdefault("state", {})["auth_via"] = auth_via
         if auth_via is None and not is_public(path):
             if wants_html(headers, path) and method in ("GET", "HEAD"):
@@ -196,11 +264,7 @@ class SecurityMiddleware:
             return
 
         if method in UNSAFE_METHODS:
-            origin = headers.get("origin")
-            fetch_site = headers.get("sec-fetch-site")
-            if (origin is not None and not _same_origin(origin, headers.get("host", ""))) or (
-                fetch_site == "cross-site"
-            ):
+            if from_another_site(headers):
                 await _reject(
                     send_with_headers,
                     403,
@@ -250,7 +314,22 @@ class SecurityMiddleware:
         await self.app(scope, bounded_receive, send_with_headers)
 
 
-def _authenticate(headers: dict[str, str], tokens: TokenKeeper | None) -> str | None:
+def session_cookie(cookie_header: str | None) -> str | None:
+    """The dashboard login cookie's value from a Cookie header, if any."""
+    if not cookie_header:
+        return None
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(cookie_header)
+    except Exception:
+        return None
+    morsel = jar.get(COOKIE_NAME)
+    return None if morsel is None else morsel.value
+
+
+def _authenticate(
+    headers: dict[str, str], tokens: TokenKeeper | None, logins: DashboardLogins | None
+) -> str | None:
     if tokens is None:
         return None
     auth = headers.get("authorization", "")
@@ -259,21 +338,24 @@ def _authenticate(headers: dict[str, str], tokens: TokenKeeper | None) -> str | 
     header_token = headers.get("x-cairn-token")
     if header_token and tokens.matches(header_token.strip()):
         return "header"
-    cookie_header = headers.get("cookie")
-    if cookie_header:
-        jar: SimpleCookie = SimpleCookie()
-        try:
-            jar.load(cookie_header)
-        except Exception:
-            return None
-        morsel = jar.get(COOKIE_NAME)
-        if morsel is not None and tokens.cookie_matches(morsel.value):
-            return "cookie"
+    cookie = session_cookie(headers.get("cookie"))
+    if cookie is not None and logins is not None and logins.matches(cookie):
+        return "cookie"
     return None
 
 
 def _same_origin(origin: str, host: str) -> bool:
     return origin.lower() in (f"http://{host.lower()}",)
+
+
+def from_another_site(headers: Mapping[str, str]) -> bool:
+    """A browser request started by another page: a foreign Origin, or Sec-Fetch-Site saying
+    cross-site or same-site (another port on 127.0.0.1 is the same site, not the same origin).
+    A request without these headers (curl, hooks, a typed address) is not."""
+    origin = headers.get("origin")
+    if origin is not None and not _same_origin(origin, headers.get("host", "")):
+        return True
+    return headers.get("sec-fetch-site", "") in ("cross-site", "same-site")
 
 
 def wants_html(headers: Mapping[str, str], path: str) -> bool:

@@ -62,6 +62,8 @@ class Settings:
     # Dashboard login: one-time links from `cairn open`, and how long the session cookie lasts
     login_link_seconds: int = 120
     session_cookie_days: int = 30
+    # Dashboard logins kept at once (one per browser login; past it the oldest is logged out)
+    max_dashboard_logins: int = 100
     # SSE
     sse_max_clients: int = 32
     sse_buffer: int = 1000
@@ -207,6 +209,10 @@ class Settings:
     @property
     def token_path(self) -> Path:
         return self.home / "token"
+
+    @property
+    def logins_path(self) -> Path:
+        return self.home / "logins.json"
 
     @property
     def runtime_path(self) -> Path:
