@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 import socket
+from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
+from tests.e2e.hook_runner import base, hook_env, run_hook
 from tests.e2e.worker_process import WorkerProcess
+from tests.hook_modules import hook_io
 
 pytestmark = pytest.mark.e2e
 
@@ -50,3 +54,41 @@ def test_a_repeated_host_header_is_400(worker: WorkerProcess) -> None:
         f"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}\r\n{auth}\r\nConnection: close",
     )
     assert status == 400 and "'authorization'" in json.dumps(body)
+
+
+@pytest.mark.parametrize("sid", ["x/summary", "a/b/end", "a//b", "..", "tab\there"])
+def test_hooks_record_sessions_whose_id_would_not_round_trip(
+    worker: WorkerProcess, tmp_path: Path, sid: str
+) -> None:
+    """A client that sends such an id gets a precise 400; the hook maps it and never fails."""
+    refused, body = worker.request("POST", "/api/sessions", {"session_id": sid, "project": "/p"})
+    assert refused == 400 and body["error"]["field"] == "session_id"
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True, exist_ok=True)
+    env = hook_env(worker.home)
+    start = run_hook("SessionStart", {**base(sid, repo, "SessionStart"), "source": "startup"}, env)
+    prompt = run_hook(
+        "UserPromptSubmit", {**base(sid, repo, "UserPromptSubmit"), "prompt": "hello"}, env
+    )
+    end = run_hook("SessionEnd", {**base(sid, repo, "SessionEnd"), "reason": "exit"}, env)
+    assert [start.returncode, prompt.returncode, end.returncode] == [0, 0, 0]
+
+    mapped = hook_io.route_safe_id(sid)
+    status, session = worker.request("GET", "/api/sessions/" + quote(mapped, safe=""))
+    assert status == 200 and session["id"] == mapped, session
+    assert session["status"] == "ended" and [p["text"] for p in session["prompts"]] == ["hello"]
+    assert not list((worker.home / "spool").glob("*.jsonl")) or all(
+        f.stat().st_size == 0 for f in (worker.home / "spool").glob("*.jsonl")
+    )
+
+
+@pytest.mark.parametrize("sid", ["100%", "%2F", "a%2Fsummary", "a?b#c", "ünï 🙂"])
+def test_ids_with_escapes_round_trip_through_a_real_worker(worker: WorkerProcess, sid: str) -> None:
+    created, _ = worker.request("POST", "/api/sessions", {"session_id": sid, "project": "/p"})
+    assert created == 201
+    path = "/api/sessions/" + quote(sid, safe="")
+    status, session = worker.request("GET", path)
+    assert status == 200 and session["id"] == sid
+    ended, row = worker.request("POST", path + "/end", {})
+    assert ended == 200 and row["id"] == sid

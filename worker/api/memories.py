@@ -11,6 +11,7 @@ import anyio.to_thread
 from worker.api.common import (
     DATETIME,
     EVENT_ID,
+    NEW_SESSION_ID,
     SESSION_ID,
     int_cursor,
     meta_field,
@@ -136,7 +137,7 @@ def create_schema(s: Settings) -> Schema:
             "pinned": {"type": "boolean"},
             "expires_at": DATETIME,
             "created_at": DATETIME,
-            "session_id": SESSION_ID,
+            "session_id": NEW_SESSION_ID,
             "event_id": EVENT_ID,
             "meta": meta_field(s),
             "supersede": {
