@@ -64,6 +64,11 @@ class Settings:
     session_cookie_days: int = 30
     # Dashboard logins kept at once (one per browser login; past it the oldest is logged out)
     max_dashboard_logins: int = 100
+    # HTTP connections: request headers must arrive within this many seconds of connecting
+    # (slowloris); open connections capped (0 = the descriptor limit less the reserve)
+    header_timeout_seconds: float = 10.0
+    max_connections: int = 0
+    connection_fd_reserve: int = 128
     # SSE
     sse_max_clients: int = 32
     sse_buffer: int = 1000

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import socket
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -92,3 +95,86 @@ def test_ids_with_escapes_round_trip_through_a_real_worker(worker: WorkerProcess
     assert status == 200 and session["id"] == sid
     ended, row = worker.request("POST", path + "/end", {})
     assert ended == 200 and row["id"] == sid
+
+
+FD_LIMIT = 256  # the worker's descriptor limit: connection cap = 256 - 128 reserved = 128
+HEADER_TIMEOUT = 2.0
+
+
+def half_open(port: int, n: int) -> list[socket.socket]:
+    """`n` connections: half send nothing, half the start of a request and no more."""
+    socks = []
+    for i in range(n):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        if i % 2:
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        socks.append(sock)
+    return socks
+
+
+def closed_by_peer(sock: socket.socket, timeout: float) -> bool:
+    sock.settimeout(timeout)
+    try:
+        return sock.recv(1024) == b""
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+@pytest.fixture
+def fd_limited_worker(isolated_home: Path) -> Iterator[WorkerProcess]:
+    proc = WorkerProcess(
+        home=isolated_home,
+        rlimit_nofile=FD_LIMIT,
+        env_extra={"CAIRN_HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT)},
+    ).start()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def test_hooks_get_through_a_slowloris_flood(
+    fd_limited_worker: WorkerProcess, tmp_path: Path
+) -> None:
+    """More half-open connections than the worker has descriptors: requests still succeed."""
+    worker = fd_limited_worker
+    flood = half_open(worker.port, FD_LIMIT + 44)  # 300: past the descriptor limit itself
+    try:
+        with urllib.request.urlopen(worker.url + "/health", timeout=10) as resp:
+            assert resp.status == 200
+        status, _ = worker.request(
+            "POST", "/api/observations", {"project": "/p", "type": "note", "title": "in a flood"}
+        )
+        assert status == 201
+        repo = tmp_path / "repo"
+        (repo / ".git").mkdir(parents=True)
+        hook = run_hook(
+            "UserPromptSubmit",
+            {**base("s-flood", repo, "UserPromptSubmit"), "prompt": "hello"},
+            hook_env(worker.home),
+        )
+        assert hook.returncode == 0
+        status, session = worker.request("GET", "/api/sessions/s-flood")
+        assert status == 200 and [p["text"] for p in session["prompts"]] == ["hello"]
+    finally:
+        for sock in flood:
+            sock.close()
+
+
+def test_half_open_connections_are_closed_after_the_header_timeout(
+    fd_limited_worker: WorkerProcess,
+) -> None:
+    socks = half_open(fd_limited_worker.port, 20)  # well under the cap: only the timeout acts
+    try:
+        time.sleep(HEADER_TIMEOUT / 2)
+        assert not any(closed_by_peer(s, 0.01) for s in socks)  # not before the deadline
+        assert all(closed_by_peer(s, HEADER_TIMEOUT * 3) for s in socks)
+        # A request on a kept-alive connection still gets its full header time.
+        with socket.create_connection(("127.0.0.1", fd_limited_worker.port), timeout=10) as sock:
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+    finally:
+        for sock in socks:
+            sock.close()
