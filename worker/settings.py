@@ -54,6 +54,8 @@ class Settings:
     max_tags: int = 20
     max_batch: int = 500
     page_size: int = 50
+    # An active session with no event for this long shows as idle (its SessionEnd never came)
+    session_idle_minutes: int = 30
     max_page_size: int = 500
     # Rate limits (slowapi / limits syntax), per client and route group
     rate_limit_read: str = "6000/minute"
