@@ -162,6 +162,37 @@ def log(home: str, message: str) -> None:
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/")
 
 
+# The worker's rule for a new session id (worker/api/common.py, SESSION_ID_PATTERN): it must
+# round-trip through /api/sessions/{id}/<one of these>.
+SESSION_SUBROUTES = ("checkpoint", "checkpoints", "end", "plan", "summarize", "summary")
+
+
+def _id_char_ok(ch: str) -> bool:
+    return ch != "\\" and " " <= ch != "\x7f" and not "\ud800" <= ch <= "\udfff"
+
+
+def _id_round_trips(text: str) -> bool:
+    segments = text.split("/")
+    return (
+        all(_id_char_ok(ch) for ch in text)
+        and not any(seg in ("", ".", "..") for seg in segments)
+        and (len(segments) == 1 or segments[-1] not in SESSION_SUBROUTES)
+    )
+
+
+def route_safe_id(text: str, limit: int = 200) -> str:
+    """A session id the worker accepts: the id itself when it round-trips through the session
+    routes (Claude Code's UUIDs always do), else the id with each "/" and unsafe character
+    replaced and a digest of the original appended, so distinct ids stay distinct."""
+    if _id_round_trips(text):
+        return text
+    import hashlib
+
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    safe = "".join(ch if ch != "/" and _id_char_ok(ch) else "_" for ch in text)
+    return safe[: limit - len(digest) - 1] + "-" + digest
+
+
 def quote(text: str) -> str:
     return "".join(
         chr(b) if b in _SAFE else f"%{b:02X}" for b in text.encode("utf-8", "surrogatepass")

@@ -497,7 +497,7 @@ def handle(hook: Hook, event: str) -> str:
     sid = payload.get("session_id")
     if not isinstance(sid, str) or not sid.strip() or event == "SubagentStop":
         return ""
-    payload["session_id"] = sid = sid.strip()[:200]
+    payload["session_id"] = sid = io.route_safe_id(sid.strip()[:200])
     cfg = config(home)
     if cfg.get("disabled") is True:
         return ""

@@ -44,10 +44,10 @@ def test_ensure_tightens_a_loose_token_file(tmp_path: Path) -> None:
 def test_derived_values_change_with_the_token(tmp_path: Path) -> None:
     keeper = TokenKeeper(tmp_path / "token")
     keeper.ensure()
-    cookie, csrf = keeper.derived("cookie"), keeper.derived("csrf")
-    assert cookie != csrf and keeper.cookie_matches(cookie)
+    csrf, login = keeper.derived("csrf"), keeper.derived("login:x")
+    assert csrf != login
     keeper.rotate()
-    assert not keeper.cookie_matches(cookie)
+    assert keeper.derived("csrf") != csrf and keeper.derived("login:x") != login
 
 
 @pytest.mark.parametrize(
@@ -103,7 +103,8 @@ def test_token_forms(anon_client: TestClient, settings: Settings) -> None:
 def test_cookie_auth_needs_csrf_for_writes(anon_client: TestClient, settings: Settings) -> None:
     keeper = TokenKeeper(settings.token_path)
     keeper.ensure()
-    anon_client.cookies.set("cairn_session", keeper.derived("cookie"))
+    login = anon_client.post("/login", data={"token": keeper.current()}, follow_redirects=False)
+    assert login.status_code == 303 and anon_client.cookies.get("cairn_session")
     assert anon_client.get("/api/status").status_code == 200
     refused = anon_client.post("/api/observations", json=OBS)
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "csrf"

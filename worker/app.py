@@ -31,7 +31,7 @@ from worker.api import spool as spool_api
 from worker.api import summaries as session_summaries
 from worker.api import timeline as timeline_api
 from worker.api.endpoint import Endpoint, make_route
-from worker.auth import SecurityMiddleware, TokenKeeper
+from worker.auth import DashboardLogins, SecurityMiddleware, TokenKeeper, wants_html
 from worker.clock import now_ms
 from worker.context import Cairn
 from worker.errors import CairnError, error_body
@@ -99,6 +99,15 @@ async def _cairn_error(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 404 and wants_html(request.headers, request.url.path):
+        from worker.pages.render import render
+
+        return render(
+            request,
+            "not_found.html",
+            {"title": "Not found", "what": f"page {request.url.path}", "back": "/"},
+            status=404,
+        )
     codes = {404: "not_found", 405: "method_not_allowed"}
     message = {
         404: f"no route for {request.url.path}",
@@ -166,6 +175,13 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
         ensure_home(settings.home)
         tokens = TokenKeeper(settings.token_path)
         tokens.ensure()
+        logins = DashboardLogins(
+            settings.logins_path,
+            tokens,
+            max_age_s=settings.session_cookie_days * 86400,
+            max_count=settings.max_dashboard_logins,
+        )
+        logins.load()
         store = Store(
             settings.db_path,
             busy_timeout_ms=settings.busy_timeout_ms,
@@ -181,6 +197,7 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
             events=events,
             started_at_ms=now_ms(),
             port=port or settings.port,
+            logins=logins,
         )
         if settings.search_memory_index:
             # The in-memory BM25 index loads in its own thread; searches use FTS5 until then.

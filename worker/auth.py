@@ -5,21 +5,37 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import os
 import secrets
+from collections.abc import Mapping
 from http.cookies import SimpleCookie
 from pathlib import Path
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from worker.clock import now_ms
 from worker.errors import PayloadTooLarge, error_body
 from worker.home import ensure_private_dir, private_temp
+
+log = logging.getLogger(__name__)
 
 COOKIE_NAME = "cairn_session"
 CSRF_HEADER = "x-cairn-csrf"
 PUBLIC_PATHS = ("/health", "/login", "/login/", "/favicon.ico", "/static/")
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 UNSAFE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+# Headers the checks below read: a second copy would make "which one counts" ambiguous (a proxy
+# or a browser may read the first where we read the last), so a request repeating one is refused.
+SINGLE_HEADERS = (
+    "host",
+    "origin",
+    "sec-fetch-site",
+    "authorization",
+    "x-cairn-token",
+    CSRF_HEADER,
+    "content-length",
+)
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -80,11 +96,76 @@ class TokenKeeper:
         return bool(token) and hmac.compare_digest(candidate.encode(), token.encode())
 
     def derived(self, purpose: str) -> str:
-        """A value bound to the token (cookie, CSRF): rotating the token invalidates it."""
+        """A value bound to the token (CSRF, login digests): rotating the token invalidates it."""
         return hmac.new(self.current().encode(), purpose.encode(), hashlib.sha256).hexdigest()
 
-    def cookie_matches(self, candidate: str) -> bool:
-        return hmac.compare_digest(candidate.encode(), self.derived("cookie").encode())
+
+def write_private(path: Path, text: str) -> None:
+    """Replace `path` atomically with `text`, readable by the owner only (0600)."""
+    with private_temp(path) as handle:
+        handle.write(text)
+
+
+class DashboardLogins:
+    """One server-side session per dashboard login ($CAIRN_HOME/logins.json, mode 0600).
+
+    The cookie is a random id given to that browser alone; the file keeps only HMAC(token, id)
+    and its expiry. Logging out deletes that entry (the other browsers stay logged in), and
+    rotating the token voids every entry at once, since no digest matches under the new token.
+    """
+
+    def __init__(self, path: Path, tokens: TokenKeeper, *, max_age_s: int, max_count: int) -> None:
+        self.path = path
+        self.tokens = tokens
+        self.max_age_ms = max_age_s * 1000
+        self.max_count = max(1, max_count)
+        self._expiry: dict[str, int] = {}
+
+    def load(self) -> None:
+        try:
+            raw = json.loads(self.path.read_text())
+            entries = raw.get("logins", {}) if isinstance(raw, dict) else {}
+            self._expiry = {
+                str(k): int(v) for k, v in entries.items() if isinstance(v, int | float)
+            }
+            os.chmod(self.path, 0o600)
+        except FileNotFoundError:
+            self._expiry = {}
+        except (OSError, ValueError, AttributeError):
+            log.warning("unreadable %s: every dashboard login starts over", self.path)
+            self._expiry = {}
+
+    def _digest(self, login_id: str) -> str:
+        return self.tokens.derived("login:" + login_id)
+
+    def create(self) -> str:
+        """A new login's cookie value."""
+        login_id = secrets.token_urlsafe(32)
+        now = now_ms()
+        live = {k: v for k, v in self._expiry.items() if v > now}
+        # Past the cap the logins closest to expiry (the oldest) go first.
+        for key in sorted(live, key=live.__getitem__)[: max(0, len(live) - self.max_count + 1)]:
+            del live[key]
+        live[self._digest(login_id)] = now + self.max_age_ms
+        self._expiry = live
+        self._save()
+        return login_id
+
+    def matches(self, cookie: str) -> bool:
+        if not cookie or len(cookie) > 200:
+            return False
+        expires = self._expiry.get(self._digest(cookie))
+        return expires is not None and expires > now_ms()
+
+    def revoke(self, cookie: str) -> bool:
+        if self._expiry.pop(self._digest(cookie), None) is None:
+            return False
+        self._save()
+        return True
+
+    def _save(self) -> None:
+        body = json.dumps({"version": 1, "logins": self._expiry}, separators=(",", ":"))
+        write_private(self.path, body)
 
 
 def host_is_loopback(host: str) -> bool:
@@ -100,11 +181,16 @@ def host_is_loopback(host: str) -> bool:
     return name in LOOPBACK_HOSTS
 
 
-def _headers(scope: Scope) -> dict[str, str]:
+def _headers(scope: Scope) -> tuple[dict[str, str], str | None]:
+    """The request headers by lower-case name, and the first of SINGLE_HEADERS sent twice."""
     out: dict[str, str] = {}
+    repeated: str | None = None
     for key, value in scope.get("headers", []):
-        out[key.decode("latin-1").lower()] = value.decode("latin-1")
-    return out
+        name = key.decode("latin-1").lower()
+        if repeated is None and name in out and name in SINGLE_HEADERS:
+            repeated = name
+        out[name] = value.decode("latin-1")
+    return out, repeated
 
 
 def is_public(path: str) -> bool:
@@ -132,9 +218,18 @@ class SecurityMiddleware:
                 message = {**message, "headers": headers}
             await send(message)
 
-        headers = _headers(scope)
+        headers, repeated = _headers(scope)
         path: str = scope.get("path", "")
         method: str = scope.get("method", "GET")
+
+        if repeated is not None:
+            await _reject(
+                send_with_headers,
+                400,
+                "bad_request",
+                f"the {repeated!r} header appears more than once; send it once",
+            )
+            return
 
         if not host_is_loopback(headers.get("host", "")):
             await _reject(
@@ -147,10 +242,10 @@ class SecurityMiddleware:
 
         cairn = scope.get("state", {}).get("cairn")
         tokens: TokenKeeper | None = getattr(cairn, "tokens", None)
-        auth_via = _authenticate(headers, tokens)
+        auth_via = _authenticate(headers, tokens, getattr(cairn, "logins", None))
         scope.setdefault("state", {})["auth_via"] = auth_via
         if auth_via is None and not is_public(path):
-            if _wants_html(headers, path) and method in ("GET", "HEAD"):
+            if wants_html(headers, path) and method in ("GET", "HEAD"):
                 # Serve the login page in place (status 401), remembering where to go next.
                 await self.app(_login_scope(scope, path), receive, send_with_headers)
             else:
@@ -164,11 +259,7 @@ class SecurityMiddleware:
             return
 
         if method in UNSAFE_METHODS:
-            origin = headers.get("origin")
-            fetch_site = headers.get("sec-fetch-site")
-            if (origin is not None and not _same_origin(origin, headers.get("host", ""))) or (
-                fetch_site == "cross-site"
-            ):
+            if from_another_site(headers):
                 await _reject(
                     send_with_headers,
                     403,
@@ -218,7 +309,22 @@ class SecurityMiddleware:
         await self.app(scope, bounded_receive, send_with_headers)
 
 
-def _authenticate(headers: dict[str, str], tokens: TokenKeeper | None) -> str | None:
+def session_cookie(cookie_header: str | None) -> str | None:
+    """The dashboard login cookie's value from a Cookie header, if any."""
+    if not cookie_header:
+        return None
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(cookie_header)
+    except Exception:
+        return None
+    morsel = jar.get(COOKIE_NAME)
+    return None if morsel is None else morsel.value
+
+
+def _authenticate(
+    headers: dict[str, str], tokens: TokenKeeper | None, logins: DashboardLogins | None
+) -> str | None:
     if tokens is None:
         return None
     auth = headers.get("authorization", "")
@@ -227,16 +333,9 @@ def _authenticate(headers: dict[str, str], tokens: TokenKeeper | None) -> str | 
     header_token = headers.get("x-cairn-token")
     if header_token and tokens.matches(header_token.strip()):
         return "header"
-    cookie_header = headers.get("cookie")
-    if cookie_header:
-        jar: SimpleCookie = SimpleCookie()
-        try:
-            jar.load(cookie_header)
-        except Exception:
-            return None
-        morsel = jar.get(COOKIE_NAME)
-        if morsel is not None and tokens.cookie_matches(morsel.value):
-            return "cookie"
+    cookie = session_cookie(headers.get("cookie"))
+    if cookie is not None and logins is not None and logins.matches(cookie):
+        return "cookie"
     return None
 
 
@@ -244,7 +343,18 @@ def _same_origin(origin: str, host: str) -> bool:
     return origin.lower() in (f"http://{host.lower()}",)
 
 
-def _wants_html(headers: dict[str, str], path: str) -> bool:
+def from_another_site(headers: Mapping[str, str]) -> bool:
+    """A browser request started by another page: a foreign Origin, or Sec-Fetch-Site saying
+    cross-site or same-site (another port on 127.0.0.1 is the same site, not the same origin).
+    A request without these headers (curl, hooks, a typed address) is not."""
+    origin = headers.get("origin")
+    if origin is not None and not _same_origin(origin, headers.get("host", "")):
+        return True
+    return headers.get("sec-fetch-site", "") in ("cross-site", "same-site")
+
+
+def wants_html(headers: Mapping[str, str], path: str) -> bool:
+    """A browser asking for a page (never for /api/ or the OpenAPI document)."""
     if path.startswith("/api/") or path == "/openapi.json":
         return False
     return "text/html" in headers.get("accept", "")

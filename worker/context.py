@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from worker.auth import TokenKeeper
+from worker.auth import DashboardLogins, TokenKeeper
 from worker.events import Broadcaster
 from worker.settings import Settings
 from worker.store import Store
@@ -22,6 +22,7 @@ class Cairn:
     events: Broadcaster
     started_at_ms: int
     port: int
+    logins: DashboardLogins
     # Listeners told about new items (kind, ids), e.g. the background embedder.
     item_listeners: list[ItemListener] = field(default_factory=list)
     # Named background services (embedder, scheduler...) other modules attach in the lifespan.

@@ -15,6 +15,7 @@ import urllib.request
 import uvicorn
 
 from worker.app import create_app
+from worker.connections import guarded_protocol
 from worker.home import ensure_home, private_opener
 from worker.paths import cairn_command
 from worker.runtime import acquire_lock
@@ -104,6 +105,7 @@ def serve(settings: Settings, *, log_to_file: bool = False, announce: bool = Tru
         app = create_app(settings, port=port)
         config = uvicorn.Config(
             app,
+            http=guarded_protocol(settings),
             log_level="warning",
             access_log=False,
             lifespan="on",
@@ -123,7 +125,7 @@ def serve(settings: Settings, *, log_to_file: bool = False, announce: bool = Tru
         # no-op handlers in place that re-raise is absorbed and the process exits 0.
         signal.signal(signal.SIGTERM, _absorb)
         signal.signal(signal.SIGINT, _absorb)
-        server.run(sockets=[sock])  # uvloop + httptools when installed (config "auto")
+        server.run(sockets=[sock])  # uvloop when installed; httptools with the guards above
         log.info("worker stopped")
         return 0
     finally:

@@ -52,6 +52,8 @@ class Settings:
     max_tags: int = 20
     max_batch: int = 500
     page_size: int = 50
+    # An active session with no event for this long shows as idle (its SessionEnd never came)
+    session_idle_minutes: int = 30
     max_page_size: int = 500
     # Rate limits (slowapi / limits syntax), per client and route group
     rate_limit_read: str = "6000/minute"
@@ -60,6 +62,13 @@ class Settings:
     # Dashboard login: one-time links from `cairn open`, and how long the session cookie lasts
     login_link_seconds: int = 120
     session_cookie_days: int = 30
+    # Dashboard logins kept at once (one per browser login; past it the oldest is logged out)
+    max_dashboard_logins: int = 100
+    # HTTP connections: request headers must arrive within this many seconds of connecting
+    # (slowloris); open connections capped (0 = the descriptor limit less the reserve)
+    header_timeout_seconds: float = 10.0
+    max_connections: int = 0
+    connection_fd_reserve: int = 128
     # SSE
     sse_max_clients: int = 32
     sse_buffer: int = 1000
@@ -205,6 +214,10 @@ class Settings:
     @property
     def token_path(self) -> Path:
         return self.home / "token"
+
+    @property
+    def logins_path(self) -> Path:
+        return self.home / "logins.json"
 
     @property
     def runtime_path(self) -> Path:

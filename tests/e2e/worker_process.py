@@ -78,6 +78,8 @@ class WorkerProcess:
     home: Path
     port: int = 0
     env_extra: dict[str, str] = field(default_factory=dict)
+    # Run the worker under this file-descriptor limit (soft and hard), e.g. to flood it cheaply.
+    rlimit_nofile: int | None = None
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -106,6 +108,7 @@ class WorkerProcess:
                 env=self.env(),
                 stdout=log,
                 stderr=log,
+                preexec_fn=self._limit_fds if self.rlimit_nofile else None,
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -124,6 +127,12 @@ class WorkerProcess:
                     pass
             time.sleep(0.05)
         raise RuntimeError("worker did not become healthy")
+
+    def _limit_fds(self) -> None:
+        import resource
+
+        assert self.rlimit_nofile is not None
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.rlimit_nofile, self.rlimit_nofile))
 
     @property
     def log_path(self) -> Path:

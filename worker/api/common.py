@@ -17,6 +17,27 @@ EVENT_ID: Schema = {
 }
 DATETIME: Schema = {"type": "string", "format": "date-time", "maxLength": 64}
 SESSION_ID: Schema = {"type": "string", "minLength": 1, "maxLength": 200}
+# What may follow a session id in /api/sessions/{id}/<name> (tests/test_session_ids.py checks
+# this against the routes, and the hooks' copy in hooks/cairn_hook_io.py against this).
+SESSION_SUBROUTES = ("checkpoint", "checkpoints", "end", "plan", "summarize", "summary")
+# A session id a client creates must round-trip through those routes: slashes are fine
+# ("team/alpha/42"), but not an id ending in "/summary" (that path is the summary of "x"), an
+# empty, "." or ".." segment (URL libraries collapse those), "\\" (browsers read it as "/") or
+# control characters. Claude Code's UUIDs always pass; the hooks map any other id onto this
+# rule themselves (route_safe_id), so they never fail.
+SESSION_ID_PATTERN = (
+    rf"(?!.*/(?:{'|'.join(SESSION_SUBROUTES)})$)"
+    r"(?!(?:.*/)?\.{0,2}(?:/|$))"
+    r"[^\\\x00-\x1f\x7f]+"
+)
+NEW_SESSION_ID: Schema = {
+    **SESSION_ID,
+    "pattern": SESSION_ID_PATTERN,
+    "x-patternMessage": "must round-trip through /api/sessions/{id}/...: no empty, '.' or '..' "
+    "segment between slashes, no last segment named after a session route ("
+    + ", ".join(SESSION_SUBROUTES)
+    + "), no '\\' or control characters",
+}
 
 
 def project_field(s: Settings) -> Schema:

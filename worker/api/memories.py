@@ -11,6 +11,7 @@ import anyio.to_thread
 from worker.api.common import (
     DATETIME,
     EVENT_ID,
+    NEW_SESSION_ID,
     SESSION_ID,
     int_cursor,
     meta_field,
@@ -26,6 +27,7 @@ from worker.clock import now_ms, parse_iso
 from worker.errors import BadRequest, Conflict, NotFound
 from worker.memory import importance as importance_mod
 from worker.memory.decay import DecayPolicy, memory_retention
+from worker.memory.kind import infer_kind
 from worker.memory.merge import save, wants_supersession
 from worker.memory.relations import RELATION_KINDS, chain
 from worker.memory.tags import normalise_tags, pick_tags
@@ -109,9 +111,15 @@ def _tags_field(s: Settings) -> Schema:
 def create_schema(s: Settings) -> Schema:
     return {
         "type": "object",
-        "required": ["kind", "content"],
+        "required": ["content"],
         "properties": {
-            "kind": {"type": "string", "enum": list(q.KINDS)},
+            "kind": {
+                "type": "string",
+                "enum": list(q.KINDS),
+                "description": "Optional. When absent it is inferred from the text: "
+                "'decided'/'we use' -> decision, 'learned'/'turns out' -> lesson, "
+                "'prefer'/'always'/'never' -> preference, anything else -> fact.",
+            },
             "content": text_field(s, min_length=1),
             "project": project_field(s),
             "scope": {
@@ -129,7 +137,7 @@ def create_schema(s: Settings) -> Schema:
             "pinned": {"type": "boolean"},
             "expires_at": DATETIME,
             "created_at": DATETIME,
-            "session_id": SESSION_ID,
+            "session_id": NEW_SESSION_ID,
             "event_id": EVENT_ID,
             "meta": meta_field(s),
             "supersede": {
@@ -155,6 +163,7 @@ def _item(body: dict[str, Any]) -> dict[str, Any]:
         raise BadRequest("'project' is required when 'scope' is 'project'", field="project")
     item = dict(body)
     item["scope"] = scope
+    item["kind"] = body.get("kind") or infer_kind(body["content"])
     item["created_at_ms"] = time_ms(body, "created_at")
     item["expires_at_ms"] = time_ms(body, "expires_at")
     return item

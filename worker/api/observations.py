@@ -7,6 +7,7 @@ from typing import Any
 from worker.api.common import (
     DATETIME,
     EVENT_ID,
+    NEW_SESSION_ID,
     SESSION_ID,
     int_cursor,
     meta_field,
@@ -31,7 +32,7 @@ def item_schema(s: Settings) -> Schema:
         "required": ["project", "type", "title"],
         "properties": {
             "project": project_field(s),
-            "session_id": SESSION_ID,
+            "session_id": NEW_SESSION_ID,
             "type": {"type": "string", "enum": list(q.TYPES)},
             "title": text_field(s, s.max_title_chars, min_length=1),
             "body": text_field(s),

@@ -7,6 +7,7 @@ from typing import Any
 from worker.api.common import (
     DATETIME,
     EVENT_ID,
+    NEW_SESSION_ID,
     SESSION_ID,
     meta_field,
     project_field,
@@ -26,7 +27,7 @@ def start_schema(s: Settings) -> dict[str, Any]:
         "type": "object",
         "required": ["session_id", "project"],
         "properties": {
-            "session_id": SESSION_ID,
+            "session_id": NEW_SESSION_ID,
             "project": project_field(s),
             "cwd": {"type": "string", "maxLength": 4096},
             "source": {"type": "string", "maxLength": 64},
@@ -169,7 +170,7 @@ def prompt_schema(s: Settings) -> dict[str, Any]:
         "type": "object",
         "required": ["session_id", "text"],
         "properties": {
-            "session_id": SESSION_ID,
+            "session_id": NEW_SESSION_ID,
             "project": project_field(s),
             "text": text_field(s, min_length=1),
             "created_at": DATETIME,

@@ -7,9 +7,16 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from worker.api.common import DATETIME, EVENT_ID, project_field, text_field, time_ms
+from worker.api.common import (
+    DATETIME,
+    EVENT_ID,
+    NEW_SESSION_ID,
+    project_field,
+    text_field,
+    time_ms,
+)
 from worker.api.endpoint import Call, Endpoint, with_status
-from worker.api.schema import Schema
+from worker.api.schema import Schema, validate
 from worker.errors import NotFound
 from worker.memory.activity import compact_summary_message
 from worker.memory.activity import unique as unique_texts
@@ -342,6 +349,7 @@ async def put_plan(call: Call) -> Any:
                     f"session {sid!r} does not exist: start it first or send 'project' to create it",
                     field="session_id",
                 )
+            validate(NEW_SESSION_ID, sid, "session_id")  # the plan creates it: same rule
             sessions.ensure(conn, sid, projects.ensure(conn, body["project"]))
         # A replayed event, or a plan older than the stored one (spool replays can arrive late),
         # must not overwrite a newer plan.

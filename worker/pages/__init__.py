@@ -15,8 +15,11 @@ from starlette.staticfiles import StaticFiles
 from worker.errors import NotFound
 from worker.paths import data_dir
 
-# The two htmx files come from the installed django-js-lib-htmx package, never a CDN.
-VENDOR_FILES = {"htmx.min.js": "htmx.min.js", "sse.js": "ext/sse.js"}
+# htmx comes from the installed django-js-lib-htmx package, never a CDN. Its ext/sse.js is the
+# htmx 1 extension (it warns in the console under htmx 2), so the matching htmx 2 extension
+# (htmx-ext-sse 2.2.2, tested against htmx 2.0.x) ships in dashboard/static/vendor/.
+VENDOR_FILES = {"htmx.min.js": "htmx.min.js"}
+SHIPPED_VENDOR_FILES = {"sse.js": "htmx-ext-sse.js"}
 
 
 def htmx_dir() -> Path:
@@ -28,10 +31,14 @@ def htmx_dir() -> Path:
 
 async def vendor_file(request: Request) -> Response:
     name = request.path_params["name"]
-    if name not in VENDOR_FILES:
+    if name in SHIPPED_VENDOR_FILES:
+        path = data_dir("dashboard") / "static" / "vendor" / SHIPPED_VENDOR_FILES[name]
+    elif name in VENDOR_FILES:
+        path = htmx_dir() / VENDOR_FILES[name]
+    else:
         raise NotFound(f"no vendored file {name!r}")
     return FileResponse(
-        htmx_dir() / VENDOR_FILES[name],
+        path,
         media_type="text/javascript",
         headers={"Cache-Control": "public, max-age=86400"},
     )

@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from worker import __version__
+from worker.pages.config_groups import config_groups
 from worker.paths import data_dir
 
 NAV = (
@@ -137,6 +138,7 @@ def environment() -> jinja2.Environment:
         rich=rich,
     )
     env.filters["shorten"] = shorten
+    env.filters["config_groups"] = config_groups
     env.globals.update(nav=NAV, version=__version__)
     return env
 

@@ -10,9 +10,25 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from worker.clock import now_ms
 from worker.pages.inproc import api
-from worker.pages.render import is_htmx, parse_time, render
+from worker.pages.render import epoch_ms, is_htmx, parse_time, render
 from worker.store import feed, projects, sessions
+
+
+def shown_status(session: dict[str, Any], idle_minutes: int, now: int) -> str:
+    """'idle' for an active session quiet for `idle_minutes` (its SessionEnd may never come:
+    the agent crashed or the machine slept), else the stored status."""
+    if session.get("status") != "active":
+        return str(session.get("status") or "")
+    last = epoch_ms(session.get("last_activity_at") or session.get("started_at"))
+    return "idle" if last and now - last >= idle_minutes * 60_000 else "active"
+
+
+def with_shown_status(request: Request, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    idle_minutes = request.state.cairn.settings.session_idle_minutes
+    now = now_ms()
+    return [{**row, "shown_status": shown_status(row, idle_minutes, now)} for row in rows]
 
 
 async def sessions_page(request: Request) -> Response:
@@ -36,7 +52,7 @@ async def sessions_page(request: Request) -> Response:
     context: dict[str, Any] = {
         "title": "Sessions",
         "active": "sessions",
-        "items": items,
+        "items": with_shown_status(request, items),
         "more_query": more,
         "project": project,
         "status": status,
@@ -77,7 +93,7 @@ async def session_detail(request: Request) -> Response:
         {
             "title": f"Session {sid[:12]}",
             "active": "sessions",
-            "session": detail,
+            "session": with_shown_status(request, [detail])[0] if detail else detail,
             "timeline": session_timeline(detail),
             "error": "" if result.ok else result.message,
         },

@@ -12,7 +12,11 @@ from worker.store.rows import dump_json, insert_values, iso, load_json
 SESSION_COLUMNS = """s.id, s.project_id, p.key AS project, p.name AS project_name, s.parent_id,
     s.cwd, s.source, s.started_at, s.ended_at, s.end_reason, s.status, s.plan, s.meta,
     (SELECT COUNT(*) FROM prompts pr WHERE pr.session_id = s.id) AS prompt_count,
-    (SELECT COUNT(*) FROM observations o WHERE o.session_id = s.id) AS observation_count"""
+    (SELECT COUNT(*) FROM observations o WHERE o.session_id = s.id) AS observation_count,
+    MAX(s.started_at, COALESCE(s.ended_at, 0),
+        COALESCE((SELECT MAX(o.created_at) FROM observations o WHERE o.session_id = s.id), 0),
+        COALESCE((SELECT MAX(pr.created_at) FROM prompts pr WHERE pr.session_id = s.id), 0)
+    ) AS last_activity_at"""
 
 
 def to_dict(row: sqlite3.Row) -> dict[str, Any]:
@@ -32,6 +36,7 @@ def to_dict(row: sqlite3.Row) -> dict[str, Any]:
         "plan": load_json(row["plan"]),
         "prompt_count": row["prompt_count"],
         "observation_count": row["observation_count"],
+        "last_activity_at": iso(row, "last_activity_at"),
         "meta": load_json(row["meta"]),
     }
 

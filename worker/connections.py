@@ -1,0 +1,110 @@
+"""uvicorn's HTTP protocol with a header deadline and a connection cap (slowloris).
+
+uvicorn times out idle keep-alive connections only after a response; a connection that sends
+nothing, or headers a byte at a time, is kept forever. With the default 1024 file descriptors a
+thousand such sockets leave no descriptor to accept a hook's connection. Here each connection
+must finish its request headers within `header_timeout` seconds of connecting (or of the first
+byte of a later request on it), and past `max_connections` open connections a new one closes the
+connection that has waited longest for its headers (the newcomer only if none is waiting), so
+hooks, which send their request at once, keep getting through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from worker.settings import Settings
+
+log = logging.getLogger(__name__)
+WARN_EVERY_SECONDS = 60.0  # a flood sheds thousands of connections: one log line a minute
+
+
+def connection_cap(settings: Settings) -> int:
+    """CAIRN_MAX_CONNECTIONS, or (0 = auto) the descriptor limit less a reserve for the
+    database, logs, model files and threads, so accepting never runs out of descriptors."""
+    if settings.max_connections > 0:
+        return settings.max_connections
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        soft = 65536
+    return max(16, int(soft) - settings.connection_fd_reserve)
+
+
+class GuardedProtocol(HttpToolsProtocol):
+    header_timeout: float = 10.0
+    max_connections: int = 1000
+    _last_warning = float("-inf")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._header_deadline = 0.0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_header_timer()
+        if len(self.connections) > self.max_connections:
+            self._shed()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._arm_header_timer()  # a later request on a kept-alive connection
+
+    def on_headers_complete(self) -> None:
+        self._disarm_header_timer()
+        super().on_headers_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_header_timer()
+        super().connection_lost(exc)
+
+    def _arm_header_timer(self) -> None:
+        if self._header_timer is None:
+            self._header_deadline = self.loop.time() + self.header_timeout
+            self._header_timer = self.loop.call_at(self._header_deadline, self._headers_too_slow)
+
+    def _disarm_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_too_slow(self) -> None:
+        self._header_timer = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+    def _shed(self) -> None:
+        # This connection is waiting too (its timer was just armed), with the latest deadline.
+        waiting = [
+            c
+            for c in self.connections
+            if isinstance(c, GuardedProtocol) and c._header_timer is not None
+        ]
+        victim = min(waiting, key=lambda c: c._header_deadline, default=self)
+        now = self.loop.time()
+        if now - GuardedProtocol._last_warning >= WARN_EVERY_SECONDS:
+            GuardedProtocol._last_warning = now
+            log.warning(
+                "%d connections open (cap %d): closing those waiting longest for their headers",
+                len(self.connections),
+                self.max_connections,
+            )
+        victim._disarm_header_timer()
+        victim.transport.close()
+
+
+def guarded_protocol(settings: Settings) -> type[GuardedProtocol]:
+    """The protocol class for uvicorn.Config(http=...), with this worker's limits."""
+    return type(
+        "CairnHttpProtocol",
+        (GuardedProtocol,),
+        {
+            "header_timeout": settings.header_timeout_seconds,
+            "max_connections": connection_cap(settings),
+        },
+    )
