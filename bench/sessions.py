@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.common import print_table, write_result  # noqa: E402
+from worker.api.import_rows import row_check  # noqa: E402
 from worker.api.report import make_report  # noqa: E402
 from worker.clock import now_ms  # noqa: E402
 from worker.memory.checkpoint import build_checkpoint  # noqa: E402
@@ -156,15 +157,16 @@ def main() -> int:
             (f"export rows/s ({exported:,} rows)", export_rate, "> 10,000", export_rate > 10_000)
         )
 
+        check = row_check(settings)  # the API's row rules, as every import runs them
         target = Store(Path(tmp) / "copy" / "cairn.db")
         target.open()
         started = time.perf_counter()
-        target.write_sync(lambda c: portability.import_lines(c, lines))
+        target.write_sync(lambda c: portability.import_lines(c, lines, check=check))
         import_s = time.perf_counter() - started
         import_rate = exported / import_s
         rows.append(("import rows/s (fresh home)", import_rate, "> 2,000", import_rate > 2_000))
         started = time.perf_counter()
-        again = target.write_sync(lambda c: portability.import_lines(c, lines))
+        again = target.write_sync(lambda c: portability.import_lines(c, lines, check=check))
         reimport_rate = exported / (time.perf_counter() - started)
         assert again.inserted == 0 and again.unchanged == exported
         rows.append(("re-import rows/s (all unchanged)", reimport_rate, "", None))

@@ -6,8 +6,7 @@ hold a secret, so the common tool event pays nothing for redaction.
 
 from __future__ import annotations
 
-CONTEXT_OPEN = "<cairn-context>"
-CONTEXT_CLOSE = "</cairn-context>"
+from cairn_hook_fence import CONTEXT_CLOSE, CONTEXT_OPEN
 
 
 def strip_block(text: str, open_tag: str, close_tag: str) -> str:

@@ -430,13 +430,14 @@ def plan_requests(
 
 
 def wrap_context(event: str, text: str) -> str:
-    from cairn_hook_privacy import CONTEXT_CLOSE, CONTEXT_OPEN
+    from cairn_hook_fence import CONTEXT_CLOSE, CONTEXT_OPEN, neutralise
 
     if len(text) > MAX_CONTEXT_CHARS:
         cut = text.rfind("\n", 0, MAX_CONTEXT_CHARS)
         text = text[: cut if cut > 0 else MAX_CONTEXT_CHARS]
-    # Cairn's own markers never appear inside (memory must not feed on itself).
-    text = text.replace(CONTEXT_OPEN, "").replace(CONTEXT_CLOSE, "")
+    # No fence marker from stored text, in any spelling, may open or close the block (the
+    # worker applies the same rule; this hook does not trust what it was sent).
+    text = neutralise(text)
     context = f"{CONTEXT_OPEN}\n{text}\n{CONTEXT_CLOSE}"
     return io.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
 

@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 
 from tests.conftest import BASE_URL
 from worker import __version__
+from worker.api.import_rows import row_check
 from worker.app import create_app
 from worker.errors import BadRequest, Conflict
 from worker.settings import Settings, load_settings
@@ -189,7 +190,11 @@ def _import(settings: Settings, lines: list[str], mode: Any = "fail") -> portabi
     store = Store(settings.db_path)
     store.open()
     try:
-        return store.write_sync(lambda c: portability.import_lines(c, lines, on_conflict=mode))
+        return store.write_sync(
+            lambda c: portability.import_lines(
+                c, lines, check=row_check(settings), on_conflict=mode
+            )
+        )
     finally:
         store.close()
 
@@ -278,7 +283,7 @@ def test_bad_imports_are_rejected_precisely(
         header = _header(store)
         real = [header if line == "HEADER" else line for line in lines]
         with pytest.raises(BadRequest) as err:
-            store.write_sync(lambda c: portability.import_lines(c, real))
+            store.write_sync(lambda c: portability.import_lines(c, real, check=row_check(settings)))
         assert message in err.value.message
         assert (
             store.read_sync(lambda c: c.execute("SELECT COUNT(*) FROM prompts").fetchone()[0]) == 0
@@ -372,7 +377,9 @@ def test_any_import_input_is_imported_or_rejected_cleanly(
         header = _header(store)
         try:
             store.write_sync(
-                lambda c: portability.import_lines(c, [header, *lines], on_conflict=mode)
+                lambda c: portability.import_lines(
+                    c, [header, *lines], check=row_check(settings), on_conflict=mode
+                )
             )
         except (BadRequest, Conflict) as exc:
             assert exc.message.startswith(("line ", "the import would leave"))

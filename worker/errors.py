@@ -1,4 +1,5 @@
-"""One small error family and one JSON error shape: {"error": {"code", "message", "field"}}."""
+"""One small error family and one JSON error shape: {"error": {"code", "message", "field"}}
+(plus "line" for an error about one line of an import)."""
 
 from __future__ import annotations
 
@@ -14,17 +15,25 @@ class CairnError(Exception):
     code: ClassVar[str] = "internal_error"
 
     def __init__(
-        self, message: str, *, field: str | None = None, headers: dict[str, str] | None = None
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        headers: dict[str, str] | None = None,
+        line: int | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
         self.headers = headers or {}
+        self.line = line  # the line of a JSON-lines body (an import) the error is about
 
     def body(self) -> dict[str, Any]:
         error: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.field is not None:
             error["field"] = self.field
+        if self.line is not None:
+            error["line"] = self.line
         return {"error": error}
 
 

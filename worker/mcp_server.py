@@ -7,12 +7,13 @@ down, a route this worker lacks, a 4xx with the API's own message).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
 import time
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -23,6 +24,7 @@ from pydantic import Field
 
 from worker import __version__
 from worker.cli.client import ApiError, WorkerDown, request
+from worker.fence import neutralise
 from worker.paths import data_dir
 from worker.settings import Settings, load_settings
 
@@ -267,6 +269,20 @@ def format_session(session: Mapping[str, Any]) -> str:
 
 
 # ------------------------------------------------------------------------------------- the server
+ToolAnswer = Callable[..., Awaitable[str]]
+
+
+def fenced(fn: ToolAnswer) -> ToolAnswer:
+    """A tool whose answer goes through the context fence rule: a search hit, an observation
+    or a checkpoint holding `</cairn-context>` must not close the block the hooks inject."""
+
+    @functools.wraps(fn)
+    async def answer(*args: Any, **kwargs: Any) -> str:
+        return neutralise(await fn(*args, **kwargs))
+
+    return answer
+
+
 def rules_text() -> str:
     try:
         return (data_dir("install") / "rules" / "cairn-rules.md").read_text(encoding="utf-8")
@@ -280,10 +296,14 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
     )
     here = project or default_project()
 
+    def tool(description: str) -> Callable[[ToolAnswer], ToolAnswer]:
+        register = server.tool(description=description)
+        return lambda fn: register(fenced(fn))
+
     def project_scope(project_arg: str | None, all_projects: bool = False) -> str | None:
         return None if all_projects else (project_arg or here)
 
-    @server.tool(
+    @tool(
         description="Search Cairn's memory of earlier sessions (observations, memories, prompts, "
         "summaries) with hybrid keyword + semantic ranking. Returns index lines; expand #ids "
         "with get_observations."
@@ -313,7 +333,7 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
         )
         return format_hits(data)
 
-    @server.tool(
+    @tool(
         description="Full details (body, files, tool, session) of observations by id: the #ids in "
         "search results, timelines and the context Cairn injected."
     )
@@ -331,7 +351,7 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
             parts.append("Not found: " + ", ".join(f"#{i}" for i in missing))
         return "\n\n".join(parts)
 
-    @server.tool(
+    @tool(
         description="What happened around one item (observations, prompts, summaries and memories "
         "just before and after it in the same project), or the latest activity of a project."
     )
@@ -356,7 +376,7 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
         lines.extend(index_line(item) for item in data.get("after") or [])
         return "\n".join(lines) if lines else "No activity recorded yet for this project."
 
-    @server.tool(
+    @tool(
         description="Save a durable memory: a decision and its reason, a lesson from a bug, a user "
         "preference or a project fact. One self-contained statement; never secrets."
     )
@@ -385,7 +405,7 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
         memory = await gateway.acall("POST", "/api/memories", body)
         return "Saved " + format_memory(memory)
 
-    @server.tool(description="Correct or refine an existing memory (only the fields given change).")
+    @tool(description="Correct or refine an existing memory (only the fields given change).")
     async def update_memory(
         id: Annotated[int, Field(ge=1, description="Memory id (memory:ID)")],
         content: Annotated[str | None, Field(min_length=1, max_length=10000)] = None,
@@ -412,7 +432,7 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
         memory = await gateway.acall("PATCH", f"/api/memories/{int(id)}", changes)
         return "Updated " + format_memory(memory)
 
-    @server.tool(
+    @tool(
         description="Forget a memory or an observation: archived (hidden from search and context, "
         "restorable) by default, deleted for good with permanent=true."
     )
@@ -430,7 +450,7 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
             f"Archived {what} {id}: hidden from search and context (restorable in the dashboard)."
         )
 
-    @server.tool(
+    @tool(
         description="The context Cairn would inject now: with a query, the memories relevant to it "
         "within a token budget (empty when nothing is relevant); without, the session-start brief."
     )
@@ -453,7 +473,7 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
             return "Nothing relevant in memory for this" + (" query." if query else " project yet.")
         return text
 
-    @server.tool(
+    @tool(
         description="Where the last session stopped: its checkpoint, summary, plan, last prompts and "
         "actions. Call at the start of a task or when the user says continue."
     )
@@ -483,7 +503,7 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
                 fallback = detail
         return format_session(fallback or sessions[0])
 
-    @server.tool(
+    @tool(
         description="A progress report over recent sessions of this project (what was done, "
         "decisions, open threads)."
     )

@@ -104,6 +104,20 @@ def test_export_backup_report_and_import_round_trip(worker: WorkerProcess, tmp_p
     assert _dump(fresh.home / "cairn.db") == _dump(worker.home / "cairn.db")
 
 
+def import_in_a_shell_without_the_limit(
+    target: WorkerProcess, export_file: Path
+) -> subprocess.CompletedProcess[str]:
+    """`cairn import` from a shell whose settings lack the worker's CAIRN_MAX_BODY_BYTES."""
+    shell_env = {k: v for k, v in target.env().items() if k != "CAIRN_MAX_BODY_BYTES"}
+    return subprocess.run(
+        [sys.executable, "-m", "worker", "import", str(export_file)],
+        env=shell_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def test_import_through_a_running_worker_in_chunks(worker: WorkerProcess, tmp_path: Path) -> None:
     _record_a_session(worker)
     export_file = tmp_path / "cairn.jsonl"
@@ -117,14 +131,7 @@ def test_import_through_a_running_worker_in_chunks(worker: WorkerProcess, tmp_pa
     )
     target.start()
     try:
-        shell_env = {k: v for k, v in target.env().items() if k != "CAIRN_MAX_BODY_BYTES"}
-        done = subprocess.run(
-            [sys.executable, "-m", "worker", "import", str(export_file)],
-            env=shell_env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        done = import_in_a_shell_without_the_limit(target, export_file)
         assert done.returncode == 0, done.stderr
         assert f"imported {rows} rows: {rows} new" in done.stderr
         status, session = target.request("GET", "/api/sessions/o-1")

@@ -80,7 +80,8 @@ def policy_for(settings: Settings) -> DecayPolicy:
 
 def with_retention(row: dict[str, Any], policy: DecayPolicy, now: int) -> dict[str, Any]:
     """The row plus its current retention (1.0 = fresh, under the threshold = due to archive)."""
-    anchor = parse_iso(row["updated_at"])
+    # A stored time that is not a number reads as None (reported once): count from now.
+    anchor = parse_iso(row["updated_at"]) if row["updated_at"] else now
     if row["last_retrieved_at"]:
         anchor = max(anchor, parse_iso(row["last_retrieved_at"]))
     value = memory_retention(

@@ -24,6 +24,7 @@ ERROR_SCHEMA: dict[str, Any] = {
                 "code": {"type": "string"},
                 "message": {"type": "string"},
                 "field": {"type": "string"},
+                "line": {"type": "integer", "description": "The import line at fault"},
             },
         }
     },

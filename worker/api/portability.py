@@ -15,6 +15,7 @@ from starlette.responses import StreamingResponse
 
 from worker import __version__
 from worker.api.endpoint import Call, Endpoint, with_status
+from worker.api.import_rows import row_check
 from worker.clock import now_ms, to_iso
 from worker.errors import BadRequest, InsufficientStorage
 from worker.settings import Settings
@@ -72,9 +73,11 @@ async def import_export(call: Call) -> Any:
     except UnicodeDecodeError as exc:
         raise BadRequest(f"the body is not valid UTF-8 (byte {exc.start})", field="body") from None
     mode = call.query.get("on_conflict", "fail")
+    check = row_check(call.cairn.settings)
 
     def write(conn: sqlite3.Connection) -> portability.ImportResult:
-        return portability.import_lines(conn, portability.split_lines(text), on_conflict=mode)
+        lines = portability.split_lines(text)
+        return portability.import_lines(conn, lines, check=check, on_conflict=mode)
 
     result = await call.cairn.store.write(write)
     for kind, ids in result.new_items.items():
@@ -138,7 +141,10 @@ def endpoints(s: Settings) -> list[Endpoint]:
                 f"The body is limited to max_body_bytes ({s.max_body_bytes}); send a large "
                 "export in chunks, each starting with the header line (`cairn import` does). "
                 "A row whose key exists with other values is a conflict: fail (409, nothing "
-                "written), skip (keep the stored row) or replace."
+                "written), skip (keep the stored row) or replace. Every row must meet the "
+                "API's own rules (JSON columns parse, known types and kinds, times are "
+                "integers): one that does not fails the whole request with a 400 naming its "
+                "`line` and `field`, and nothing is written."
             ),
         ),
         Endpoint(

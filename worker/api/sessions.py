@@ -20,6 +20,7 @@ from worker.settings import Settings
 from worker.store import observations, projects, received, sessions
 
 TAG = "sessions"
+STATUSES = ("active", "ended")
 
 
 def start_schema(s: Settings) -> dict[str, Any]:
@@ -138,7 +139,7 @@ async def get_session(call: Call) -> Any:
                 "request": summary["request"],
                 "completed": summary["completed"],
                 "learned": summary["learned"],
-                "files": load_json(summary["files"], []),
+                "files": load_json(summary["files"], [], field="summaries.files"),
                 "next_steps": summary["next_steps"],
                 "created_at": iso(summary, "created_at"),
                 "updated_at": iso(summary, "updated_at"),
@@ -153,7 +154,7 @@ async def get_session(call: Call) -> Any:
                 "progress": checkpoint["progress"],
                 "next_steps": checkpoint["next_steps"],
                 "open_questions": checkpoint["open_questions"],
-                "files": load_json(checkpoint["files"], []),
+                "files": load_json(checkpoint["files"], [], field="checkpoints.files"),
                 "created_at": iso(checkpoint, "created_at"),
             }
         )
@@ -246,7 +247,7 @@ def endpoints(s: Settings) -> list[Endpoint]:
             TAG,
             query={
                 "project": project_field(s),
-                "status": {"type": "string", "enum": ["active", "ended"]},
+                "status": {"type": "string", "enum": list(STATUSES)},
                 **page_query(s),
             },
         ),

@@ -11,6 +11,7 @@ from worker.clock import to_iso
 from worker.errors import BadRequest, NotFound
 from worker.settings import Settings
 from worker.store import feed
+from worker.store.rows import ms
 
 TAG = "timeline"
 MAX_SPAN = 100
@@ -23,7 +24,7 @@ def _entry(item: dict[str, Any]) -> dict[str, Any]:
         "id": item["id"],
         "type": item["type"],
         "title": str(item["title"] or "")[:TITLE_CHARS],
-        "created_at": to_iso(int(item["at"])),
+        "created_at": to_iso(ms(item["at"], f"{item['kind']} time")),
         "project": item["project"],
         "session_id": item["session_id"],
         "files": item["files"],

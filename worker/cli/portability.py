@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 import time
 from collections.abc import Iterator
@@ -193,6 +194,16 @@ def _worker_up(settings: Settings) -> bool:
     return True
 
 
+def _check_all(settings: Settings, lines: list[str], check: portability.RowCheck) -> None:
+    """Every line checked against the database's tables (read-only: the worker owns writes)."""
+    conn = sqlite3.connect(f"{settings.db_path.as_uri()}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        portability.check_lines(conn, lines, check=check)
+    finally:
+        conn.close()
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from worker.store import Store, portability
 
@@ -205,8 +216,14 @@ def cmd_import(args: argparse.Namespace) -> int:
         return _fail(f"{args.file} is empty: expected a Cairn export (JSON lines)")
     lines = [line for line in lines if line.strip()]
     bar = ProgressBar("import", enabled=not args.quiet)
+    from worker.api.import_rows import row_check
+
+    check = row_check(settings)
     try:
         if not args.direct and _worker_up(settings):
+            # The worker takes the export in several requests: every row is checked first, so
+            # that a bad row anywhere leaves the database as it was.
+            _check_all(settings, lines, check)
             result = _import_via_api(settings, lines, args.on_conflict, bar)
         else:
             store = Store(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
@@ -214,7 +231,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             try:
                 imported = store.write_sync(
                     lambda c: portability.import_lines(
-                        c, lines, on_conflict=args.on_conflict, progress=bar
+                        c, lines, check=check, on_conflict=args.on_conflict, progress=bar
                     )
                 )
             finally:

@@ -236,7 +236,13 @@ def _apply_merge(
     s: Settings,
 ) -> bool:
     """Fold `drop` into `keep`; True when the keeper's indexed text (content, tags) changed."""
-    tags = normalise_tags([*load_json(keep["tags"], []), *load_json(drop["tags"], [])], s.max_tags)
+    tags = normalise_tags(
+        [
+            *load_json(keep["tags"], [], field="memories.tags"),
+            *load_json(drop["tags"], [], field="memories.tags"),
+        ],
+        s.max_tags,
+    )
     changes: dict[str, Any] = {
         "importance": max(int(keep["importance"]), int(drop["importance"])),
         "pinned": 1 if keep["pinned"] or drop["pinned"] else 0,
@@ -245,7 +251,7 @@ def _apply_merge(
         "updated_at": now,
     }
     # Only columns that really change: an update of content or tags drops the stored vector.
-    if tags != load_json(keep["tags"], []):
+    if tags != load_json(keep["tags"], [], field="memories.tags"):
         changes["tags"] = dump_json(tags)
     if content != keep["content"]:
         text_hash = normalised_hash(content)

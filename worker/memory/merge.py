@@ -56,7 +56,11 @@ def merge_fields(
         if importance == old_importance
         else incoming.get("importance_auto")
     )
-    old_tags = load_json(existing["tags"], []) if isinstance(existing["tags"], str) else []
+    old_tags = (
+        load_json(existing["tags"], [], field="memories.tags")
+        if isinstance(existing["tags"], str)
+        else []
+    )
     tags = normalise_tags([*old_tags, *incoming.get("tags", [])], max_tags)
     old_expiry, new_expiry = existing["expires_at"], incoming.get("expires_at_ms")
     expires = None if old_expiry is None or new_expiry is None else max(old_expiry, new_expiry)

@@ -12,6 +12,7 @@ from typing import Any
 
 from worker.clock import parse_iso, to_iso
 from worker.memory.activity import clip, relative_path, unique
+from worker.store.rows import ms
 
 _RELATIVE_RE = re.compile(r"^\s*(\d{1,6})\s*(m|min|h|d|w)\s*$", re.IGNORECASE)
 _UNIT_MS = {"m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 7 * 86_400_000}
@@ -87,7 +88,7 @@ def build_report(
         lines += [head, "|" + " --- |" * (6 if per_project else 5)]
         for s in sessions[-MAX_SESSION_ROWS:]:
             request = clip(str(s["request"] or "").split("\n")[0], 100) or "—"
-            cells = [_minute(int(s["started_at"]))]
+            cells = [_minute(ms(s["started_at"], "sessions.started_at") or 0)]
             if per_project:
                 cells.append(_cell(str(s["project_name"])))
             cells += [

@@ -16,6 +16,7 @@ from worker.pages.inproc import api, has_route
 from worker.pages.render import render
 from worker.settings import Settings
 from worker.store import feed, stats
+from worker.store.rows import ms
 
 DAYS = 30
 # Retention is computed over an even sample of live rows, so the page stays fast at any size.
@@ -49,7 +50,10 @@ def retention_histogram(
     importance = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     uses = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
     pinned = np.fromiter((bool(r[2]) for r in rows), dtype=bool, count=len(rows))
-    age = np.fromiter((now - r[4] for r in rows), dtype=np.float64, count=len(rows))
+    # A time that is not a number counts as now (reported once by ms()).
+    age = np.fromiter(
+        (now - (ms(r[4], "item time") or now) for r in rows), dtype=np.float64, count=len(rows)
+    )
     if rows[0][3] is None:
         half = decay.memory_half_lives_array(policy, importance, uses)
     else:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from worker.clock import now_ms, to_iso
+from worker.fence import neutralise
 from worker.memory.profile import load_profile_to_cache, render_profile
 from worker.retrieval import ranking
 from worker.retrieval.context_lines import Said, failure_excerpt, fresh_lines, labelled_items
@@ -315,13 +316,15 @@ async def build_context(
         if refs:
             session_id = req.session_id
             await store.write(lambda c: q.record_injections(c, session_id, refs, now))
-    text = composed.text
+    # Stored text must not open or close the block the hook wraps this in (the whole text,
+    # since a marker can also form across two lines).
+    text = neutralise(composed.text)
     items: list[dict[str, Any]] = []
     for part in composed.parts:
         entry: dict[str, Any] = {"section": part.section, "kind": part.kind, "id": part.id}
         if req.preview:
             entry.update(
-                text=part.text,
+                text=neutralise(part.text),
                 tokens=part.tokens,
                 score=part.score,
                 signals=ranking.rounded(part.signals) if part.signals is not None else None,

@@ -25,9 +25,9 @@ def to_dict(row: sqlite3.Row) -> dict[str, Any]:
         "progress": split_lines(row["progress"]),
         "next_steps": split_lines(row["next_steps"]),
         "open_questions": split_lines(row["open_questions"]),
-        "files": load_json(row["files"], []),
+        "files": load_json(row["files"], [], field="checkpoints.files"),
         "created_at": iso(row, "created_at"),
-        "meta": load_json(row["meta"]),
+        "meta": load_json(row["meta"], field="checkpoints.meta", kind=dict),
     }
 
 

@@ -49,7 +49,7 @@ _TIME = {"observation": "created_at", "prompt": "created_at", "summary": "update
 
 def _row(row: sqlite3.Row) -> dict[str, Any]:
     item = dict(row)
-    item["files"] = load_json(item.get("files"), []) or []
+    item["files"] = load_json(item.get("files"), [], field="feed files") or []
     item["truncated"] = (item.get("body_len") or 0) > BODY_CHARS
     return item
 

@@ -50,7 +50,7 @@ def to_dict(row: sqlite3.Row) -> dict[str, Any]:
         "kind": row["kind"],
         "content": row["content"],
         "content_hash": row["content_hash"],
-        "tags": load_json(row["tags"], []),
+        "tags": load_json(row["tags"], [], field="memories.tags"),
         "importance": row["importance"],
         "importance_scored": bool(row["importance_auto"]),
         "pinned": bool(row["pinned"]),
@@ -66,7 +66,7 @@ def to_dict(row: sqlite3.Row) -> dict[str, Any]:
         "archive_reason": row["archive_reason"],
         "superseded_by": row["superseded_by"],
         "is_latest": row["superseded_by"] is None,
-        "meta": load_json(row["meta"]),
+        "meta": load_json(row["meta"], field="memories.meta", kind=dict),
     }
 
 

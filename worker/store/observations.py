@@ -38,7 +38,7 @@ def to_dict(row: sqlite3.Row | Mapping[str, Any]) -> dict[str, Any]:
         "type": row["type"],
         "title": row["title"],
         "body": row["body"],
-        "files": load_json(row["files"], []),
+        "files": load_json(row["files"], [], field="observations.files"),
         "tool_name": row["tool_name"],
         "content_hash": row["content_hash"],
         "importance": row["importance"],
@@ -48,7 +48,7 @@ def to_dict(row: sqlite3.Row | Mapping[str, Any]) -> dict[str, Any]:
         "last_retrieved_at": iso(row, "last_retrieved_at"),
         "archived": row["archived_at"] is not None,
         "archived_at": iso(row, "archived_at"),
-        "meta": load_json(row["meta"]),
+        "meta": load_json(row["meta"], field="observations.meta", kind=dict),
     }
 
 

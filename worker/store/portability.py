@@ -48,6 +48,13 @@ class TableInfo:
     key: list[str]  # primary-key columns (empty: compare whole rows)
     # (column, referenced column) of a foreign key to the table itself, e.g. superseded_by -> id
     self_ref: tuple[str, str] | None = None
+    # Declared type (upper case, '' when none) and NOT NULL columns, for the row checks.
+    types: dict[str, str] = field(default_factory=dict)
+    not_null: frozenset[str] = frozenset()
+
+
+# Checks one parsed row of a table before it is written; raises BadRequest naming the column.
+RowCheck = Callable[[TableInfo, dict[str, Any]], None]
 
 
 @dataclass
@@ -106,7 +113,14 @@ def tables(conn: sqlite3.Connection) -> list[TableInfo]:
         fks = conn.execute(f"PRAGMA foreign_key_list({_quote(name)})").fetchall()
         own = [fk for fk in fks if fk["table"] == name and fk["to"]]
         self_ref = (str(own[0]["from"]), str(own[0]["to"])) if len(own) == 1 else None
-        infos[name] = TableInfo(name, [c["name"] for c in cols], key, self_ref)
+        infos[name] = TableInfo(
+            name,
+            [c["name"] for c in cols],
+            key,
+            self_ref,
+            types={c["name"]: str(c["type"] or "").upper() for c in cols},
+            not_null=frozenset(c["name"] for c in cols if c["notnull"] or c["pk"]),
+        )
         parents[name] = {fk["table"] for fk in fks if fk["table"] != name and fk["table"] in names}
     ordered: list[str] = []
     pending = sorted(names)
@@ -263,7 +277,7 @@ def _reject_constant(name: str) -> Any:
 
 
 def _parse_row(
-    number: int, line: str, infos: dict[str, TableInfo]
+    number: int, line: str, infos: dict[str, TableInfo], check: RowCheck
 ) -> tuple[TableInfo, dict[str, Any]]:
     try:
         item = json.loads(line, parse_constant=_reject_constant)
@@ -290,6 +304,12 @@ def _parse_row(
         raise BadRequest(
             f"line {number}: table {info.name!r} row lacks its key {missing_key}", field="body"
         )
+    try:
+        check(info, row)
+    except BadRequest as exc:
+        raise BadRequest(
+            f"line {number}: table {info.name!r}: {exc.message}", field=exc.field, line=number
+        ) from None
     return info, row
 
 
@@ -380,23 +400,22 @@ def _is_clash(exc: sqlite3.IntegrityError) -> bool:
     return "UNIQUE" in text or "PRIMARY KEY" in text
 
 
-def import_lines(
-    conn: sqlite3.Connection,
-    lines: Iterable[str],
-    *,
-    on_conflict: OnConflict = "fail",
-    progress: Progress | None = None,
-) -> ImportResult:
-    """Import an export inside the caller's write transaction. Re-importing changes nothing.
+@dataclass
+class ParsedRow:
+    number: int  # line number in the export
+    info: TableInfo
+    row: dict[str, Any]
+    total: int  # rows the export header announces
 
-    Rows whose key exists and whose values are equal are left alone; a differing row is a
-    conflict (fail: 409 and nothing is written; skip: keep the stored row; replace: overwrite).
-    """
+
+def parsed_rows(
+    conn: sqlite3.Connection, lines: Iterable[str], *, check: RowCheck
+) -> Iterator[ParsedRow]:
+    """Every row line parsed and checked (the header line first checked against this
+    database's schema); a bad line raises BadRequest naming it, an empty input too."""
     infos = {t.name: t for t in tables(conn)}
-    result = ImportResult()
     header: dict[str, Any] | None = None
     total = 0
-    conn.execute("PRAGMA defer_foreign_keys = ON")
     for number, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line:
@@ -406,9 +425,41 @@ def import_lines(
             _check_schema(conn, header)
             total = int(header.get("rows") or 0)
             continue
-        info, row = _parse_row(number, line, infos)
+        info, row = _parse_row(number, line, infos, check)
+        yield ParsedRow(number, info, row, total)
+    if header is None:
+        raise BadRequest("the import is empty: expected a Cairn export (JSON lines)", field="body")
+
+
+def check_lines(conn: sqlite3.Connection, lines: Iterable[str], *, check: RowCheck) -> int:
+    """Parse and check every line of an export without writing (before an import sent in
+    several requests, so that a bad row in the last one stops the first); returns the rows."""
+    return sum(1 for _ in parsed_rows(conn, lines, check=check))
+
+
+def import_lines(
+    conn: sqlite3.Connection,
+    lines: Iterable[str],
+    *,
+    check: RowCheck,
+    on_conflict: OnConflict = "fail",
+    progress: Progress | None = None,
+) -> ImportResult:
+    """Import an export inside the caller's write transaction. Re-importing changes nothing.
+
+    Every row passes `check` (the live API's rules, worker/api/import_rows.py) before it is
+    written; one bad row fails the whole import (400 naming its line and column), and the
+    caller's transaction rolls back, so nothing is stored.
+    Rows whose key exists and whose values are equal are left alone; a differing row is a
+    conflict (fail: 409 and nothing is written; skip: keep the stored row; replace: overwrite).
+    """
+    result = ImportResult()
+    total = 0
+    conn.execute("PRAGMA defer_foreign_keys = ON")
+    for parsed in parsed_rows(conn, lines, check=check):
+        number, total = parsed.number, parsed.total
         try:
-            _import_row(conn, number, info, row, on_conflict, result)
+            _import_row(conn, number, parsed.info, parsed.row, on_conflict, result)
         except OverflowError:
             raise BadRequest(
                 f"line {number}: a number is out of range (SQLite stores 64-bit integers)",
@@ -421,8 +472,6 @@ def import_lines(
         result.rows += 1
         if progress is not None and result.rows % 500 == 0:
             progress(result.rows, max(total, result.rows))
-    if header is None:
-        raise BadRequest("the import is empty: expected a Cairn export (JSON lines)", field="body")
     # Only the tables this import wrote to: older damage elsewhere is not this import's fault.
     written = [t for t, n in result.tables.items() if n["inserted"] or n["replaced"]]
     broken = [

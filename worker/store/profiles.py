@@ -11,7 +11,7 @@ from worker.store import kv
 from worker.store.observations import COLUMNS as OBSERVATION_COLUMNS
 from worker.store.observations import FROM as OBSERVATION_FROM
 from worker.store.observations import to_dict as observation_dict
-from worker.store.rows import load_json
+from worker.store.rows import load_json, ms
 from worker.store.sessions import get as get_session
 
 # The static profile reads this many recent observations (bounded cost on huge projects).
@@ -81,9 +81,9 @@ def static_rows(
             "type": r["type"],
             "title": r["title"],
             "body": r["body"],
-            "files": load_json(r["files"], []),
-            "meta": load_json(r["meta"]),
-            "created_at": r["created_at"],
+            "files": load_json(r["files"], [], field="observations.files"),
+            "meta": load_json(r["meta"], field="observations.meta", kind=dict),
+            "created_at": ms(r["created_at"], "observations.created_at") or 0,
         }
         for r in conn.execute(
             "SELECT * FROM (SELECT id, type, title, "
@@ -102,7 +102,9 @@ def static_rows(
         "AND (expires_at IS NULL OR expires_at > ?)",
         (project_id, MIN_IMPORTANCE, now_ms()),
     ).fetchall()
-    return observations, [dict(r) for r in memories]
+    return observations, [
+        {**dict(r), "updated_ms": ms(r["updated_ms"], "memories.updated_at") or 0} for r in memories
+    ]
 
 
 def _latest_session_id(conn: sqlite3.Connection, project_id: int) -> str | None:

@@ -6,6 +6,7 @@ import sqlite3
 from typing import Any
 
 from worker.clock import now_ms, to_iso
+from worker.store.rows import ms
 
 
 def display_name(key: str) -> str:
@@ -46,11 +47,11 @@ def list_all(conn: sqlite3.Connection) -> list[dict[str, Any]]:
             "id": r["id"],
             "key": r["key"],
             "name": r["name"],
-            "created_at": to_iso(r["created_at"]),
+            "created_at": to_iso(ms(r["created_at"], "projects.created_at")),
             "sessions": r["sessions"],
             "observations": r["observations"],
             "memories": r["memories"],
-            "last_activity_at": to_iso(r["last"]) if r["last"] is not None else None,
+            "last_activity_at": to_iso(ms(r["last"], "observations.created_at")),
         }
         for r in rows
     ]

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from worker.clock import to_iso
+
+log = logging.getLogger(__name__)
 
 
 def dump_json(value: Any) -> str | None:
@@ -17,10 +20,53 @@ def dump_json(value: Any) -> str | None:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def load_json(text: str | None, default: Any = None) -> Any:
+_JSON_KINDS: dict[type, str] = {dict: "object", list: "array"}
+# Fields already reported as holding a bad stored value: logged once each, not once a row.
+_reported: set[str] = set()
+
+
+def report_bad_value(field: str, problem: str) -> None:
+    """Log (once per field per process) a stored value a reader had to skip."""
+    if field in _reported:
+        return
+    _reported.add(field)
+    log.warning(
+        "a stored %s is %s; it is left out wherever it is read (reported once; the row "
+        "itself still serves). Fix or re-import the row to restore it.",
+        field,
+        problem,
+    )
+
+
+def load_json(
+    text: str | None, default: Any = None, *, field: str = "JSON value", kind: type | None = None
+) -> Any:
+    """The parsed JSON text, or `default` for an empty value or one the readers cannot use
+    (not JSON, or not a `kind`: a list where `default` is a list unless said otherwise), so
+    one bad stored value never fails a whole request."""
     if text is None or text == "":
         return default
-    return json.loads(text)
+    try:
+        value = json.loads(text)
+    except (ValueError, TypeError, RecursionError):
+        report_bad_value(field, "not valid JSON")
+        return default
+    wanted = kind or (type(default) if default is not None else None)
+    if wanted is not None and value is not None and not isinstance(value, wanted):
+        report_bad_value(field, f"not a JSON {_JSON_KINDS.get(wanted, wanted.__name__)}")
+        return default
+    return value
+
+
+def ms(value: Any, field: str = "time") -> int | None:
+    """A stored epoch-milliseconds value, or None for one that is not a number."""
+    if value is None or isinstance(value, int):
+        return value
+    try:
+        return int(value)
+    except (ValueError, TypeError, OverflowError):
+        report_bad_value(field, f"not a number ({str(value)[:40]!r})")
+        return None
 
 
 def content_hash(*parts: str) -> str:
@@ -37,8 +83,7 @@ def normalised_hash(text: str) -> str:
 
 
 def iso(row: sqlite3.Row | Mapping[str, Any], key: str) -> str | None:
-    value = row[key]
-    return to_iso(int(value)) if value is not None else None
+    return to_iso(ms(row[key], key))
 
 
 # Rows per multi-row INSERT statement (12 columns x 256 stays far below SQLite's 32766

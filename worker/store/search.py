@@ -9,9 +9,11 @@ from typing import Any
 
 from worker.store.frequencies import FrequencyCache
 from worker.store.m002_retrieval import KIND_CODES, KIND_NAMES, SOURCES
-from worker.store.rows import content_hash, load_json, placeholders
+from worker.store.rows import content_hash, load_json, ms, placeholders
 
 KINDS = tuple(KIND_CODES)
+TABLES = {"observation": "observations", "memory": "memories", "prompt": "prompts",
+          "summary": "summaries"}  # fmt: skip
 Ref = tuple[str, int]
 
 _TITLE_CHARS = 120
@@ -204,8 +206,8 @@ def _item(kind: str, row: sqlite3.Row) -> dict[str, Any]:
         "project_id": row["project_id"],
         "project": row["project"],
         "session_id": row["session_id"],
-        "created_at": int(row["created_at"]),
-        "meta": load_json(row["meta"]),
+        "created_at": ms(row["created_at"], f"{TABLES[kind]}.created_at") or 0,
+        "meta": load_json(row["meta"], field=f"{TABLES[kind]}.meta", kind=dict),
         "files": [],
         "importance": 2,
         "pinned": False,
@@ -219,7 +221,7 @@ def _item(kind: str, row: sqlite3.Row) -> dict[str, Any]:
             type=row["type"],
             title=row["title"],
             body=row["body"],
-            files=load_json(row["files"], []),
+            files=load_json(row["files"], [], field=f"{TABLES[kind]}.files"),
             importance=int(row["importance"]),
             retrieval_count=int(row["retrieval_count"]),
             archived_at=row["archived_at"],
@@ -231,7 +233,7 @@ def _item(kind: str, row: sqlite3.Row) -> dict[str, Any]:
             type=row["type"],
             title=_first_line(content),
             body=content,
-            tags=load_json(row["tags"], []),
+            tags=load_json(row["tags"], [], field="memories.tags"),
             importance=int(row["importance"]),
             pinned=bool(row["pinned"]),
             retrieval_count=int(row["retrieval_count"]),
@@ -255,7 +257,7 @@ def _item(kind: str, row: sqlite3.Row) -> dict[str, Any]:
             type="summary",
             title=_first_line(row["request"] or "") or "Session summary",
             body=body,
-            files=load_json(row["files"], []),
+            files=load_json(row["files"], [], field=f"{TABLES[kind]}.files"),
             importance=3,
             content_hash=content_hash("summary", row["request"] or "", body),
         )
@@ -379,8 +381,8 @@ def latest_checkpoint(
         "progress": row["progress"],
         "next_steps": row["next_steps"],
         "open_questions": row["open_questions"],
-        "files": load_json(row["files"], []),
-        "created_at": int(row["created_at"]),
+        "files": load_json(row["files"], [], field="checkpoints.files"),
+        "created_at": ms(row["created_at"], "checkpoints.created_at") or 0,
     }
 
 

@@ -33,11 +33,11 @@ def to_dict(row: sqlite3.Row) -> dict[str, Any]:
         "ended_at": iso(row, "ended_at"),
         "end_reason": row["end_reason"],
         "duration_seconds": round((ended - started) / 1000, 3) if ended is not None else None,
-        "plan": load_json(row["plan"]),
+        "plan": load_json(row["plan"], field="sessions.plan", kind=list),
         "prompt_count": row["prompt_count"],
         "observation_count": row["observation_count"],
         "last_activity_at": iso(row, "last_activity_at"),
-        "meta": load_json(row["meta"]),
+        "meta": load_json(row["meta"], field="sessions.meta", kind=dict),
     }
 
 
@@ -186,7 +186,7 @@ def prompt_to_dict(row: sqlite3.Row) -> dict[str, Any]:
         "number": row["number"],
         "text": row["text"],
         "created_at": iso(row, "created_at"),
-        "meta": load_json(row["meta"]),
+        "meta": load_json(row["meta"], field="sessions.meta", kind=dict),
     }
 
 

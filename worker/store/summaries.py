@@ -56,9 +56,9 @@ def session_activity(conn: sqlite3.Connection, session_id: str) -> dict[str, Any
                 "type": r["type"],
                 "title": r["title"],
                 "tool_name": r["tool_name"],
-                "files": load_json(r["files"], []),
+                "files": load_json(r["files"], [], field="summaries.files"),
                 "body": r["body"],
-                "meta": load_json(r["meta"]),
+                "meta": load_json(r["meta"], field="summaries.meta", kind=dict),
                 "created_at": r["created_at"],
             }
             for r in rows
@@ -73,12 +73,12 @@ def to_dict(row: sqlite3.Row) -> dict[str, Any]:
         "project": row["project"],
         "request": row["request"],
         "completed": split_lines(row["completed"]),
-        "files": load_json(row["files"], []),
+        "files": load_json(row["files"], [], field="summaries.files"),
         "learned": split_lines(row["learned"]),
         "next_steps": split_lines(row["next_steps"]),
         "created_at": iso(row, "created_at"),
         "updated_at": iso(row, "updated_at"),
-        "meta": load_json(row["meta"]),
+        "meta": load_json(row["meta"], field="summaries.meta", kind=dict),
     }
 
 
