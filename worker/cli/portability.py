@@ -23,7 +23,7 @@ from worker.home import private_temp
 from worker.settings import Settings, load_settings
 
 if TYPE_CHECKING:
-    from worker.store import Store
+    from worker.store import Store, portability
 
 BAR_WIDTH = 30
 
@@ -196,6 +196,8 @@ def _worker_up(settings: Settings) -> bool:
 
 def _check_all(settings: Settings, lines: list[str], check: portability.RowCheck) -> None:
     """Every line checked against the database's tables (read-only: the worker owns writes)."""
+    from worker.store import portability
+
     conn = sqlite3.connect(f"{settings.db_path.as_uri()}?mode=ro", uri=True)
     conn.row_factory = sqlite3.Row
     try:
