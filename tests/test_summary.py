@@ -265,3 +265,11 @@ def test_a_compact_summary_gives_the_checkpoint_its_next_steps() -> None:
     assert "Run check_calc.py again." in draft.next_steps
     assert compact_summary_message("   ") is None
     assert compact_summary_message("no sections at all") is None
+
+
+def test_a_search_over_the_project_root_is_not_an_explored_file() -> None:
+    grep = {"type": "research", "title": "Grep 'def get' in .", "files": ["."], "tool_name": "Grep"}
+    read = {"type": "research", "title": "Read http.py", "files": ["http.py"], "tool_name": "Read"}
+    draft = build_summary([{"text": "where is get defined?"}], [grep, read])
+    assert "Explored http.py" in draft.learned
+    assert not any(item.endswith(", .") for item in draft.learned)

@@ -202,7 +202,9 @@ def relative_path(path: str, root: str | None) -> str:
 
 def observation_files(observation: Mapping[str, Any], root: str | None) -> list[str]:
     files = observation.get("files") or []
-    return [relative_path(str(f), root) for f in files if str(f).strip()]
+    paths = [relative_path(str(f), root) for f in files if str(f).strip()]
+    # "." is the project itself (older hooks recorded it for a Grep over the root), not a file.
+    return [p for p in paths if p not in (".", "./")]
 
 
 def unique(items: Iterable[str]) -> list[str]:
