@@ -479,7 +479,7 @@ def observation(
         title += " (failed)"
 
     meta: dict[str, object] = {"source": "claude-code"}
-    for key in ("tool_use_id", "agent_id", "agent_type", "duration_ms"):
+    for key in ("tool_use_id", "prompt_id", "agent_id", "agent_type", "duration_ms"):
         value = payload.get(key)
         if isinstance(value, (str, int)) and not isinstance(value, bool):
             meta[key] = value if not isinstance(value, str) else value[:200]

@@ -187,6 +187,11 @@ def test_subagent_tool_events_carry_agent_id_in_meta() -> None:
     assert obs["meta"]["agent_id"] == "agent-7" and obs["meta"]["agent_type"] == "Explore"
 
 
+def test_tool_events_keep_the_prompt_they_answered() -> None:
+    obs = post("Read", {"file_path": "x.py"}, prompt_id="93f2fde5-6612-4c73-8347-e41147fb9aba")
+    assert obs["meta"]["prompt_id"] == "93f2fde5-6612-4c73-8347-e41147fb9aba"
+
+
 def test_event_ids_are_deterministic() -> None:
     payload = {"session_id": "s1", "tool_use_id": "toolu_9"}
     assert (
