@@ -31,6 +31,7 @@ def test_the_quantized_model_gives_nearly_the_same_vectors(shared_models: Path) 
     assert quantized.dimensions == packaged.dimensions == 384
     a, b = packaged.embed(TEXTS), quantized.embed(TEXTS)
     assert np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
+    # 0.982 at worst here with AVX2's int8 kernel (it saturates; VNNI's lies nearer float32).
     assert float((a * b).sum(axis=1).min()) > 0.97
     # Similarities between texts, which is what search compares, barely move.
     assert float(np.abs(a @ a.T - b @ b.T).max()) < 0.05

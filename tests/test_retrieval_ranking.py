@@ -77,6 +77,21 @@ def test_convex_fusion_follows_score_gaps_not_places() -> None:
     assert far[b].fused < 0.1 * far[a].fused
 
 
+def test_the_weakest_keyword_match_outranks_an_item_that_matches_no_word() -> None:
+    """A keyword list holding every match is scaled from 0 (no query word), not from its
+    weakest match: a body that names the query once still counts against a vector-only hit
+    as close by cosine. A list cut at the candidate limit keeps min-max (missing items score
+    at most its lowest)."""
+    strong, weak, unrelated = ("observation", 1), ("observation", 2), ("observation", 3)
+    keyword, vector = [(strong, 2.4), (weak, 1.1)], [(weak, 0.3), (unrelated, 0.3)]
+    fused = ranking.fuse(keyword, vector, W, keyword_complete=True)
+    assert fused[weak].fused > fused[unrelated].fused
+    assert fused[weak].fused == pytest.approx(W.keyword * 1.1 / 2.4 + W.vector)
+    cut = ranking.fuse(keyword, vector, W)
+    assert cut[weak].fused == pytest.approx(W.vector) == cut[unrelated].fused
+    assert ranking.min_max([2.0, 1.0], 0.0) == [1.0, 0.5]
+
+
 def test_min_max_normalisation() -> None:
     assert ranking.min_max([]) == []
     assert ranking.min_max([3.0, 3.0]) == [1.0, 1.0]

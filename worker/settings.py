@@ -120,7 +120,8 @@ class Settings:
     search_title_weight: float = 3.0
     search_body_weight: float = 1.0
     # Hybrid fusion of the keyword and vector lists: "convex" = weighted sum of min-max
-    # normalised BM25 scores and cosines; "rrf" = weighted reciprocal rank fusion with k.
+    # normalised BM25 scores and cosines (BM25 from 0 when every keyword match is listed, see
+    # ranking.fuse); "rrf" = weighted reciprocal rank fusion with k.
     # Weights tuned on LoCoMo dev (flat for a keyword share of 0.65..0.8; see bench/locomo.py).
     fusion_method: str = "convex"
     fusion_rrf_k: float = 1.0

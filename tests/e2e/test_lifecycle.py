@@ -20,6 +20,14 @@ import pytest
 
 from tests.e2e.hook_runner import base, hook_env, run_hook, tool_payload, wait_for
 from tests.e2e.worker_process import WorkerProcess
+from tests.vector_margins import (
+    OLD_FACT,
+    OTHER_FACT,
+    PARAPHRASED_UPDATE,
+    UNRELATED_FACT,
+    assert_clear_of,
+)
+from worker.settings import load_settings
 
 pytestmark = pytest.mark.e2e
 
@@ -194,11 +202,15 @@ def test_cli_decay_and_compress(worker: WorkerProcess) -> None:
 
 
 def test_paraphrased_update_supersedes_with_the_real_model(tmp_path: Path) -> None:
-    """With embeddings on, an update in other words is found by its vector (the offline model)."""
+    """With embeddings on, an update in other words is found by its vector (the offline model).
+
+    Each deciding cosine is read back from the worker and must sit MARGIN from
+    `supersede_cosine` (tests/vector_margins.py): int8 kernels move cosines by CPU."""
     worker = WorkerProcess(home=tmp_path / "home", env_extra={"CAIRN_EMBED_ENABLED": "1"})
     worker.start()
     try:
         project = "/e2e/paraphrase"
+        threshold = load_settings().supersede_cosine
 
         def save(content: str) -> dict[str, Any]:
             status, body = worker.request(
@@ -211,15 +223,28 @@ def test_paraphrased_update_supersedes_with_the_real_model(tmp_path: Path) -> No
             stats = get(worker, "/api/embeddings/stats")
             return bool(stats["status"] == "ready" and stats["coverage"] == 1.0)
 
-        old = save("Our database is PostgreSQL 15")
-        other = save("The staging server runs on port 8080")
-        wait_for(embedded)
-        new = save("We upgraded the DB to Postgres 16")
+        def cosines(content: str) -> dict[int, float]:
+            """What supersession will compare `content` with: the memories' indexed vectors."""
+            params = {"q": content, "project": project, "kind": "memory", "mode": "semantic"}
+            found = get(worker, "/api/search", **params, explain="true")
+            # A refused search (no cosine >= refusal_min_cosine) is far below the threshold.
+            return {h["id"]: h["match"]["cosine"] for h in found["hits"]}
+
+        old = save(OLD_FACT)
+        other = save(OTHER_FACT)
+        wait_for(embedded, timeout=240)  # the first test to run may build the int8 model
+        seen = cosines(PARAPHRASED_UPDATE)
+        assert_clear_of(seen[old["id"]], threshold, True, "the update vs the old fact")
+        assert_clear_of(seen.get(other["id"], 0.0), threshold, False, "the update vs staging")
+        new = save(PARAPHRASED_UPDATE)
         assert new["supersedes"] == [old["id"]]
         assert get(worker, f"/api/memories/{old['id']}")["superseded_by"] == new["id"]
         wait_for(embedded)
         # Close in topic, but another subject (production, not staging): left alone.
-        unrelated = save("The production server runs on port 443")
+        seen = cosines(UNRELATED_FACT)
+        for memory in (other, new):
+            assert_clear_of(seen.get(memory["id"], 0.0), threshold, False, "production vs it")
+        unrelated = save(UNRELATED_FACT)
         assert unrelated["supersedes"] == []
         assert get(worker, f"/api/memories/{other['id']}")["is_latest"] is True
     finally:

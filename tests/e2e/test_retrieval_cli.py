@@ -6,12 +6,15 @@ import json
 import os
 import subprocess
 import sys
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.worker_process import WorkerProcess
+from tests.vector_margins import CLI_NOTES, CLI_RELEASE, CLI_UNRELATED_QUERY, assert_clear_of
+from worker.settings import load_settings
 
 pytestmark = pytest.mark.e2e
 
@@ -40,10 +43,8 @@ def cairn(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_search_and_reindex_from_the_terminal(semantic_worker: WorkerProcess) -> None:
     w = semantic_worker
-    items = [
-        {"project": "/p", "type": "note", "title": f"note {i} about the build cache"}
-        for i in range(30)
-    ] + [{"project": "/p", "type": "command", "title": "make release", "body": "tagged v1.2"}]
+    items = [{"project": "/p", "type": "note", "title": note} for note in CLI_NOTES]
+    items.append({"project": "/p", "type": "command", **CLI_RELEASE})
     assert w.request("POST", "/api/observations", {"observations": items})[0] == 201
 
     done = cairn(w.home, "reindex")
@@ -58,8 +59,13 @@ def test_search_and_reindex_from_the_terminal(semantic_worker: WorkerProcess) ->
     assert hits[0]["title"] == "make release"
     text = cairn(w.home, "search", "release tag", "--explain")
     assert "make release" in text.stdout and "signals: relevance" in text.stdout
-    nothing = cairn(w.home, "search", "banana bread recipe", "--project", "/p")
+    nothing = cairn(w.home, "search", CLI_UNRELATED_QUERY, "--project", "/p")
     assert nothing.stdout.strip() == "nothing relevant found (refused)"
+    # Refused on any CPU: the closest item is far below the threshold (tests/vector_margins.py).
+    query = urllib.parse.urlencode({"q": CLI_UNRELATED_QUERY, "project": "/p", "explain": "true"})
+    _, why = w.request("GET", f"/api/search?{query}")
+    threshold = load_settings().refusal_min_cosine
+    assert_clear_of(why["explain"]["best_cosine"], threshold, False, CLI_UNRELATED_QUERY)
 
 
 def test_cli_reports_a_stopped_worker(isolated_home: Path) -> None:

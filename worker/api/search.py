@@ -156,8 +156,8 @@ def endpoints(s: Settings) -> list[Endpoint]:
             description=(
                 "Keyword (BM25 over analysed terms: code identifiers split, English and "
                 "Italian stems, title weighted above body), semantic (cosine over local "
-                "embeddings) or hybrid (a weighted sum of the min-max normalised BM25 and "
-                "cosine scores, then a rerank by recency, retrieval frequency, importance, "
+                "embeddings) or hybrid (a weighted sum of the normalised BM25 and cosine "
+                "scores, then a rerank by recency, retrieval frequency, importance, "
                 "staleness, project and dates named in the query). Text is "
                 "always searched as plain words. When nothing is relevant, `refused` is true "
                 "and `hits` is empty. `explain=true` adds each signal's contribution."

@@ -72,11 +72,12 @@ class Weights:
         )
 
 
-def min_max(scores: list[float]) -> list[float]:
-    """Scores mapped onto 0..1 within their own list (all equal: all 1)."""
+def min_max(scores: list[float], floor: float | None = None) -> list[float]:
+    """Scores mapped onto 0..1 from `floor` (default: the list's lowest) to the list's highest
+    (all equal: all 1)."""
     if not scores:
         return []
-    low, high = min(scores), max(scores)
+    low, high = min(scores) if floor is None else min(floor, *scores), max(scores)
     if high <= low:
         return [1.0] * len(scores)
     return [(score - low) / (high - low) for score in scores]
@@ -86,19 +87,24 @@ def fuse(
     keyword: Iterable[tuple[Ref, float]],
     vector: Iterable[tuple[Ref, float]],
     weights: Weights,
+    keyword_complete: bool = False,
 ) -> dict[Ref, Candidate]:
     """Fuse two best-first (ref, score) lists: BM25 scores and cosines.
 
-    "convex": the weighted sum of each list's min-max normalised scores (an item missing from
-    a list counts as that list's lowest score). Unlike reciprocal rank fusion it keeps how far
-    ahead a hit is, not only its place, so a clear BM25 winner is not overtaken by an item
-    that is merely second in both lists (Bruch et al. 2022, "An Analysis of Fusion Functions
-    for Hybrid Retrieval"). "rrf": weighted reciprocal rank fusion.
+    "convex": the weighted sum of each list's normalised scores, scaled from what an item
+    missing from the list scores. A list cut at the candidate limit: its lowest score (min-max).
+    A keyword list that holds every match (`keyword_complete`): 0, the BM25 of matching no
+    word; scaled from its weakest match instead, that match (a body naming "ruff" once) would
+    count no more than an item without the word and fall behind any vector-only hit.
+    Unlike reciprocal rank fusion it keeps how far ahead a hit is, not only its place, so a
+    clear BM25 winner is not overtaken by an item that is merely second in both lists (Bruch
+    et al. 2022, "An Analysis of Fusion Functions for Hybrid Retrieval"). "rrf": weighted
+    reciprocal rank fusion.
     """
     keyword, vector = list(keyword), list(vector)
     convex = weights.method == "convex"
     out: dict[Ref, Candidate] = {}
-    keyword_norm = min_max([score for _, score in keyword])
+    keyword_norm = min_max([score for _, score in keyword], 0.0 if keyword_complete else None)
     for rank, ((ref, score), norm) in enumerate(zip(keyword, keyword_norm, strict=True)):
         cand = out.setdefault(ref, Candidate(ref))
         cand.keyword_rank, cand.keyword_score = rank, score

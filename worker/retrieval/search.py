@@ -305,7 +305,8 @@ async def search(
     query_vector, vector_hits = found[0]
     best_cosine = vector_hits[0][1] if vector_hits else None
     weights = Weights.from_settings(settings)
-    candidates = ranking.fuse(kw.hits, vector_hits, weights)
+    complete = len(kw.hits) < settings.search_candidates  # every keyword match is listed
+    candidates = ranking.fuse(kw.hits, vector_hits, weights, complete)
     window_ms = int(settings.thread_window_minutes * 60_000)
 
     def load(
