@@ -128,6 +128,7 @@ def test_install_hook_doctor_uninstall(
         "worker": "ok",
         "port": "ok",
         "token": "ok",
+        "permissions": "ok",
         "hooks": "ok",
         "interpreter": "ok",
         "mcp": "ok",
