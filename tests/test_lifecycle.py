@@ -16,6 +16,7 @@ from tests.conftest import BASE_URL
 from worker.app import create_app
 from worker.retrieval.embedder import FakeEmbedder, to_blob
 from worker.settings import Settings, load_settings
+from worker.store import terms
 
 P = "/repo/life"
 
@@ -52,52 +53,100 @@ def db(settings: Settings) -> sqlite3.Connection:
     return sqlite3.connect(settings.db_path)
 
 
-def test_decay_pass_archives_faded_and_expired_items(
+def test_decay_pass_archives_expired_memories_and_nothing_for_age(
     client: TestClient, settings: Settings
 ) -> None:
+    """Old, rarely used, low-importance items stay: retention ranks them, it does not archive."""
     faded = memory(client, "Old trivia about the build", importance=1, created_at=ago(60))
     pinned = memory(client, "Old but pinned", importance=1, created_at=ago(60), pinned=True)
-    used = memory(client, "Old but often used", importance=1, created_at=ago(60))
     important = memory(client, "Old but important", importance=5, created_at=ago(60))
     expired = memory(client, "Temporary freeze", importance=5, expires_at=ago(1))
+    kept = memory(client, "Pinned freeze", importance=5, expires_at=ago(1), pinned=True)
     fresh = memory(client, "Fresh fact", importance=1)
     old_cmd = observation(client, "ls -la", created_at=ago(10))
     old_edit = observation(client, "Edit app.py", "file_write", created_at=ago(10))
-    with db(settings) as conn:
-        conn.execute("UPDATE memories SET retrieval_count = 20 WHERE id = ?", (used["id"],))
 
     dry = client.post("/api/decay/run", json={"dry_run": True}).json()
-    assert dry["dry_run"] is True
-    assert dry["memories"]["decayed"] == 1 and dry["memories"]["expired"] == 1
-    assert set(dry["memories"]["ids"]) == {faded["id"], expired["id"]}
-    assert dry["observations"]["ids"] == [old_cmd]
-    assert client.get(f"/api/memories/{faded['id']}").json()["archived"] is False
+    assert dry["dry_run"] is True and dry["observation_cap"] == 5000
+    assert dry["memories"] == {"scanned": 6, "expired": 1, "archived": 1, "ids": [expired["id"]]}
+    assert dry["observations"] == {"scanned": 2, "evicted": 0, "archived": 0, "ids": []}
+    assert client.get(f"/api/memories/{expired['id']}").json()["archived"] is False
 
     done = client.post("/api/decay/run").json()
-    assert done["memories"]["archived"] == 2 and done["observations"]["archived"] == 1
-    assert done["memories"]["scanned"] == 6
+    assert done["memories"]["archived"] == 1 and done["observations"]["archived"] == 0
     reasons = {
         m["id"]: m["archive_reason"]
         for m in client.get("/api/memories", params={"archived": "true"}).json()["items"]
     }
-    assert reasons == {faded["id"]: "decay", expired["id"]: "expired"}
-    live = {m["id"] for m in client.get("/api/memories", params={"project": P}).json()["items"]}
-    assert live == {pinned["id"], used["id"], important["id"], fresh["id"]}
+    assert reasons == {expired["id"]: "expired"}
+    live = {
+        m["id"]: m["retention"]
+        for m in client.get("/api/memories", params={"project": P}).json()["items"]
+    }
+    assert live.keys() == {faded["id"], pinned["id"], important["id"], kept["id"], fresh["id"]}
+    # The project was worked on two days since the old memories (10 days ago and today).
+    assert live[fresh["id"]] == live[pinned["id"]] == 1.0
+    assert live[faded["id"]] == pytest.approx(0.5 ** (2 / 7), abs=1e-3)
+    assert live[faded["id"]] < live[important["id"]] < 1.0
     obs = client.get("/api/observations", params={"project": P}).json()["items"]
-    assert [o["id"] for o in obs] == [old_edit]
+    assert {o["id"] for o in obs} == {old_cmd, old_edit}
     # A second pass finds nothing new.
     again = client.post("/api/decay/run").json()
     assert again["memories"]["archived"] == 0 and again["observations"]["archived"] == 0
     status = client.get("/api/decay").json()
     assert status["policy"]["memory_half_lives_days"] == [7, 14, 30, 90, 365]
+    assert status["policy"]["clock"] == "active_days"
+    assert status["policy"]["archives"] == ["expired", "cap"]
     assert status["service"]["runs"] == 2
 
 
+def test_an_import_of_dated_history_archives_nothing(client: TestClient) -> None:
+    """Dated turns of a 2022-2023 conversation (LoCoMo-like) and their tool calls, imported through
+    the API: one pass archives none of them (it archived 3,119 of 3,122 when age counted)."""
+    start = datetime(2022, 5, 1, tzinfo=UTC)
+    ids = []
+    for i in range(240):
+        when = (start + timedelta(days=12 * (i // 8), minutes=i)).isoformat()
+        ids.append(memory(client, f"speaker {i % 2}: turn {i} of session {i // 8}",
+                          importance=1 + (i % 3 == 0), created_at=when)["id"])  # fmt: skip
+    for i in range(60):
+        when = (start + timedelta(days=5 * i)).isoformat()
+        observation(client, f"pytest -q run {i}", created_at=when)
+    result = client.post("/api/decay/run").json()
+    assert result["memories"]["scanned"] == 240 and result["observations"]["scanned"] == 60
+    assert result["memories"]["archived"] == 0 and result["observations"]["archived"] == 0
+    items = client.get("/api/memories", params={"project": P, "limit": 500}).json()["items"]
+    assert len(items) == 240 and not any(m["archived"] for m in items)
+    # Retention still ranks within the history: the last session is fresh, the first is not.
+    retention = {m["id"]: m["retention"] for m in items}
+    assert retention[ids[-1]] == 1.0 and retention[ids[0]] < 0.1
+
+
+def test_a_project_idle_60_days_archives_nothing(client: TestClient) -> None:
+    """Two weeks of work that ended 60 days ago: nothing is archived at the return, and the
+    history kept the retention it had the day work stopped."""
+    first = memory(client, "Decided: the queue retries three times", importance=2,
+                   created_at=ago(74))  # fmt: skip
+    last = memory(client, "Use make dev for local runs", importance=1, created_at=ago(60))
+    for day in range(74, 59, -1):
+        for i in range(5):
+            observation(client, f"npm test day {day} #{i}", created_at=ago(day + i / 100))
+            observation(client, f"Edit src/{day}_{i}.ts", "file_write", created_at=ago(day))
+    result = client.post("/api/decay/run").json()
+    assert result["memories"]["archived"] == 0 and result["observations"]["archived"] == 0
+    assert result["observations"]["scanned"] == 150
+    got = {m["id"]: m["retention"] for m in client.get("/api/memories").json()["items"]}
+    assert got[last["id"]] == 1.0
+    # 14 active days behind the first memory (half-life 14), none of the 60 idle ones.
+    assert got[first["id"]] == pytest.approx(0.5, abs=0.04)
+
+
 def test_restored_items_stay_restored(client: TestClient) -> None:
-    m = memory(client, "Faded memory", importance=1, created_at=ago(90))
+    m = memory(client, "Freeze until the release", importance=1, expires_at=ago(1))
     o = observation(client, "npm test", created_at=ago(30))
     client.post("/api/decay/run")
     assert client.get(f"/api/memories/{m['id']}").json()["archived"] is True
+    client.post(f"/api/observations/{o}/archive")
     restored = client.post(f"/api/memories/{m['id']}/restore").json()
     assert restored["archived"] is False and restored["retention"] == 1.0
     r = client.post(f"/api/observations/{o}/restore")
@@ -108,19 +157,19 @@ def test_restored_items_stay_restored(client: TestClient) -> None:
 
 
 def test_decay_run_for_one_project_and_bad_input(client: TestClient) -> None:
-    memory(client, "Faded here", importance=1, created_at=ago(90))
+    memory(client, "Expired here", importance=1, expires_at=ago(1))
     other = client.post(
         "/api/memories",
         json={
             "kind": "fact",
-            "content": "Faded there",
+            "content": "Expired there",
             "project": "/other",
             "importance": 1,
-            "created_at": ago(90),
+            "expires_at": ago(1),
         },
     ).json()
     r = client.post("/api/decay/run", json={"project": P}).json()
-    assert r["memories"]["archived"] == 1
+    assert r["memories"]["archived"] == 1 and r["memories"]["scanned"] == 1
     assert client.get(f"/api/memories/{other['id']}").json()["archived"] is False
     missing = client.post("/api/decay/run", json={"project": "/nope"})
     assert missing.status_code == 404 and missing.json()["error"]["field"] == "project"
@@ -128,7 +177,7 @@ def test_decay_run_for_one_project_and_bad_input(client: TestClient) -> None:
     assert bad.status_code == 400 and bad.json()["error"]["field"] == "dry_run"
 
 
-def test_caps_evict_lowest_retention_and_limit_chatter() -> None:
+def test_caps_archive_the_overflow_chatter_first_then_lowest_retention() -> None:
     with app_client(obs_cap_per_project=10, decay_first_run_seconds=3600.0) as (client, settings):
         commands = [
             observation(client, f"cmd {i}", created_at=ago(0.3 - i * 0.01)) for i in range(20)
@@ -142,17 +191,18 @@ def test_caps_evict_lowest_retention_and_limit_chatter() -> None:
             return {o["id"] for o in items.json()["items"]}
 
         first = client.post("/api/decay/run").json()
-        # Command chatter may hold 30% of the cap: the 3 freshest commands stay, every edit stays.
-        assert first["observations"]["evicted"] == 17
-        assert live_ids() == {*commands[-3:], *edits}
-        # Over the cap: the lowest retention goes first (old edits fade below fresh commands).
+        # Exactly the overflow goes, command chatter first: every edit and the newest 5 stay.
+        assert first["observations"]["evicted"] == 15
+        assert live_ids() == {*commands[-5:], *edits}
+        # Over the cap again: the rest of the chatter, then the edits that faded most (the
+        # project was worked on since them), whatever their calendar age.
         old_edits = [
             observation(client, f"old edit {i}", "file_write", created_at=ago(40 - i))
             for i in range(9)
         ]
         second = client.post("/api/decay/run").json()
-        assert second["observations"]["evicted"] == 7
-        assert live_ids() == {*commands[-3:], *edits, *old_edits[-2:]}
+        assert second["observations"]["evicted"] == 9
+        assert live_ids() == {*edits, *old_edits[4:]}
         with db(settings) as conn:
             reasons = {
                 r[0]
@@ -161,6 +211,47 @@ def test_caps_evict_lowest_retention_and_limit_chatter() -> None:
                 )
             }
         assert reasons == {"cap"}
+
+
+def test_6000_observations_under_a_cap_of_5000_archive_exactly_1000_chatter_first() -> None:
+    """A month of work, 1,200 of 6,000 observations tool chatter: the pass archives exactly the
+    1,000 over the cap, all of them chatter, the most faded first."""
+    with app_client(obs_cap_per_project=5000, decay_first_run_seconds=3600.0) as (client, settings):
+        observation(client, "seed", "note")  # the project
+        types = ["command", "mcp", "research", "other", "command"] + ["file_write"] * 15
+        types += ["note", "web", "delegation", "file_write", "note"]
+        with db(settings) as conn:
+            terms.register(conn)  # the keyword-index trigger's function
+            pid = conn.execute("SELECT id FROM projects WHERE key = ?", (P,)).fetchone()[0]
+            now = int(datetime.now(UTC).timestamp() * 1000)
+            conn.executemany(
+                "INSERT INTO observations(project_id, type, title, content_hash, importance, "
+                "created_at) VALUES (?, ?, ?, ?, 2, ?)",
+                [(pid, types[i % 25], f"obs {i}", f"h{i}", now - (5999 - i) * 432_000)
+                 for i in range(5999)],
+            )  # fmt: skip
+            chatter = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM observations WHERE type IN ('command','mcp','research','other')"
+                )
+            }
+        assert len(chatter) == 1200
+        result = client.post("/api/decay/run").json()
+        assert result["observations"]["scanned"] == 6000
+        assert result["observations"]["archived"] == result["observations"]["evicted"] == 1000
+        with db(settings) as conn:
+            gone = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM observations WHERE archived_at IS NOT NULL ORDER BY id"
+                )
+            ]
+        assert len(gone) == 1000 and set(gone) <= chatter
+        # The most faded chatter goes (ids follow time): the oldest half of it all, the newest
+        # none of it.
+        in_time = sorted(chatter)
+        assert set(in_time[:600]) <= set(gone) and not set(in_time[-40:]) & set(gone)
 
 
 def test_caps_are_enforced_soon_after_new_observations() -> None:
@@ -193,7 +284,7 @@ def wait_for(check: Callable[[], bool], timeout: float = 10.0) -> bool:
 
 def test_scheduled_pass_runs_in_the_worker() -> None:
     with app_client(decay_first_run_seconds=0.0, decay_interval_seconds=0.2) as (client, _settings):
-        m = memory(client, "Ancient fact", importance=1, created_at=ago(365))
+        m = memory(client, "Expired fact", importance=1, expires_at=ago(1))
 
         def archived() -> bool:
             return bool(client.get(f"/api/memories/{m['id']}").json()["archived"])

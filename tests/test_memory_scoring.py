@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 
 import numpy as np
@@ -133,13 +132,6 @@ def test_vectorised_retention_matches_the_scalar_one(rows: list[tuple[float, int
     assert got == pytest.approx(want, rel=1e-9, abs=1e-300)
 
 
-def test_archive_point_is_where_retention_crosses_the_threshold() -> None:
-    half = POLICY.memory_half_life_days(1)
-    t = half * POLICY.archive_after_half_lives * DAY_MS
-    assert retention(t, half) == pytest.approx(POLICY.threshold)
-    assert math.isclose(POLICY.archive_after_half_lives, math.log2(20))
-
-
 def test_policy_from_settings_rejects_bad_values() -> None:
     assert DecayPolicy.from_settings(load_settings({})).memory_half_lives_days == (
         7,
@@ -151,7 +143,6 @@ def test_policy_from_settings_rejects_bad_values() -> None:
     for env in (
         {"CAIRN_DECAY_MEMORY_HALF_LIVES_DAYS": "1,2,3"},
         {"CAIRN_DECAY_MEMORY_HALF_LIVES_DAYS": "1,2,x,4,5"},
-        {"CAIRN_DECAY_THRESHOLD": "1.5"},
         {"CAIRN_OBS_CHATTER_TYPES": "command,gossip"},
         {"CAIRN_OBS_HALF_LIFE_DAYS_COMMAND": "0"},
     ):

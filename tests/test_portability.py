@@ -155,6 +155,10 @@ def test_round_trip_into_a_fresh_home(
     finally:
         conn.close()
     assert hits
+    # the projects' active days (not exported) were rebuilt from the dated rows
+    activity = "SELECT project_id, day FROM project_activity ORDER BY 1, 2"
+    with sqlite3.connect(settings.db_path) as a, sqlite3.connect(other.db_path) as b:
+        assert b.execute(activity).fetchall() == a.execute(activity).fetchall() != []
     # the imported session reads back like the original through the API
     assert (
         other_client.get("/api/sessions/s-1").json()["summary"]

@@ -186,7 +186,6 @@ class Settings:
     # Memory lifecycle: decay, caps, consolidation, supersession (lifecycle engineer)
     decay_memory_half_lives_days: str = "7,14,30,90,365"
     decay_reinforcement: float = 0.15
-    decay_threshold: float = 0.05
     decay_interval_seconds: float = 3600.0
     decay_first_run_seconds: float = 120.0
     obs_half_life_days_command: float = 1.0
@@ -198,7 +197,6 @@ class Settings:
     obs_half_life_days_file_write: float = 21.0
     obs_half_life_days_note: float = 30.0
     obs_cap_per_project: int = 5000
-    obs_chatter_share: float = 0.30
     obs_chatter_types: str = "command,mcp,research,other"
     obs_cap_check_seconds: float = 10.0
     memory_auto_tags: int = 5

@@ -3,7 +3,8 @@
 Session 1 concludes the shop API uses PostgreSQL 15, session 2 that it moved to PostgreSQL 16
 (both through the Stop hook's last assistant message, which the worker turns into fact memories).
 Session 3's start context carries 16 and not 15; the API and the timeline show the whole chain.
-Also: forget over HTTP leaves nothing behind, and the decay pass archives, restores and counts.
+Also: forget over HTTP leaves nothing behind, and the decay pass archives what expired (not
+what is old), restores and counts.
 """
 
 from __future__ import annotations
@@ -136,19 +137,28 @@ def test_forget_archive_restore_and_decay_over_http(worker: WorkerProcess) -> No
          "project": project},
     )  # fmt: skip
     assert status == 201
-    status, faded = worker.request(
+    status, old = worker.request(
         "POST",
         "/api/memories",
         {"kind": "note", "content": "Lunch is at noon", "project": project, "importance": 1,
          "created_at": "2020-01-01T00:00:00Z"},
     )  # fmt: skip
     assert status == 201
+    status, expired = worker.request(
+        "POST",
+        "/api/memories",
+        {"kind": "note", "content": "Deploys frozen this week", "project": project,
+         "expires_at": "2020-01-08T00:00:00Z"},
+    )  # fmt: skip
+    assert status == 201
 
     status, result = worker.request("POST", "/api/decay/run", {"project": project})
+    # Only the expiry archives: the memory from 2020 is old, not forgotten.
     assert status == 200 and result["memories"]["archived"] == 1
-    assert result["memories"]["ids"] == [faded["id"]]
-    assert get(worker, f"/api/memories/{faded['id']}")["archive_reason"] == "decay"
-    status, back = worker.request("POST", f"/api/memories/{faded['id']}/restore", {})
+    assert result["memories"]["ids"] == [expired["id"]]
+    assert get(worker, f"/api/memories/{expired['id']}")["archive_reason"] == "expired"
+    assert get(worker, f"/api/memories/{old['id']}")["archived"] is False
+    status, back = worker.request("POST", f"/api/memories/{expired['id']}/restore", {})
     assert status == 200 and back["archived"] is False
     status, again = worker.request("POST", "/api/decay/run", {"project": project})
     assert again["memories"]["archived"] == 0

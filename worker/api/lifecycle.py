@@ -61,13 +61,13 @@ async def decay_status(call: Call) -> Any:
     service = call.cairn.services.get("decay")
     return {
         "policy": {
+            "clock": "active_days",
             "memory_half_lives_days": list(policy.memory_half_lives_days),
             "reinforcement": policy.reinforcement,
-            "threshold": policy.threshold,
             "observation_half_lives_days": policy.observation_half_lives_days,
             "observation_cap": policy.observation_cap,
-            "chatter_share": policy.chatter_share,
             "chatter_types": list(policy.chatter_types),
+            "archives": ["expired", "cap"],
         },
         "service": service.status() if service is not None else None,
     }
@@ -173,7 +173,10 @@ def endpoints(s: Settings) -> list[Endpoint]:
             "POST",
             "/api/decay/run",
             run_decay,
-            "Run a decay pass now: archive faded and expired items, enforce observation caps",
+            "Run a decay pass now: archive expired memories (pinned ones stay) and, in each "
+            "project over its observation cap, exactly the overflow, least valuable first "
+            "(tool chatter, then lower importance, then lower retention); nothing is archived "
+            "for being old. Answers counts and ids per kind",
             TAG,
             body=decay_schema(s),
             body_required=False,
@@ -182,7 +185,8 @@ def endpoints(s: Settings) -> list[Endpoint]:
             "GET",
             "/api/decay",
             decay_status,
-            "The decay policy and the scheduled pass (last run, next run)",
+            "The decay policy (half-lives in the project's active days, the observation cap, "
+            "chatter types) and the scheduled pass (last run, next run)",
             TAG,
         ),
         Endpoint(

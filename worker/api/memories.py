@@ -26,7 +26,7 @@ from worker.api.schema import Schema
 from worker.clock import now_ms, parse_iso
 from worker.errors import BadRequest, Conflict, NotFound
 from worker.memory import importance as importance_mod
-from worker.memory.decay import DecayPolicy, memory_retention
+from worker.memory.decay import ActivityClock, DecayPolicy, memory_retention
 from worker.memory.kind import infer_kind
 from worker.memory.merge import save, wants_supersession
 from worker.memory.relations import RELATION_KINDS, chain
@@ -78,10 +78,13 @@ def policy_for(settings: Settings) -> DecayPolicy:
     return DecayPolicy.from_settings(settings)
 
 
-def with_retention(row: dict[str, Any], policy: DecayPolicy, now: int) -> dict[str, Any]:
-    """The row plus its current retention (1.0 = fresh, under the threshold = due to archive)."""
+def with_retention(
+    row: dict[str, Any], policy: DecayPolicy, clock: ActivityClock, scope: int | None
+) -> dict[str, Any]:
+    """The row plus its current retention: 1.0 fresh, lower the more its project was worked on
+    since (a ranking signal: nothing is archived for a low retention)."""
     # A stored time that is not a number reads as None (reported once): count from now.
-    anchor = parse_iso(row["updated_at"]) if row["updated_at"] else now
+    anchor = parse_iso(row["updated_at"]) if row["updated_at"] else clock.now_ms
     if row["last_retrieved_at"]:
         anchor = max(anchor, parse_iso(row["last_retrieved_at"]))
     value = memory_retention(
@@ -89,16 +92,26 @@ def with_retention(row: dict[str, Any], policy: DecayPolicy, now: int) -> dict[s
         importance=row["importance"],
         reinforcements=row["retrieval_count"] + row["hit_count"],
         pinned=row["pinned"],
-        anchor_ms=anchor,
-        now_ms=now,
+        age_ms=clock.age_of(scope, anchor),
     )
     return {**row, "retention": round(value, 4)}
 
 
-def _out(call: Call, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+async def _out(call: Call, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     policy = policy_for(call.cairn.settings)
     now = now_ms()
-    return [with_retention(r, policy, now) for r in rows]
+    keys = sorted({r["project"] for r in rows if r["project"] is not None})
+
+    def read(conn: sqlite3.Connection) -> tuple[dict[str, int], ActivityClock]:
+        found = {k: projects.find(conn, k) for k in keys}
+        ids = {k: pid for k, pid in found.items() if pid is not None}
+        scopes: list[int | None] = [*ids.values()]
+        if any(r["project"] is None for r in rows):
+            scopes.append(None)
+        return ids, ActivityClock.load(conn, scopes, now)
+
+    ids, clock = await call.cairn.store.read(read)
+    return [with_retention(r, policy, clock, ids.get(r["project"] or "")) for r in rows]
 
 
 def _tags_field(s: Settings) -> Schema:
@@ -210,7 +223,7 @@ async def create_memory(call: Call) -> Any:
             cairn.after_items("memory", [saved.row["id"]])
     for old in superseded:
         cairn.events.publish("memory.updated", old)
-    row = _out(call, [saved.row])[0]
+    row = (await _out(call, [saved.row]))[0]
     payload = {
         **row,
         "created": saved.created,
@@ -246,7 +259,7 @@ async def list_memories(call: Call) -> Any:
     if "ids" in qp:
         ids = parse_ids(qp["ids"], s.max_page_size)
         items = await call.cairn.store.read(lambda c: q.get_many(c, ids))
-        return {"items": _out(call, items), "next_cursor": None}
+        return {"items": await _out(call, items), "next_cursor": None}
     items, cursor = await call.cairn.store.read(
         lambda c: q.list_page(
             c,
@@ -266,7 +279,7 @@ async def list_memories(call: Call) -> Any:
             limit=qp.get("limit", s.page_size),
         )
     )
-    return {"items": _out(call, items), "next_cursor": str(cursor) if cursor else None}
+    return {"items": await _out(call, items), "next_cursor": str(cursor) if cursor else None}
 
 
 def _missing(memory_id: int) -> NotFound:
@@ -278,7 +291,7 @@ async def get_memory(call: Call) -> Any:
     row = await call.cairn.store.read(lambda c: q.get(c, mid))
     if row is None:
         raise _missing(mid)
-    out = _out(call, [row])[0]
+    out = (await _out(call, [row]))[0]
     out["importance_signals"] = importance_mod.signals(row["content"], row["kind"])
     return out
 
@@ -372,7 +385,7 @@ async def patch_memory(call: Call) -> Any:
     if changed:
         forget_vectors(call, "memory", [mid])
         call.cairn.after_items("memory", [mid])
-    return _out(call, [row])[0]
+    return (await _out(call, [row]))[0]
 
 
 def forget_vectors(call: Call, kind: str, ids: list[int]) -> None:
@@ -427,7 +440,7 @@ async def _set_archived(call: Call, *, archived: bool) -> Any:
 
     row = await call.cairn.store.write(write)
     call.cairn.events.publish("memory.updated", row)
-    return _out(call, [row])[0]
+    return (await _out(call, [row]))[0]
 
 
 async def get_relations(call: Call) -> Any:

@@ -37,10 +37,9 @@ def cmd_decay(args: argparse.Namespace) -> int:
     verb = "would archive" if result["dry_run"] else "archived"
     mem, obs = result["memories"], result["observations"]
     print(
-        f"{verb} {mem['archived']} of {mem['scanned']} memories "
-        f"({mem['decayed']} faded, {mem['expired']} expired) and {obs['archived']} of "
-        f"{obs['scanned']} observations ({obs['decayed']} faded, {obs['evicted']} over the cap) "
-        f"in {result['took_ms']} ms"
+        f"{verb} {mem['archived']} of {mem['scanned']} memories (expired) and "
+        f"{obs['archived']} of {obs['scanned']} observations (over the cap of "
+        f"{result['observation_cap']} per project) in {result['took_ms']} ms"
     )
     return 0
 
@@ -72,7 +71,8 @@ def cmd_compress(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "decay", help="archive faded and expired items now (the worker also does it)"
+        "decay",
+        help="archive expired memories and observations over the cap now (the worker also does it)",
     )
     p.add_argument("--project", help="only this project key")
     p.add_argument("--dry-run", action="store_true", help="only report what would be archived")

@@ -1,9 +1,17 @@
-"""Ebbinghaus-style retention with reinforcement; pure functions plus a vectorised form for passes.
+"""Ebbinghaus-style retention with reinforcement, counted in the project's active days; the pass
+that archives expired memories and what a project holds over its cap.
 
-retention = exp(-t * ln 2 / half_life), t since the last retrieval (or creation). A memory's
-half-life comes from its importance (7, 14, 30, 90, 365 days for 1..5 by default) and grows by 15%
-per reinforcement (retrieval or re-statement), compounding. Pinned items never decay. Observations
-fade faster, by type (settings), scaled by their importance around the default of 2.
+retention = exp(-t * ln 2 / half_life), t the days the item's project was worked on since the
+item's last retrieval (or creation): a project's items do not age while it sleeps, and imported
+history keeps its dates without fading on arrival. A memory's half-life comes from its importance
+(7, 14, 30, 90, 365 active days for 1..5 by default) and grows by 15% per reinforcement
+(retrieval or re-statement), compounding. Pinned items never decay. Observations fade faster, by
+type (settings), scaled by their importance around the default of 2.
+
+Retention ranks (API, dashboard, the order under cap pressure); it never archives by itself.
+Items are archived only when their memory's `expires_at` passes, or when a project holds more
+live observations than its cap: the least valuable go first (tool chatter, then lower
+importance, then lower retention, then older).
 """
 
 from __future__ import annotations
@@ -41,7 +49,6 @@ OBSERVATION_TYPES = (
 class DecayPolicy:
     memory_half_lives_days: tuple[float, float, float, float, float] = (7, 14, 30, 90, 365)
     reinforcement: float = 0.15
-    threshold: float = 0.05
     observation_half_lives_days: dict[str, float] = field(
         default_factory=lambda: {
             "command": 1.0,
@@ -55,7 +62,6 @@ class DecayPolicy:
         }
     )
     observation_cap: int = 5000
-    chatter_share: float = 0.30
     chatter_types: tuple[str, ...] = ("command", "mcp", "research", "other")
 
     @classmethod
@@ -70,12 +76,6 @@ class DecayPolicy:
                 "CAIRN_DECAY_MEMORY_HALF_LIVES_DAYS must be five positive numbers "
                 f"(importance 1..5), got {s.decay_memory_half_lives_days!r}"
             )
-        if not 0 < s.decay_threshold < 1:
-            raise ConfigError(f"CAIRN_DECAY_THRESHOLD must be in (0, 1), got {s.decay_threshold}")
-        if not 0 <= s.obs_chatter_share <= 1:
-            raise ConfigError(
-                f"CAIRN_OBS_CHATTER_SHARE must be in [0, 1], got {s.obs_chatter_share}"
-            )
         obs = {t: float(getattr(s, f"obs_half_life_days_{t}")) for t in OBSERVATION_TYPES}
         for t, days in obs.items():
             if days <= 0:
@@ -87,10 +87,8 @@ class DecayPolicy:
         return cls(
             memory_half_lives_days=(lives[0], lives[1], lives[2], lives[3], lives[4]),
             reinforcement=s.decay_reinforcement,
-            threshold=s.decay_threshold,
             observation_half_lives_days=obs,
             observation_cap=s.obs_cap_per_project,
-            chatter_share=s.obs_chatter_share,
             chatter_types=chatter,
         )
 
@@ -109,14 +107,10 @@ class DecayPolicy:
         n = min(MAX_REINFORCEMENTS, max(0, reinforcements))
         return float((1.0 + self.reinforcement) ** n)
 
-    @property
-    def archive_after_half_lives(self) -> float:
-        """How many half-lives until retention falls under the threshold."""
-        return math.log2(1.0 / self.threshold)
-
 
 def retention(age_ms: float, half_life_days: float, pinned: bool = False) -> float:
-    """Fraction of strength left after `age_ms`; 1.0 at age 0 (and for the future), halves per half-life."""
+    """Fraction of strength left after `age_ms` of active time; 1.0 at age 0 (and for the
+    future), halves per half-life."""
     if pinned:
         return 1.0
     t_days = max(0.0, age_ms) / DAY_MS
@@ -124,17 +118,10 @@ def retention(age_ms: float, half_life_days: float, pinned: bool = False) -> flo
 
 
 def memory_retention(
-    policy: DecayPolicy,
-    *,
-    importance: int,
-    reinforcements: int,
-    pinned: bool,
-    anchor_ms: int,
-    now_ms: int,
+    policy: DecayPolicy, *, importance: int, reinforcements: int, pinned: bool, age_ms: float
 ) -> float:
-    return retention(
-        now_ms - anchor_ms, policy.memory_half_life_days(importance, reinforcements), pinned
-    )
+    """A memory's retention after `age_ms` of its project's active time (ActivityClock)."""
+    return retention(age_ms, policy.memory_half_life_days(importance, reinforcements), pinned)
 
 
 def retention_array(
@@ -174,65 +161,73 @@ def observation_half_lives_array(
     return out
 
 
+# ---------------------------------------------------------------------------- the activity clock
+EMPTY_DAYS: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class ActivityClock:
+    """Each scope's active days (from store.lifecycle.active_days): items age by them alone."""
+
+    days: dict[int | None, npt.NDArray[np.int64]]
+    now_ms: int
+
+    @classmethod
+    def load(cls, conn: sqlite3.Connection, scopes: list[int | None], now_ms: int) -> ActivityClock:
+        found = lifecycle.active_days(conn, scopes)
+        return cls({k: np.asarray(v, dtype=np.int64) for k, v in found.items()}, now_ms)
+
+    def age_ms(
+        self, scope: int | None, anchor_ms: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.float64]:
+        """Active time since each anchor: the scope's active days after the anchor's day, up to
+        today (a whole day each, as `retention_array` expects milliseconds)."""
+        days = self.days.get(scope, EMPTY_DAYS)
+        upto = np.searchsorted(days, self.now_ms // DAY_MS, side="right")
+        after = np.searchsorted(days, np.floor_divide(anchor_ms, DAY_MS), side="right")
+        out: npt.NDArray[np.float64] = np.maximum(upto - after, 0).astype(np.float64) * DAY_MS
+        return out
+
+    def age_of(self, scope: int | None, anchor_ms: int) -> float:
+        return float(self.age_ms(scope, np.asarray([anchor_ms], dtype=np.float64))[0])
+
+
 # ---------------------------------------------------------------------------- the decay pass
 LISTED_IDS = 200  # ids listed per kind in a pass report (counts are always complete)
 
 
-def _memory_plan(
-    rows: list[tuple[Any, ...]], policy: DecayPolicy, now: int
-) -> tuple[list[int], list[int]]:
-    """(decayed ids, expired ids) among live memory rows from store.lifecycle."""
-    if not rows:
-        return [], []
-    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    importance = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
-    uses = np.fromiter((r[2] for r in rows), dtype=np.int64, count=len(rows))
-    pinned = np.fromiter((bool(r[3]) for r in rows), dtype=bool, count=len(rows))
-    anchor = np.fromiter((r[4] for r in rows), dtype=np.float64, count=len(rows))
-    expires = np.fromiter(
-        (r[5] if r[5] is not None else np.inf for r in rows), dtype=np.float64, count=len(rows)
-    )
-    expired = expires <= now
-    kept = retention_array(now - anchor, memory_half_lives_array(policy, importance, uses))
-    decayed = (kept < policy.threshold) & ~pinned & ~expired
-    return ids[decayed].tolist(), ids[expired].tolist()
+def cap_evictions(
+    ids: npt.NDArray[np.int64],
+    chatter: npt.NDArray[np.bool_],
+    importance: npt.NDArray[np.int64],
+    kept: npt.NDArray[np.float64],
+    cap: int,
+) -> list[int]:
+    """Ids to archive so that at most `cap` stay: exactly the overflow, least valuable first.
+
+    Tool chatter goes before anything else, then lower importance, then lower retention; ties
+    go to the older (smaller) id.
+    """
+    over = len(ids) - cap
+    if over <= 0:
+        return []
+    order = np.lexsort((ids, kept, importance, ~chatter))
+    out: list[int] = sorted(ids[order[:over]].tolist())
+    return out
 
 
-def _observation_retention(
-    rows: list[tuple[Any, ...]], policy: DecayPolicy, now: int
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+def _observation_plan(
+    rows: list[tuple[Any, ...]], policy: DecayPolicy, clock: ActivityClock, project_id: int
+) -> list[int]:
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     types = [str(r[1]) for r in rows]
     importance = np.fromiter((r[2] for r in rows), dtype=np.int64, count=len(rows))
     uses = np.fromiter((r[3] for r in rows), dtype=np.int64, count=len(rows))
     anchor = np.fromiter((r[4] for r in rows), dtype=np.float64, count=len(rows))
     halves = observation_half_lives_array(policy, types, importance, uses)
-    return ids, retention_array(now - anchor, halves)
-
-
-def cap_evictions(
-    ids: npt.NDArray[np.int64],
-    kept: npt.NDArray[np.float64],
-    chatter: npt.NDArray[np.bool_],
-    cap: int,
-    chatter_share: float,
-) -> list[int]:
-    """Ids to evict so at most `cap` stay, chatter at most `chatter_share` of the cap.
-
-    Lowest retention goes first; ties go to the older (smaller) id.
-    """
-    evict = np.zeros(len(ids), dtype=bool)
-    chatter_limit = int(cap * chatter_share)
-    chatter_idx = np.flatnonzero(chatter)
-    if len(chatter_idx) > chatter_limit:
-        order = np.lexsort((ids[chatter_idx], kept[chatter_idx]))
-        evict[chatter_idx[order[: len(chatter_idx) - chatter_limit]]] = True
-    remaining = np.flatnonzero(~evict)
-    if len(remaining) > cap:
-        order = np.lexsort((ids[remaining], kept[remaining]))
-        evict[remaining[order[: len(remaining) - cap]]] = True
-    out: list[int] = ids[evict].tolist()
-    return out
+    kept = retention_array(clock.age_ms(project_id, anchor), halves)
+    chatter = np.fromiter((t in policy.chatter_types for t in types), dtype=bool, count=len(rows))
+    return cap_evictions(ids, chatter, importance, kept, policy.observation_cap)
 
 
 def enforce_caps(
@@ -243,23 +238,18 @@ def enforce_caps(
     project_id: int | None = None,
     dry_run: bool = False,
 ) -> list[int]:
-    """Archive the lowest-retention live observations of projects over their cap."""
+    """Archive the least valuable live observations of the projects over their cap."""
     cap = policy.observation_cap
     if cap <= 0:
         return []
-    chatter_limit = int(cap * policy.chatter_share)
     evicted: list[int] = []
-    for pid, live, chatter in lifecycle.live_observation_counts(conn, policy.chatter_types):
-        if project_id is not None and pid != project_id:
+    for pid, live in lifecycle.live_observation_counts(conn):
+        if live <= cap or (project_id is not None and pid != project_id):
             continue
-        if live <= cap and chatter <= chatter_limit:
-            continue
-        rows = lifecycle.observation_decay_rows(conn, pid)
-        ids, kept = _observation_retention(rows, policy, now)
-        is_chatter = np.fromiter(
-            (r[1] in policy.chatter_types for r in rows), dtype=bool, count=len(rows)
+        clock = ActivityClock.load(conn, [pid], now)
+        evicted.extend(
+            _observation_plan(lifecycle.observation_decay_rows(conn, pid), policy, clock, pid)
         )
-        evicted.extend(cap_evictions(ids, kept, is_chatter, cap, policy.chatter_share))
     if not dry_run:
         lifecycle.archive(conn, "observation", evicted, now, "cap")
     return evicted
@@ -273,38 +263,32 @@ def run_pass(
     project_id: int | None = None,
     dry_run: bool = False,
 ) -> dict[str, Any]:
-    """Archive faded and expired items, then enforce the observation caps. Returns counts."""
+    """Archive expired memories, then enforce the observation caps. Returns counts.
+
+    Nothing is archived for being old: retention only ranks (see the module docstring).
+    """
     started = time.perf_counter()
-    mem_rows = lifecycle.memory_decay_rows(conn, project_id, all_projects=project_id is None)
-    decayed, expired = _memory_plan(mem_rows, policy, now)
-    obs_rows = lifecycle.observation_decay_rows(conn, project_id)
-    faded: list[int] = []
-    if obs_rows:
-        ids, kept = _observation_retention(obs_rows, policy, now)
-        faded = ids[kept < policy.threshold].tolist()
+    expired = lifecycle.expired_memories(conn, now, project_id)
+    memories = lifecycle.live_memory_count(conn, project_id)
+    counts = dict(lifecycle.live_observation_counts(conn))
+    scanned = counts.get(project_id, 0) if project_id is not None else sum(counts.values())
     if not dry_run:
-        lifecycle.archive(conn, "memory", decayed, now, "decay")
         lifecycle.archive(conn, "memory", expired, now, "expired")
-        lifecycle.archive(conn, "observation", faded, now, "decay")
-    evicted = enforce_caps(conn, policy, now, project_id=project_id, dry_run=dry_run)
-    if dry_run:
-        evicted = sorted(set(evicted) - set(faded))
+    evicted = sorted(enforce_caps(conn, policy, now, project_id=project_id, dry_run=dry_run))
     return {
         "dry_run": dry_run,
-        "threshold": policy.threshold,
+        "observation_cap": policy.observation_cap,
         "memories": {
-            "scanned": len(mem_rows),
-            "decayed": len(decayed),
+            "scanned": memories,
             "expired": len(expired),
-            "archived": len(decayed) + len(expired),
-            "ids": sorted(decayed + expired)[:LISTED_IDS],
+            "archived": len(expired),
+            "ids": expired[:LISTED_IDS],
         },
         "observations": {
-            "scanned": len(obs_rows),
-            "decayed": len(faded),
+            "scanned": scanned,
             "evicted": len(evicted),
-            "archived": len(faded) + len(evicted),
-            "ids": sorted(faded + evicted)[:LISTED_IDS],
+            "archived": len(evicted),
+            "ids": evicted[:LISTED_IDS],
         },
         "took_ms": round((time.perf_counter() - started) * 1000, 1),
     }

@@ -1,4 +1,5 @@
-"""The scheduled decay pass, and observation caps enforced soon after new observations arrive.
+"""The scheduled decay pass (expiry and caps), and observation caps enforced soon after new
+observations arrive.
 
 One asyncio task in the worker: the first pass runs `decay_first_run_seconds` after start (never
 before /health answers), then every `decay_interval_seconds`. New observations (an item listener)

@@ -15,7 +15,7 @@ from worker.pages.charts import Bar, bar_chart, column_chart, gauge
 from worker.pages.inproc import api, has_route
 from worker.pages.render import render
 from worker.settings import Settings
-from worker.store import feed, stats
+from worker.store import feed, lifecycle, stats
 from worker.store.rows import ms
 
 DAYS = 30
@@ -35,9 +35,13 @@ def per_day(counts: list[tuple[str, int]], days: int, today: datetime) -> list[B
 
 
 def retention_histogram(
-    settings: Settings, rows: list[tuple[int, int, int, str | None, int]], now: int
+    settings: Settings,
+    rows: list[tuple[int, int, int, str | None, int, int | None]],
+    days: dict[int | None, list[int]],
+    now: int,
 ) -> list[Bar] | None:
-    """Rows bucketed by retention (0-10% ... 90-100%) under the lifecycle's decay curve."""
+    """Rows bucketed by retention (0-10% ... 90-100%) under the lifecycle's decay curve, each
+    aged by its project's active days (`days`, from store.lifecycle.active_days)."""
     try:
         import numpy as np
 
@@ -47,13 +51,19 @@ def retention_histogram(
     if not rows:
         return [Bar(_bucket(i), 0) for i in range(BUCKETS)]
     policy = decay.DecayPolicy.from_settings(settings)
+    clock = decay.ActivityClock({k: np.asarray(v, dtype=np.int64) for k, v in days.items()}, now)
     importance = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     uses = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
     pinned = np.fromiter((bool(r[2]) for r in rows), dtype=bool, count=len(rows))
     # A time that is not a number counts as now (reported once by ms()).
-    age = np.fromiter(
-        (now - (ms(r[4], "item time") or now) for r in rows), dtype=np.float64, count=len(rows)
+    anchor = np.fromiter(
+        (ms(r[4], "item time") or now for r in rows), dtype=np.float64, count=len(rows)
     )
+    scope = [r[5] for r in rows]
+    age = np.zeros(len(rows), dtype=np.float64)
+    for key in set(scope):
+        mask = np.fromiter((s == key for s in scope), dtype=bool, count=len(rows))
+        age[mask] = clock.age_ms(key, anchor[mask])
     if rows[0][3] is None:
         half = decay.memory_half_lives_array(policy, importance, uses)
     else:
@@ -78,6 +88,7 @@ async def stats_page(request: Request) -> Response:
             "counts": stats.counts(conn),
             "coverage": feed.embedding_coverage(conn),
             "memories": feed.retention_inputs(conn, "memories", RETENTION_SAMPLE),
+            "days": lifecycle.active_days(conn),
         }
 
     # Three independent scans on separate read connections (SQLite runs them in parallel).
@@ -88,8 +99,9 @@ async def stats_page(request: Request) -> Response:
     )
     data = {**first, "breakdown": breakdown, "observations": sample}
     now = now_ms()
-    memory_retention = retention_histogram(cairn.settings, data["memories"], now)
-    observation_retention = retention_histogram(cairn.settings, data["observations"], now)
+    days = data["days"]
+    memory_retention = retention_histogram(cairn.settings, data["memories"], days, now)
+    observation_retention = retention_histogram(cairn.settings, data["observations"], days, now)
 
     embed: dict[str, Any] = {}
     if has_route(request, "GET", "/api/embeddings/stats"):

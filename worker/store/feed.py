@@ -199,17 +199,17 @@ def memory_importance(conn: sqlite3.Connection) -> list[tuple[int, int]]:
 
 def retention_inputs(
     conn: sqlite3.Connection, table: str, sample: int
-) -> list[tuple[int, int, int, str | None, int]]:
-    """Decay inputs (importance, uses, pinned, type, anchor ms) of live rows: all of them, or an
-    even sample across the whole history when there are more than `sample`."""
+) -> list[tuple[int, int, int, str | None, int, int | None]]:
+    """Decay inputs (importance, uses, pinned, type, anchor ms, project id) of live rows: all of
+    them, or an even sample across the whole history when there are more than `sample`."""
     total = int(conn.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0])
     stride = max(1, total // max(1, sample))
     if table == "memories":
         sql = """SELECT importance, retrieval_count + hit_count, pinned, NULL,
-                 COALESCE(last_retrieved_at, updated_at, created_at)
+                 MAX(COALESCE(updated_at, created_at), COALESCE(last_retrieved_at, 0)), project_id
                  FROM memories WHERE archived_at IS NULL AND id % ? = 0"""
     else:
         sql = """SELECT importance, retrieval_count, 0, type,
-                 COALESCE(last_retrieved_at, created_at)
-                 FROM observations WHERE archived_at IS NULL AND id % ? = 0"""
+                 MAX(created_at, COALESCE(last_retrieved_at, 0), COALESCE(kept_at, 0)),
+                 project_id FROM observations WHERE archived_at IS NULL AND id % ? = 0"""
     return [tuple(r) for r in conn.execute(sql, (stride,)).fetchall()]

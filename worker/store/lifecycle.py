@@ -11,53 +11,78 @@ from worker.store.rows import placeholders
 TABLES = {"memory": "memories", "observation": "observations"}
 
 
-def memory_decay_rows(
-    conn: sqlite3.Connection, project_id: int | None = None, *, all_projects: bool = True
-) -> list[tuple[Any, ...]]:
-    """(id, importance, reinforcements, pinned, anchor_ms, expires_at) of live memories."""
-    cur = conn.cursor()
-    cur.row_factory = None  # plain tuples: a decay pass reads 100k rows
-    where = "" if all_projects else "AND project_id IS ?"
-    args: tuple[Any, ...] = () if all_projects else (project_id,)
-    rows: list[tuple[Any, ...]] = cur.execute(
-        "SELECT id, importance, retrieval_count + hit_count, pinned, "
-        "MAX(updated_at, COALESCE(last_retrieved_at, 0)), expires_at "
-        f"FROM memories WHERE archived_at IS NULL {where}",
-        args,
-    ).fetchall()
-    return rows
-
-
-def observation_decay_rows(
-    conn: sqlite3.Connection, project_id: int | None = None
-) -> list[tuple[Any, ...]]:
-    """(id, type, importance, retrieval_count, anchor_ms) of live observations."""
-    cur = conn.cursor()
-    cur.row_factory = None
+def live_memory_count(conn: sqlite3.Connection, project_id: int | None = None) -> int:
+    """Live memories of one project, or of every scope when `project_id` is None."""
     where = "" if project_id is None else "AND project_id = ?"
     args: tuple[Any, ...] = () if project_id is None else (project_id,)
+    row = conn.execute(
+        f"SELECT COUNT(*) FROM memories WHERE archived_at IS NULL {where}", args
+    ).fetchone()
+    return int(row[0])
+
+
+def expired_memories(
+    conn: sqlite3.Connection, now_ms: int, project_id: int | None = None
+) -> list[int]:
+    """Live, unpinned memories whose `expires_at` has passed (pinned ones stay until unpinned)."""
+    where = "" if project_id is None else "AND project_id = ?"
+    args: tuple[Any, ...] = (now_ms,) if project_id is None else (now_ms, project_id)
+    rows = conn.execute(
+        "SELECT id FROM memories WHERE archived_at IS NULL AND pinned = 0 "
+        f"AND expires_at IS NOT NULL AND expires_at <= ? {where} ORDER BY id",
+        args,
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def observation_decay_rows(conn: sqlite3.Connection, project_id: int) -> list[tuple[Any, ...]]:
+    """(id, type, importance, retrieval_count, anchor_ms) of one project's live observations."""
+    cur = conn.cursor()
+    cur.row_factory = None  # plain tuples: a cap check reads a whole project
     rows: list[tuple[Any, ...]] = cur.execute(
         "SELECT id, type, importance, retrieval_count, "
         "MAX(created_at, COALESCE(last_retrieved_at, 0), COALESCE(kept_at, 0)) "
-        f"FROM observations WHERE archived_at IS NULL {where}",
-        args,
+        "FROM observations WHERE archived_at IS NULL AND project_id = ?",
+        (project_id,),
     ).fetchall()
     return rows
 
 
-def live_observation_counts(
-    conn: sqlite3.Connection, chatter_types: tuple[str, ...]
-) -> list[tuple[int, int, int]]:
-    """(project_id, live observations, live chatter observations) per project."""
-    chatter = f"type IN ({placeholders(len(chatter_types))})" if chatter_types else "0"
+def active_days(
+    conn: sqlite3.Connection, scopes: list[int | None] | None = None
+) -> dict[int | None, list[int]]:
+    """Each scope's active days (UTC day numbers, ascending), the clock its items age by.
+
+    A project's days are those it was worked on (migration 12); the global scope (None) counts
+    every day any project was worked on. `scopes` None: every project and the global scope.
+    """
     cur = conn.cursor()
     cur.row_factory = None
-    rows: list[tuple[int, int, int]] = cur.execute(
-        f"SELECT project_id, COUNT(*), COALESCE(SUM({chatter}), 0) FROM observations "
-        "WHERE archived_at IS NULL GROUP BY project_id",
-        chatter_types,
+    if scopes is None:
+        rows = cur.execute("SELECT project_id, day FROM project_activity ORDER BY day").fetchall()
+    else:
+        pids = sorted({p for p in scopes if p is not None})
+        rows = cur.execute(
+            "SELECT project_id, day FROM project_activity "
+            "WHERE project_id IN (SELECT value FROM json_each(?)) ORDER BY day",
+            (json.dumps(pids),),
+        ).fetchall()
+    out: dict[int | None, list[int]] = {p: [] for p in scopes or ()}
+    for pid, day in rows:
+        out.setdefault(int(pid), []).append(int(day))
+    if scopes is None or None in scopes:
+        if scopes is not None:
+            rows = cur.execute("SELECT project_id, day FROM project_activity").fetchall()
+        out[None] = sorted({int(r[1]) for r in rows})
+    return out
+
+
+def live_observation_counts(conn: sqlite3.Connection) -> list[tuple[int, int]]:
+    """(project_id, live observations) per project."""
+    rows = conn.execute(
+        "SELECT project_id, COUNT(*) FROM observations WHERE archived_at IS NULL GROUP BY project_id"
     ).fetchall()
-    return rows
+    return [(int(r[0]), int(r[1])) for r in rows]
 
 
 def archive(conn: sqlite3.Connection, kind: str, ids: list[int], at_ms: int, reason: str) -> int:

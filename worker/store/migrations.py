@@ -14,6 +14,7 @@ from worker.store import (
     m009_observation_index_in_batches,
     m010_search_changes,
     m011_index_switch,
+    m012_project_activity,
 )
 
 # (version, name, statements). Append only; never edit a released step.
@@ -26,6 +27,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (9, "observation_index_in_batches", m009_observation_index_in_batches.STATEMENTS),
     (10, "search_changes", m010_search_changes.STATEMENTS),
     (11, "index_switch", m011_index_switch.STATEMENTS),
+    (12, "project_activity", m012_project_activity.STATEMENTS),
 ]
 
 

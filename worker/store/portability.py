@@ -29,9 +29,12 @@ FORMAT = "cairn-export"
 FORMAT_VERSION = 1
 # Tables that describe the database itself (index_switch is the insert code's trigger switch),
 # or that triggers derive from other rows (file_writes is rebuilt from observations as they are
-# imported; search_changes logs keyword index writes for the in-memory index), rather than hold
-# data.
-SKIPPED_TABLES = frozenset({"schema_migrations", "index_switch", "file_writes", "search_changes"})
+# imported; search_changes logs keyword index writes for the in-memory index; project_activity,
+# the days each project was worked on, is rebuilt from the dated rows as they are imported),
+# rather than hold data.
+SKIPPED_TABLES = frozenset(
+    {"schema_migrations", "index_switch", "file_writes", "search_changes", "project_activity"}
+)
 # Derived from other rows (triggers drop a vector when its item changes): imported last.
 LAST_TABLES = ("embeddings",)
 ITEM_TABLES = {"observations": "observation", "memories": "memory", "prompts": "prompt"}
