@@ -159,6 +159,11 @@ def test_policy_from_settings_rejects_bad_values() -> None:
         ("Use MySQL for the database", "Use PostgreSQL for the database"),
         ("We deploy on Fridays after the standup", "We do not deploy on Fridays after the standup"),
         ("Pin numpy to 1.26 in requirements.txt", "Pin numpy to 2.1 in requirements.txt"),
+        # "Don't" splits at the apostrophe: still a negation
+        ("Squash-merge every pull request", "Don't squash-merge pull requests anymore"),
+        ("Format code with black", "Format code with ruff instead of black"),
+        ("Use REST for the API, not GraphQL", "The API will be GraphQL, not REST"),
+        ("Our bucket is in us-east-1", "We migrated our bucket to eu-west-1"),
     ],
 )
 def test_supersession_detects_changed_values(old: str, new: str) -> None:
@@ -174,6 +179,15 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         ("Run ruff before committing", "Run mypy before committing"),
         ("Tests live in tests/", "Docs live in docs/"),
         ("The staging server runs on port 8080", "The production server runs on port 443"),
+        # issue 19: siblings told apart by a number, a letter, a region or an environment
+        ("Fact number 1: the API needs a token", "Fact number 2: the API paginates by cursor"),
+        ("Test suite A uses pytest-xdist", "Test suite B uses pytest-xdist"),
+        ("Test suite A uses pytest", "Test suite B uses unittest"),
+        ("The log retention in us-east-1 is 30 days", "The log retention in eu-west-1 is 90 days"),
+        ("In staging the cache TTL is 60 seconds", "In production the cache TTL is 300 seconds"),
+        ("The web app uses React 18", "The admin app uses React 17"),
+        # restating what the old one retired is not a change
+        ("Use pnpm instead of npm", "Use pnpm, not npm, for installing packages"),
     ],
 )
 def test_supersession_leaves_different_subjects_alone(old: str, new: str) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from worker.clock import now_ms
 from worker.memory import importance as importance_mod
-from worker.memory.relations import features, search_terms, supersedes, values_differ
+from worker.memory.relations import features, may_update_by_meaning, search_terms, supersedes
 from worker.memory.tags import normalise_tags, pick_tags
 from worker.settings import Settings
 from worker.store import memories, received
@@ -169,8 +169,8 @@ def _detect_supersession(
     if not wants_supersession(item, settings):
         return
     mine = features(item["content"])
-    if not mine.values and not mine.negated:
-        return
+    if not (mine.negated or mine.cues or mine.contrast or any(k.value for k in mine.keys)):
+        return  # nothing that could replace a value: no value, negation or change
     created = int(item.get("created_at_ms") or now_ms())
     scored: list[tuple[float, sqlite3.Row]] = []
     rows = memories.text_candidates(conn, project_id, search_terms(mine), exclude_id=memory_id)
@@ -186,8 +186,13 @@ def _detect_supersession(
             continue
         theirs = features(row["content"])
         score = supersedes(mine, theirs, settings.supersede_min_similarity)
-        if score is None and int(row["id"]) in close and values_differ(mine, theirs):
-            # Same meaning by their vectors, different values: a paraphrased update.
+        if (
+            score is None
+            and int(row["id"]) in close
+            and may_update_by_meaning(mine, theirs, settings.supersede_min_similarity)
+        ):
+            # Same meaning by their vectors, different values, nothing in the words that says
+            # another fact: a paraphrased update.
             score = round(close[int(row["id"])], 4)
         if score is not None:
             scored.append((score, row))

@@ -1,11 +1,20 @@
-"""Supersession without an LLM: same subject, different values -> the newer memory updates the older.
+"""Supersession without an LLM: same subject, one changed value -> the newer memory updates the older.
 
-A memory is split into subject words and value words. Values are what a decision or fact pins down:
-numbers, versions, dates, names of things (capitalised or camelCase words, identifiers). Two memories
-speak of the same subject when their words overlap strongly once the values that differ are set
-aside, and their word order agrees; they conflict when each holds a value the other lacks, or one
-negates what the other states. "use PostgreSQL 15 for the database" and "move to PostgreSQL 16 for the
-database" share {postgresql, database}, differ in {15} / {16}: the newer one supersedes.
+Each memory becomes a sequence of keys: its meaning words (stemmed, so "bundled" meets "bundle") and
+its values (numbers, versions, paths, URLs, identifiers, names), kept whole. Aligning the two
+sequences shows what changed and where:
+
+- an update restates the subject and changes ONE slot: "PostgreSQL 15" -> "PostgreSQL 16" for
+  the database; or it keeps the old value and retires it ("ruff instead of black", "we no longer
+  read flags from LaunchDarkly", "moved from Heroku to Fly.io"); or it negates the old statement;
+- two facts that both stay true differ in what they are about: a qualifier (an environment such
+  as staging / production, a region such as us-east-1, a label such as "suite A", "shard 2",
+  "#118"), the subject at the head of the sentence ("the web app" / "the admin app"), or two
+  slots at once ("fact number 1: needs a login" / "fact number 2: sends a receipt").
+
+When the words overlap too little to tell (a paraphrase), the verdict is `unknown` and the caller
+may decide by the embedding cosine; a `distinct` verdict is final. A wrong supersession hides a
+true fact, a missed one leaves two versions side by side: in doubt, the rule says distinct.
 """
 
 from __future__ import annotations
@@ -13,6 +22,8 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
+
+import snowballstemmer
 
 from worker.memory.tags import STOP_WORDS, WORD, word_set
 
@@ -26,22 +37,94 @@ NEGATIONS = word_set(
 # "not" negates a statement after an auxiliary ("do not deploy"); after a comma it only contrasts
 # ("use pnpm, not npm"). "no" negates in "no longer" / "no more".
 AUXILIARIES = word_set("do does did is are was were be must should can could will would may")
-# Words that announce a change rather than name its subject.
+# Words that announce a change rather than name its subject (never keys).
 CHANGE_WORDS = word_set(
     "use uses using used now instead switch switched switching move moved moving migrate migrated "
     "migrating upgrade upgraded downgrade downgraded change changed replace replaced from to new "
     "old prefer preferred going forward anymore longer latest current currently going decided "
-    "decide decision let's lets we our will shall should start started"
+    "decide decision let's lets we our will shall should start started bump bumped raise raised "
+    "lower lowered increase increased decrease decreased reverse reversed rename renamed remove "
+    "removed deprecate deprecated retire retired rather chose choose"
 )
+# Words that date a statement ("last week", "since March"): neither subject nor value.
+TIME_WORDS = word_set(
+    "today yesterday tomorrow last next week weeks month months year years ago since recently "
+    "january february march april may june july august september october november december"
+)
+# Cues that the newer text replaces something (a move, a switch, a retired value).
+UPDATE_CUES = word_set(
+    "now instead switch switched switching move moved moving migrate migrated migrating upgrade "
+    "upgraded downgrade downgraded change changed replace replaced bump bumped raise raised lower "
+    "lowered increase increased decrease decreased reverse reversed rename renamed remove removed "
+    "deprecate deprecated retire retired rather anymore longer dropped drop from"
+)
+# A value that only names which one of several: an environment, a region, or a label.
+ENVIRONMENTS = word_set(
+    "production prod staging stage dev development develop test tests testing qa uat local "
+    "localhost ci preview sandbox demo canary beta"
+)
+REGION_NAMES = word_set(
+    "eastus eastus2 westus westus2 westus3 centralus northeurope westeurope uksouth ukwest "
+    "frankfurt ireland virginia ohio oregon tokyo singapore sydney mumbai london paris emea apac"
+)
+_REGION = re.compile(
+    r"(us|eu|ap|sa|ca|me|af|il|cn|mx)(-gov)?-[a-z]+-\d+[a-z]?"  # AWS: us-east-1, eu-west-2
+    r"|[a-z]+-[a-z]+\d+(-[a-z])?"  # GCP: europe-west1, us-central1-a
+)
+# Nouns after which a number or letter names one of a series, not a value ("suite A", "shard 2").
+LABEL_NOUNS = word_set(
+    "number no fact rule item step phase stage part section chapter suite variant shard worker "
+    "queue tier option plan case group team cohort pool replica partition zone lane slot track "
+    "round sprint issue ticket bug pr migration job instance"
+)
+_PREPOSITIONS = word_set("to into in on onto at under")
+_DETERMINERS = word_set("the our a an this that each every its their my your")
+# Identifiers, versions, paths and URLs stay whole: "docs/api.md", "https://api.acme.dev".
+_TOKEN = re.compile(r"[^\W_][\w./+#:~@-]*[\w+#/]|[^\W_]", re.UNICODE)
 _DIGIT = re.compile(r"\d")
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+@dataclass(frozen=True)
+class Key:
+    key: str  # what is compared: a value lower-cased whole, a word by its stem
+    value: bool  # a number, version, path, identifier or name
+    qualifier: bool  # an environment, region or label: which one, not what it is
+    before: str  # the word before it (lower-cased), to tell "moved to eu-west-1"
 
 
 @dataclass(frozen=True)
 class Features:
-    words: tuple[str, ...]  # every word in order (for the word-order check)
+    words: tuple[str, ...]  # every word in order
     terms: frozenset[str]  # subject and value words (no stop/change/negation words)
     values: frozenset[str]  # the terms that are values
     negated: bool
+    keys: tuple[Key, ...] = ()  # terms in order, as compared by the supersession rule
+    cues: frozenset[str] = frozenset()  # update cues the text holds ("now", "instead", ...)
+    contrast: bool = False  # "X, not Y" / "instead of Y" / "rather than Y": Y is retired
+    headed: bool = False  # starts with a determiner: its first key is the sentence's subject
+    retired: frozenset[str] = frozenset()  # keys after "not" / "instead of" / "from ... to"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str  # "update", "distinct" (final), or "unknown" (the words cannot tell)
+    score: float = 0.0  # subject similarity in 0..1, for an update
+
+
+DISTINCT = Verdict("distinct")
+UNKNOWN = Verdict("unknown")
+# Verbs that only relate a subject to its value ("runs on", "lives in"): a change of them is wording.
+RELATION_STEMS = frozenset(
+    _STEMMER.stemWords(
+        sorted(
+            word_set(
+                "run runs live lives sit sits go goes host hosted serve served store stored keep "
+                "kept locate located point points come comes reside resides listen listens"
+            )
+        )
+    )
+)
 
 
 def features(text: str) -> Features:
@@ -63,7 +146,7 @@ def features(text: str) -> Features:
         before, previous = previous, word
         if (
             word in NEGATIONS
-            or word.endswith("n't")
+            or _contracted_not(text, match.end())
             or (word == "not" and before in AUXILIARIES)
             or (word in ("longer", "more") and before == "no")
         ):
@@ -75,38 +158,199 @@ def features(text: str) -> Features:
         is_name = (token[:1].isupper() and not starts) or token[1:] != token[1:].lower()
         if _DIGIT.search(word) or is_name or "_" in word:
             values.add(word)
-    return Features(tuple(sequence), frozenset(terms), frozenset(values), negated)
+    keys, cues, retired, headed = _keys(text)
+    return Features(
+        tuple(sequence),
+        frozenset(terms),
+        frozenset(values),
+        negated,
+        keys,
+        cues,
+        bool(retired) or "instead" in cues or "rather" in cues,
+        headed,
+        retired,
+    )
+
+
+def _keys(text: str) -> tuple[tuple[Key, ...], frozenset[str], frozenset[str], bool]:
+    """The text's keys in order, its update cues, the keys it retires ("pnpm, not npm"), and
+    whether it is headed by its subject (a determiner or a key first: "The web app ...")."""
+    keys: list[Key] = []
+    cues: set[str] = set()
+    retired: set[str] = set()
+    retiring: list[str] | None = None  # keys after a retiring word, in this clause
+    moving = False  # "from X": X is retired only once "to Y" follows
+    headed = False
+    sentence_start = True
+    previous = ""
+    for position, match in enumerate(_TOKEN.finditer(text)):
+        if position >= MAX_WORDS:
+            break
+        token = match.group(0).rstrip("/")
+        lower = token.lower()
+        starts = sentence_start
+        follows = text[match.end() : match.end() + 1]
+        sentence_start = follows in (".", "!", "?", ":", ";", "\n")
+        before, previous = previous, lower
+        if lower in UPDATE_CUES:
+            cues.add(lower)
+        if (lower == "not" and before not in AUXILIARIES) or lower in ("instead", "rather", "from"):
+            retiring, moving = [], lower == "from"  # "not npm", "instead of black", "from Heroku"
+        elif lower in ("to", "with", "into") and retiring is not None:
+            if not moving or lower != "with":
+                retired.update(retiring)
+            retiring = None
+        letter = len(token) == 1 and token.isupper() and token != "I" and not starts
+        negation = (
+            lower in NEGATIONS or lower in ("not", "no") or _contracted_not(text, match.end())
+        )
+        filler = not letter and (
+            lower in STOP_WORDS
+            or lower in CHANGE_WORDS
+            or lower in TIME_WORDS
+            or (len(token) < 2 and not token.isdigit())
+        )
+        if negation or filler:
+            if retiring and not moving:
+                retired.update(retiring)  # "instead of npm | for installing": only npm
+                retiring = None
+            continue
+        if not keys:
+            headed = position == 0 or (position == 1 and before in _DETERMINERS)
+        numeric = bool(_DIGIT.search(token))
+        is_value = (
+            numeric
+            or letter
+            or any(c in token for c in "/_@")
+            or "." in token.strip(".")
+            or (token[:1].isupper() and not starts)
+            or token[1:] != token[1:].lower()
+        )
+        hashed = text[match.start() - 1 : match.start()] == "#"
+        label = letter or (numeric and (hashed or before in LABEL_NOUNS))
+        region = lower in REGION_NAMES or _REGION.fullmatch(lower) is not None
+        qualifier = label or region or lower in ENVIRONMENTS
+        key = _STEMMER.stemWord(lower) if lower.isalpha() else lower
+        keys.append(Key(key, is_value, qualifier, before))
+        if retiring is not None:
+            retiring.append(key)
+        if follows in (",", ";", ".", ":", ")") and retiring is not None:
+            if not moving:
+                retired.update(retiring)
+            retiring = None
+    if retiring is not None and not moving:
+        retired.update(retiring)
+    return tuple(keys), frozenset(cues), frozenset(retired), headed
+
+
+def _contracted_not(text: str, end: int) -> bool:
+    """The word ends in n't ("don't", either apostrophe): the word pattern stops at the apostrophe."""
+    return text[end : end + 2] in ("'t", "\u2019t") and text[end - 1 : end] in ("n", "N")
+
+
+def judge(new: Features, old: Features, min_similarity: float = 0.5) -> Verdict:
+    """Does `new` update `old`, state another fact (`distinct`), or can the words not tell?"""
+    a = [k.key for k in old.keys]
+    b = [k.key for k in new.keys]
+    mine, theirs = set(b), set(a)
+    flipped = new.negated != old.negated
+    removed, added = theirs - mine, mine - theirs
+    shared = mine & theirs
+    if not (removed or added or flipped or new.retired != old.retired):
+        return DISTINCT  # the same statement ("use X, not Y" / "use Y, not X" is not)
+    if not shared:
+        return UNKNOWN
+    qualifiers = {k.key for k in old.keys if k.qualifier and k.key in removed} | {
+        k.key for k in new.keys if k.qualifier and k.key in added
+    }
+    if qualifiers and not _moved(new, qualifiers & added, removed):
+        return DISTINCT  # staging / production, us-east-1 / eu-west-1, suite A / suite B
+    valued = {k.key for k in (*old.keys, *new.keys) if k.value}
+    slots = _slots(a, b, theirs, mine, valued)
+    if len(slots) >= 2:
+        return DISTINCT  # two slots differ: which one, and what it is
+    if len(shared) / len(mine | theirs) < 0.3:
+        return UNKNOWN  # too few words in common to align: a paraphrase, or another subject
+    # Only what the old text did not already say: "pnpm, not npm" restates "pnpm instead of npm".
+    retires = bool((new.retired - old.retired) & theirs)
+    announced = bool(new.cues - old.cues) or retires or flipped
+    coverage = len(shared) / len(theirs)
+    if not slots:
+        if (flipped or retires or (added and announced)) and coverage >= 0.6:
+            return Verdict("update", _score(a, b, coverage))
+        return DISTINCT  # an elaboration, a subset, or the same words reordered
+    gone, came = slots[0]
+    if a.index(gone[0]) == 0 and old.headed and not announced:
+        return DISTINCT  # the subject itself differs: "the web app" / "the admin app"
+    if not (set(gone) & valued or set(came) & valued or announced):
+        return DISTINCT  # a plain word swapped without a value or a cue: another subject
+    rest = (mine | theirs) - set(gone) - set(came)
+    subject = len(shared) / len(rest) if rest else 0.0
+    if subject < max(0.6, min_similarity):
+        return DISTINCT
+    return Verdict("update", _score(a, b, subject))
+
+
+def _moved(new: Features, came: set[str], removed: set[str]) -> bool:
+    """A location that moved: "migrated the bucket to eu-west-1" (a move cue, each new qualifier
+    after a preposition, and the old text lost no more than that: only the place changed)."""
+    movers = new.cues - {"from", "rather", "longer", "anymore"}
+    placed = {k.key for k in new.keys if k.key in came and k.before in _PREPOSITIONS}
+    return bool(movers and came and placed == came and len(removed) <= len(came))
+
+
+def _slots(
+    a: list[str], b: list[str], theirs: set[str], mine: set[str], valued: set[str]
+) -> list[tuple[list[str], list[str]]]:
+    """Aligned places where the old says one thing and the new another (words that only moved,
+    and relation verbs, set aside)."""
+    out: list[tuple[list[str], list[str]]] = []
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op != "replace":
+            continue
+        gone = [w for w in a[i1:i2] if w not in mine]
+        came = [w for w in b[j1:j2] if w not in theirs]
+        if set(gone) <= RELATION_STEMS and set(came) <= RELATION_STEMS:
+            continue
+        if not (gone and came):
+            continue
+        gone_values = [w for w in gone if w in valued]
+        came_values = [w for w in came if w in valued]
+        gone_words = [w for w in gone if w not in valued and w not in RELATION_STEMS]
+        came_words = [w for w in came if w not in valued and w not in RELATION_STEMS]
+        if gone_values and came_values and gone_words and came_words:
+            # "8 on the build server" / "2 on developer laptops": the value and what it is for
+            out += [(gone_values, came_values), (gone_words, came_words)]
+        else:
+            out.append((gone, came))
+    if not out:
+        gone = [w for w in a if w not in mine and w in valued]
+        came = [w for w in b if w not in theirs and w in valued]
+        if gone and came:
+            out.append((gone, came))  # a value replaced, the words around it reordered
+    return out
+
+
+def _score(a: list[str], b: list[str], subject: float) -> float:
+    order = difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+    return round(subject * 0.5 + order * 0.5, 4)
 
 
 def supersedes(new: Features, old: Features, min_similarity: float = 0.5) -> float | None:
     """Subject similarity in 0..1 if `new` replaces a value of `old` (else None)."""
-    added = new.values - old.terms
-    removed = old.values - new.terms
-    changed = bool(added and removed)
-    flipped = new.negated != old.negated
-    if not (changed or flipped):
-        return None
-    shared = new.terms & old.terms
-    if not shared or (flipped and not changed and len(shared) < 2):
-        return None
-    if (new.terms - new.values - old.terms) and (old.terms - old.values - new.terms):
-        return None  # each names something the other does not: another subject, not a new value
-    union = (new.terms | old.terms) - added - removed
-    subject = len(shared) / len(union) if union else 0.0
-    if subject < max(0.6, min_similarity):
-        return None
-    matcher = difflib.SequenceMatcher(None, new.words, old.words, autojunk=False)
-    if matcher.real_quick_ratio() < min_similarity or matcher.quick_ratio() < min_similarity:
-        return None  # cheap upper bounds first: most candidates stop here
-    order = matcher.ratio()
-    if order < min_similarity:
-        return None
-    return round(subject * 0.5 + order * 0.5, 4)
+    verdict = judge(new, old, min_similarity)
+    return verdict.score if verdict.kind == "update" else None
 
 
 def values_differ(new: Features, old: Features) -> bool:
     """Each holds a value the other lacks, or one negates what the other states."""
     return bool(new.values - old.terms and old.values - new.terms) or new.negated != old.negated
+
+
+def may_update_by_meaning(new: Features, old: Features, min_similarity: float = 0.5) -> bool:
+    """An update the words cannot confirm but the vectors may: values differ, nothing says distinct."""
+    return judge(new, old, min_similarity).kind == "unknown" and values_differ(new, old)
 
 
 def search_terms(found: Features, limit: int = 12) -> list[str]:
