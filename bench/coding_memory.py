@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -299,7 +300,14 @@ def by_category(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------- one run
-def run_mode(data: dict[str, Any], mode: str, tmp: Path, models: Path) -> dict[str, Any]:
+def run_mode(
+    data: dict[str, Any],
+    mode: str,
+    tmp: Path,
+    models: Path,
+    overrides: dict[str, str],
+    explain: bool = False,
+) -> dict[str, Any]:
     embed = mode == "hybrid"
     base = tmp / mode
     home, cairn_home = base / "home", base / "cairn"
@@ -308,7 +316,11 @@ def run_mode(data: dict[str, Any], mode: str, tmp: Path, models: Path) -> dict[s
     worker = WorkerProcess(
         home=cairn_home,
         port=port,
-        env_extra={"CAIRN_EMBED_ENABLED": "1" if embed else "0", "CAIRN_MODELS_DIR": str(models)},
+        env_extra={
+            "CAIRN_EMBED_ENABLED": "1" if embed else "0",
+            "CAIRN_MODELS_DIR": str(models),
+            **overrides,
+        },
     )
     worker.start(timeout=60)
     rows: list[dict[str, Any]] = []
@@ -351,12 +363,21 @@ def run_mode(data: dict[str, Any], mode: str, tmp: Path, models: Path) -> dict[s
             for probe in probes:
                 live = Session(hooks, repo, base / "transcripts", f"probe:{probe['id']}")
                 start_context = context_of(live.fire({"hook_event_name": "SessionStart"}))
+                preview: Any = None
+                if explain:  # what the prompt context considered, with each item's evidence
+                    params = {"project": str(repo), "query": probe["prompt"]}
+                    params["session_id"] = live.session_id
+                    _, preview = worker.request(
+                        "GET", "/api/context/preview?" + urllib.parse.urlencode(params)
+                    )
                 prompt_event = {"hook_event_name": "UserPromptSubmit", "prompt": probe["prompt"]}
                 context = context_of(live.fire(prompt_event))
                 live.fire({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
                 row = score_probe(probe, context, worker, cache)
                 row["project"] = project["id"]
                 row["context"] = context
+                if preview is not None:
+                    row["preview"] = preview.get("items")
                 rows.append(row)
                 start_rows.append(score_probe(probe, start_context, worker, cache))
     finally:
@@ -371,6 +392,35 @@ def run_mode(data: dict[str, Any], mode: str, tmp: Path, models: Path) -> dict[s
         "session_start": summarise(start_rows),
         "probes": rows,
     }
+
+
+def objective(figures: dict[str, Any]) -> float:
+    """What a parameter value is chosen for: recall, hit rate and precision, with the silence
+    aims (on `none` probes, and false silence) as penalties."""
+    return (
+        figures.get("recall", 0.0)
+        + figures.get("hit_rate", 0.0)
+        + (figures.get("precision") or 0.0)
+        - 3 * max(0.0, 0.90 - figures.get("silence_on_none", 1.0))
+        - 3 * max(0.0, figures.get("false_silence", 0.0) - 0.05)
+    )
+
+
+def cross_validate(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Leave one project out: for each project, the value (of the runs given, one per value)
+    that scores best on the other projects, and its figures on the held-out project; then the
+    held-out probes pooled."""
+    projects = sorted({row["project"] for rows in runs.values() for row in rows})
+    held: list[dict[str, Any]] = []
+    chosen: dict[str, str] = {}
+    for project in projects:
+        best = max(
+            runs,
+            key=lambda v: objective(summarise([r for r in runs[v] if r["project"] != project])),
+        )
+        chosen[project] = best
+        held += [r for r in runs[best] if r["project"] == project]
+    return {"chosen": chosen, "held_out": summarise(held)}
 
 
 def met(value: Any, op: str, target: float) -> bool | None:
@@ -413,6 +463,21 @@ def main() -> int:
     parser.add_argument("--mode", choices=MODES, action="append", help="default: both")
     parser.add_argument("--quick", action="store_true", help="the first three projects only")
     parser.add_argument("--json", type=Path, help="also write the result to this file")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a worker setting for this run (e.g. prompt_memory_min_cosine=0.3)",
+    )
+    parser.add_argument(
+        "--cv",
+        metavar="NAME=V1,V2,...",
+        help="hybrid runs, one per value of this setting, with leave-one-project-out figures",
+    )
+    parser.add_argument(
+        "--explain", action="store_true", help="record each probe's context preview (evidence)"
+    )
     args = parser.parse_args()
     if not args.data.is_file():
         print(f"coding_memory: no data at {args.data} (pass --data FILE)", file=sys.stderr)
@@ -421,21 +486,39 @@ def main() -> int:
     quick = args.quick or os.environ.get("CAIRN_BENCH_QUICK") == "1"
     if quick:
         data["projects"] = data["projects"][:3]
+    overrides = {}
+    for item in args.set:
+        name, _, value = item.partition("=")
+        overrides[f"CAIRN_{name.strip().upper()}"] = value.strip()
     models = Path(os.environ.get("CAIRN_MODELS_DIR") or ROOT / ".cache" / "models")
     results = []
     tmp = Path(tempfile.mkdtemp(prefix="cairn-bench-coding-"))
     try:
         for mode in args.mode or MODES:
-            results.append(run_mode(data, mode, tmp, models))
+            results.append(run_mode(data, mode, tmp, models, overrides, args.explain))
+        cv: dict[str, Any] | None = None
+        if args.cv:
+            name, _, values = args.cv.partition("=")
+            runs = {}
+            for value in values.split(","):
+                setting = {f"CAIRN_{name.strip().upper()}": value.strip(), **overrides}
+                run = run_mode(data, "hybrid", tmp / f"cv-{value}", models, setting)
+                runs[value.strip()] = run["probes"]
+                print(f"{name}={value}: {run['overall']}", flush=True)
+            cv = {"setting": name.strip(), **cross_validate(runs)}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     rows = [row for result in results for row in rows_for(result)]
+    if cv is not None:
+        for figure, value in cv["held_out"].items():
+            if figure != "probes":
+                rows.append((f"leave-one-project-out {cv['setting']}: {figure}", value, "", None))
     out = report(
         "coding_memory",
         "Coding memory: the prompt hook's additionalContext (dev half)"
         + (" [quick: 3 projects]" if quick else ""),
         rows,
-        {"data": str(args.data), "quick": quick, "modes": results},
+        {"data": str(args.data), "quick": quick, "modes": results, "cross_validation": cv},
     )
     if args.json:
         args.json.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
