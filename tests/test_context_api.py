@@ -109,3 +109,59 @@ def test_session_start_caches_the_profile_it_had_to_compute(
     assert entry is not None and "static" in entry
     assert client.get("/api/context", params={"project": PROJECT}).json()["text"] == first
     assert cached() == entry  # served from the cache: not recomputed
+
+
+def test_a_prompt_gets_again_the_session_start_memory_it_needs(client: TestClient) -> None:
+    """The session-start block is a broad list: a prompt the memory applies to gets it again
+    (it used to be skipped as already given, and the prompt got nothing)."""
+    memory = {
+        "kind": "lesson",
+        "content": "Tailwind broke the checkout styling last time: styling uses CSS modules",
+        "project": PROJECT,
+        "scope": "project",
+        "pinned": True,
+    }
+    assert client.post("/api/memories", json=memory).status_code == 201
+    start = client.get("/api/context", params={"project": PROJECT, "session_id": "s5"}).json()
+    assert "Tailwind broke" in start["text"]
+    params = {"project": PROJECT, "session_id": "s5", "query": "Can we use Tailwind for styling?"}
+    prompt = client.get("/api/context", params=params).json()
+    assert "Tailwind broke" in prompt["text"] and prompt["refused"] is False
+    # What a prompt was given is still not repeated at the next prompt.
+    assert client.get("/api/context", params=params).json()["refused"] is True
+
+
+def test_prompt_context_leaves_out_a_silent_success_and_weak_items(client: TestClient) -> None:
+    """A command that succeeded and printed nothing says nothing at a prompt; an item holding
+    little of the prompt does not ride along with a strong one."""
+    obs = [
+        {
+            "project": PROJECT,
+            "session_id": "old",
+            "type": "command",
+            "title": "Run: Format check",
+            "body": "command: terraform fmt -recursive -check\nexit code: 0",
+        },
+        {
+            "project": PROJECT,
+            "session_id": "old",
+            "type": "command",
+            "title": "Run: terraform validate (exit 1)",
+            "body": "command: terraform validate\nexit code: 1\n"
+            "stderr: Error: fmt check failed in modules/vpc/main.tf",
+        },
+        {
+            "project": PROJECT,
+            "session_id": "old",
+            "type": "file_write",
+            "title": "Edit modules/vpc/variables.tf",
+            "body": "new: variable region, used by terraform modules and the vpc",
+            "files": ["modules/vpc/variables.tf"],
+        },
+    ]
+    assert client.post("/api/observations", json={"observations": obs}).status_code == 201
+    params = {"project": PROJECT, "session_id": "s6", "query": "terraform fmt check fails"}
+    text = client.get("/api/context", params=params).json()["text"]
+    assert "terraform validate (exit 1)" in text
+    assert "Format check" not in text
+    assert "variables.tf" not in text

@@ -188,3 +188,20 @@ def test_refusal_rule() -> None:
     assert ranking.refuse(s.refusal_min_coverage - 0.01, s.refusal_min_cosine - 0.01, s)
     assert not ranking.refuse(s.refusal_min_coverage, None, s)
     assert not ranking.refuse(0.0, s.refusal_min_cosine, s)
+
+
+def test_item_relevant_is_looser_for_explicit_memories() -> None:
+    s = load_settings(prompt_memory_min_cosine=0.3, prompt_item_min_cosine=0.4)
+    assert ranking.item_relevant("memory", 0.32, 0.0, s)
+    assert not ranking.item_relevant("observation", 0.32, 0.0, s)
+    assert ranking.item_relevant("observation", 0.41, 0.0, s)
+    assert ranking.item_relevant("observation", None, s.prompt_item_min_coverage, s)
+    assert not ranking.item_relevant("memory", None, s.prompt_memory_min_coverage - 0.01, s)
+
+
+def test_said_nothing_is_a_silent_success_only() -> None:
+    ok = {"kind": "observation", "type": "command", "title": "Run: fmt", "body": "command: x"}
+    assert ranking.said_nothing(ok)
+    assert not ranking.said_nothing({**ok, "body": "command: x\nstdout: 3 files changed"})
+    assert not ranking.said_nothing({**ok, "title": "Run: fmt (exit 3)"})
+    assert not ranking.said_nothing({**ok, "type": "file_write"})

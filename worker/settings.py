@@ -153,6 +153,16 @@ class Settings:
     # (tuned on LoCoMo dev: >=90% of foreign questions refused, <=2% of native ones)
     refusal_min_cosine: float = 0.46
     refusal_min_coverage: float = 0.8
+    # Prompt context: each item judged on its own (ranking.item_relevant) instead of the one
+    # refusal above, which was tuned on chat and silenced the rules that matter in coding work.
+    # Explicit memories (few, high value) pass a looser floor than raw activity; an item also
+    # needs a score within `prompt_relative_floor` of the best hit's (tuned on
+    # bench/coding_memory.py, dev half, with leave-one-project-out cross-validation).
+    prompt_memory_min_cosine: float = 0.30
+    prompt_memory_min_coverage: float = 0.4
+    prompt_item_min_cosine: float = 0.40
+    prompt_item_min_coverage: float = 0.7
+    prompt_relative_floor: float = 0.7
     # De-duplication of near-identical hits (cosine of their vectors)
     dedupe_cosine: float = 0.97
     # Context injection

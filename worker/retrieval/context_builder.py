@@ -54,6 +54,8 @@ class Part:
     text: str
     score: float | None = None
     signals: dict[str, float] | None = None
+    # A prompt item's own evidence: cosine to the prompt, share of its words (preview shows it).
+    evidence: dict[str, float | None] | None = None
 
     @property
     def tokens(self) -> int:
@@ -290,6 +292,7 @@ async def build_context(
                 limit=settings.context_prompt_max_items,
                 exclude=injected,
                 exclude_session_prompts=req.session_id,
+                judge_items=True,
             ),
         )
         composed = Composer(budget)
@@ -304,12 +307,19 @@ async def build_context(
                 prompt_item_text(item, now),
                 score=cand.score,
                 signals=cand.signals,
+                evidence={
+                    "cosine": None if cand.plain_cosine is None else round(cand.plain_cosine, 4),
+                    "coverage": None if cand.coverage is None else round(cand.coverage, 4),
+                },
             )
             composed.add(header, part)
         if not composed.parts:
             refused = True
-    if req.session_id and not req.preview and composed.parts:
-        # Index lines are pointers, not content: a later prompt may still bring the details.
+    if req.session_id and not req.preview and composed.parts and req.query is not None:
+        # Only what prompts were given is skipped later: the session-start block is a broad
+        # list, and a prompt that needs one of its memories gets it again, as the one that
+        # applies now. Index lines are pointers, not content: a later prompt may still bring
+        # the details.
         refs = [
             (p.kind, p.id) for p in composed.parts if p.kind in q.KINDS and p.section != "recent"
         ]
@@ -328,6 +338,7 @@ async def build_context(
                 tokens=part.tokens,
                 score=part.score,
                 signals=ranking.rounded(part.signals) if part.signals is not None else None,
+                evidence=part.evidence,
             )
         items.append(entry)
     return {

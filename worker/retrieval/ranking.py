@@ -26,6 +26,10 @@ class Candidate:
     fused: float = 0.0
     score: float = 0.0
     signals: dict[str, float] = field(default_factory=dict)
+    # The item's own evidence, set when items are judged one by one (the prompt context):
+    # its own vector's cosine to the query, and the share of the query's words it holds.
+    plain_cosine: float | None = None
+    coverage: float | None = None
 
 
 @dataclass(frozen=True)
@@ -222,3 +226,37 @@ def refuse(best_coverage: float, best_cosine: float | None, settings: Settings) 
     if best_coverage >= settings.refusal_min_coverage:
         return False
     return not (best_cosine is not None and best_cosine >= settings.refusal_min_cosine)
+
+
+def said_nothing(item: Mapping[str, Any]) -> bool:
+    """A command that succeeded and printed nothing: it tells a reader nothing at a prompt."""
+    if item.get("kind") != "observation" or item.get("type") != "command":
+        return False
+    if "(exit " in str(item.get("title") or ""):
+        return False
+    body = str(item.get("body") or "")
+    return not any(
+        line.strip().startswith(("stdout:", "stderr:", "error:")) and line.split(":", 1)[1].strip()
+        for line in body.splitlines()
+    )
+
+
+def item_relevant(
+    kind: str, cosine: float | None, item_coverage: float, settings: Settings
+) -> bool:
+    """Whether one item is relevant to a prompt on its own evidence. Explicit memories are few
+    and high value, so a looser floor; raw activity (observations, summaries, prompts) must be
+    close to the prompt, or hold most of its words."""
+    if kind == "memory":
+        min_cosine, min_coverage = (
+            settings.prompt_memory_min_cosine,
+            settings.prompt_memory_min_coverage,
+        )
+    else:
+        min_cosine, min_coverage = (
+            settings.prompt_item_min_cosine,
+            settings.prompt_item_min_coverage,
+        )
+    if item_coverage >= min_coverage:
+        return True
+    return cosine is not None and cosine >= min_cosine

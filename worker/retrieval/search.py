@@ -38,6 +38,8 @@ REFUSAL_DEPTH = 50
 THREAD_DEPTH = 50
 # Grace between a file write and the observation recording it (same tool call).
 STALE_GRACE_MS = 5_000
+# Ranked hits judged one by one for the prompt context (per wanted hit).
+JUDGE_DEPTH = 4
 
 
 @dataclass
@@ -55,6 +57,9 @@ class SearchRequest:
     count_retrieval: bool = False
     # Off only for measuring ranking alone (bench/locomo.py); the API always applies it.
     apply_refusal: bool = True
+    # The prompt context: instead of one refusal for the whole query, each hit must be relevant
+    # on its own evidence (ranking.item_relevant); nothing relevant -> refused.
+    judge_items: bool = False
 
 
 @dataclass
@@ -265,6 +270,39 @@ def _dedupe(
     return kept
 
 
+async def _judged(
+    store: Store,
+    settings: Settings,
+    service: EmbeddingService | None,
+    kw: _KeywordPass,
+    query_vector: npt.NDArray[np.float32] | None,
+    ranked: list[Candidate],
+    items: dict[Ref, dict[str, Any]],
+    req: SearchRequest,
+) -> list[Candidate]:
+    """The ranked hits that are relevant on their own evidence (best first), each within the
+    relative floor of the best one's score."""
+    top = [c for c in ranked[: req.limit * JUDGE_DEPTH] if not ranking.said_nothing(items[c.ref])]
+    refs = [c.ref for c in top]
+    indexed = await store.read(lambda c: q.indexed_terms(c, refs))
+    cosines: dict[Ref, float] = {}
+    if query_vector is not None and service is not None:
+        vector = query_vector
+        cosines = await anyio.to_thread.run_sync(lambda: service.plain_cosines(vector, refs))
+    kept: list[Candidate] = []
+    for cand in top:
+        cand.plain_cosine = cosines.get(cand.ref)
+        cand.coverage = ranking.coverage(
+            kw.groups, set(indexed.get(cand.ref, "").split()), kw.df, kw.n_docs
+        )
+        if ranking.item_relevant(cand.ref[0], cand.plain_cosine, cand.coverage, settings):
+            kept.append(cand)
+    if kept:
+        floor = settings.prompt_relative_floor * kept[0].score
+        kept = [c for c in kept if c.score >= floor]
+    return kept
+
+
 async def search(
     store: Store, settings: Settings, service: EmbeddingService | None, req: SearchRequest
 ) -> SearchOutcome:
@@ -338,7 +376,8 @@ async def search(
             lambda: service.best_plain_cosine(vector, close)
         )
         best_cosine = best_live_cosine
-    if req.apply_refusal and ranking.refuse(best_coverage, best_live_cosine, settings):
+    refuse = not req.judge_items and ranking.refuse(best_coverage, best_live_cosine, settings)
+    if req.apply_refusal and refuse:
         empty.coverage, empty.best_cosine = best_coverage, best_cosine
         return empty
     ranked = ranking.rank(
@@ -350,6 +389,8 @@ async def search(
         weights=weights,
         dates=date_ranges(req.query),
     )
+    if req.judge_items:
+        ranked = await _judged(store, settings, service, kw, query_vector, ranked, items, req)
     hits = _dedupe(ranked, items, service if ready else None, settings.dedupe_cosine, req.limit)
     if req.count_retrieval and hits:
         chosen = [c.ref for c in hits]

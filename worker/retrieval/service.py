@@ -184,13 +184,16 @@ class EmbeddingService:
     def best_plain_cosine(self, query: npt.NDArray[np.float32], refs: list[Ref]) -> float | None:
         """The best cosine between the query and these items' own vectors (not their context
         vectors): the refusal rule asks whether any single item is close."""
+        cosines = self.plain_cosines(query, refs)
+        return max(cosines.values()) if cosines else None
+
+    def plain_cosines(self, query: npt.NDArray[np.float32], refs: list[Ref]) -> dict[Ref, float]:
+        """Each item's own vector's cosine to the query (items without one are left out)."""
         embedder = self.embedder
         if embedder is None or not refs:
-            return None
+            return {}
         stored = self.store.read_sync(lambda c: vector_q.plain_vectors(c, embedder.model_id, refs))
-        if not stored:
-            return None
-        return max(float(from_blob(blob) @ query) for blob in stored.values())
+        return {ref: float(from_blob(blob) @ query) for ref, blob in stored.items()}
 
     # ------------------------------------------------------------------ thread
     def _run(self) -> None:

@@ -1,0 +1,529 @@
+"""Coding memory: does the prompt hook hand Claude Code the stored things that matter, and nothing else?
+
+Replays ../shared/data/coding-memory-dev.json (format and scoring: coding-memory-README.md beside
+it) as a new user would run Cairn: `cairn install` into a throwaway HOME and CAIRN_HOME, then every
+event through the hook command the installer registered in ~/.claude/settings.json (/bin/sh, JSON
+on stdin, cwd = a throwaway git repo holding the project's files, the transcript file growing by a
+line per event); `CairnSaveMemory` events become POST /api/memories. After the spool is drained and
+every item embedded, each probe runs in a new session as SessionStart + UserPromptSubmit +
+SessionEnd, and the UserPromptSubmit `additionalContext` is scored:
+
+- an injected line is every non-empty line inside the fence but headings (`# ...`); it is relevant
+  when it, or for a `#id` observation line the whole observation it points to, contains a relevant
+  or acceptable marker (whitespace runs count as one space: injected lines are one line each)
+- recall: mean over relevant probes of relevant markers found (same rule) / relevant markers
+- hit rate: relevant probes with >= 1 relevant marker found; false silence: relevant probes that
+  get nothing; silence: `none` probes that get nothing
+- precision: relevant injected lines / injected lines, over all probes
+- tokens: additionalContext characters / 4 per probe
+
+Twice: with the embedding model (hybrid search) and keyword-only (CAIRN_EMBED_ENABLED=0), each a
+fresh replay. `--quick` (or CAIRN_BENCH_QUICK=1): the first three projects only.
+Run: `.venv/bin/python bench/coding_memory.py [--mode hybrid|keyword] [--data FILE]`.
+Writes bench/results/coding_memory.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.common import report  # noqa: E402
+from tests.e2e.worker_process import WorkerProcess, free_port  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data" / "coding-memory-dev.json"
+MODES = ("hybrid", "keyword")
+# The issue's aims on the dev half (issue 19): figure -> (op, target).
+AIMS: dict[str, tuple[str, float]] = {
+    "recall": (">=", 0.85),
+    "hit_rate": (">=", 0.92),
+    "false_silence": ("<=", 0.05),
+    "silence_on_none": (">=", 0.90),
+    "precision": (">=", 0.85),
+    "tokens_per_prompt": ("<=", 300),
+}
+# Keyword-only mode (issue 19 item 3).
+KEYWORD_AIMS: dict[str, tuple[str, float]] = {
+    "recall": (">=", 0.60),
+    "silence_on_none": (">=", 0.85),
+}
+OBSERVATION_LINE = re.compile(r"^(?:[-*]\s+)?#(\d+)\b")
+
+
+# --------------------------------------------------------------------------- the project repo
+def substitute(value: Any, root: str, repo: str) -> Any:
+    """Every occurrence of the data's project root replaced by the throwaway repo's path."""
+    if isinstance(value, str):
+        return value.replace(root, repo)
+    if isinstance(value, list):
+        return [substitute(v, root, repo) for v in value]
+    if isinstance(value, dict):
+        return {k: substitute(v, root, repo) for k, v in value.items()}
+    return value
+
+
+def repo_files(project: dict[str, Any], repo: Path) -> dict[str, str]:
+    """`files` plus every file a Read, Write or Grep names (the longest text seen for it)."""
+    files: dict[str, str] = dict(project.get("files") or {})
+
+    def keep(path: str, text: str) -> None:
+        full = Path(path) if os.path.isabs(path) else repo / path
+        try:
+            rel = str(full.resolve().relative_to(repo.resolve()))
+        except ValueError:
+            return  # outside the project (a global config, /tmp...)
+        if len(text) >= len(files.get(rel, "")):
+            files[rel] = text
+
+    for session in project["sessions"]:
+        for event in session["events"]:
+            tool, tin = event.get("tool_name"), event.get("tool_input") or {}
+            resp = event.get("tool_response")
+            if tool == "Read" and isinstance(resp, dict):
+                file = resp.get("file") or {}
+                keep(str(tin.get("file_path", "")), str(file.get("content") or ""))
+            elif tool == "Write":
+                keep(str(tin.get("file_path", "")), str(tin.get("content") or ""))
+            elif tool == "Grep" and isinstance(resp, dict):
+                for name in resp.get("filenames") or []:
+                    keep(str(name), "")
+    return files
+
+
+def make_repo(project: dict[str, Any], repo: Path) -> None:
+    repo.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    for rel, text in repo_files(project, repo).items():
+        path = repo / rel
+        if path.is_dir():
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+# --------------------------------------------------------------------------- the hooks
+class Hooks:
+    """The commands `cairn install` registered, run as Claude Code runs them."""
+
+    def __init__(self, home: Path, cairn_home: Path, port: int) -> None:
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("CAIRN_", "CLAUDE"))}
+        self.env.update({"HOME": str(home), "CAIRN_HOME": str(cairn_home), "CAIRN_PORT": str(port)})
+        home.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-P", "-m", "worker", "install", "--no-start"],
+            env=self.env,
+            cwd=home,
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+        settings = json.loads((home / ".claude" / "settings.json").read_text())
+        self.commands: dict[str, list[str]] = {
+            event: [h["command"] for group in groups for h in group["hooks"] if "command" in h]
+            for event, groups in settings["hooks"].items()
+        }
+        self.calls = 0
+        self.failures: list[str] = []
+
+    def fire(self, payload: dict[str, Any], cwd: Path) -> str:
+        """Run every command registered for the event; the last non-empty stdout."""
+        out = ""
+        for command in self.commands.get(str(payload["hook_event_name"]), []):
+            self.calls += 1
+            proc = subprocess.run(
+                ["/bin/sh", "-c", command],
+                input=json.dumps(payload).encode(),
+                env=self.env,
+                cwd=cwd,
+                capture_output=True,
+                timeout=60,
+            )
+            if proc.returncode != 0:
+                self.failures.append(f"{payload['hook_event_name']}: exit {proc.returncode}")
+            if proc.stdout.strip():
+                out = proc.stdout.decode()
+        return out
+
+
+class Session:
+    """One Claude Code session in a repo: the envelope every payload carries, a growing transcript."""
+
+    def __init__(self, hooks: Hooks, repo: Path, transcripts: Path, session_id: str) -> None:
+        self.hooks, self.repo, self.session_id = hooks, repo, session_id
+        self.transcript = transcripts / f"{session_id}.jsonl"
+        self.transcript.parent.mkdir(parents=True, exist_ok=True)
+        self.transcript.touch()
+        self.n = 0
+
+    def fire(self, event: dict[str, Any]) -> str:
+        self.n += 1
+        name = event["hook_event_name"]
+        line = {"type": "user" if name == "UserPromptSubmit" else "event", "n": self.n}
+        line.update({"sessionId": self.session_id, "event": name})
+        with self.transcript.open("a") as handle:
+            handle.write(json.dumps(line) + "\n")
+        payload = {
+            "session_id": self.session_id,
+            "transcript_path": str(self.transcript),
+            "cwd": str(self.repo),
+            "permission_mode": "default",
+            **event,
+        }
+        if name in ("PostToolUse", "PostToolUseFailure"):
+            payload["tool_use_id"] = f"toolu_{self.session_id}_{self.n}"
+        return self.hooks.fire(payload, self.repo)
+
+
+def context_of(stdout: str) -> str:
+    if not stdout.strip():
+        return ""
+    try:
+        out = json.loads(stdout)
+    except ValueError:
+        return ""
+    return str((out.get("hookSpecificOutput") or {}).get("additionalContext") or "")
+
+
+# --------------------------------------------------------------------------- waiting
+def wait_settled(worker: WorkerProcess, embed: bool, timeout: float) -> dict[str, Any]:
+    """Until the spool is empty and (with the model) every item is embedded."""
+    deadline = time.monotonic() + timeout
+    stats: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        _, spool = worker.request("GET", "/api/spool", timeout=30)
+        backlog = (spool or {}).get("backlog") or {}
+        if backlog.get("events"):
+            worker.request("POST", "/api/spool/replay", {"wait": True}, timeout=60)
+            continue
+        if not embed:
+            return {"status": "off"}
+        _, stats = worker.request("GET", "/api/embeddings/stats", timeout=30)
+        if stats.get("status") == "unavailable":
+            raise SystemExit(f"the model is unavailable: {stats.get('error')}")
+        if (
+            stats.get("status") == "ready"
+            and stats.get("coverage") == 1.0
+            and not stats.get("queue_depth")
+        ):
+            return stats
+        time.sleep(0.2)
+    raise SystemExit(f"spool/embeddings did not settle in {timeout}s: {stats}")
+
+
+# --------------------------------------------------------------------------- scoring
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def injected_lines(context: str) -> list[str]:
+    """The lines an additionalContext carries: not the fence, not headings, not blank."""
+    lines = []
+    for raw in context.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("<cairn-context", "</cairn-context")):
+            continue
+        if re.match(r"^#+\s", line):
+            continue
+        lines.append(line)
+    return lines
+
+
+def observation_text(worker: WorkerProcess, oid: int, cache: dict[int, str]) -> str:
+    if oid not in cache:
+        status, body = worker.request("GET", f"/api/observations/{oid}", timeout=30)
+        body = body if status == 200 and isinstance(body, dict) else {}
+        cache[oid] = flat(" ".join(str(body.get(k) or "") for k in ("title", "body", "files")))
+    return cache[oid]
+
+
+def score_probe(
+    probe: dict[str, Any], context: str, worker: WorkerProcess, cache: dict[int, str]
+) -> dict[str, Any]:
+    relevant = [flat(m) for m in probe["relevant"]]
+    markers = relevant + [flat(m) for m in probe["acceptable"]]
+    lines = injected_lines(context)
+    texts = []
+    for line in lines:
+        text = flat(line)
+        match = OBSERVATION_LINE.match(line)
+        if match:
+            text += " " + observation_text(worker, int(match.group(1)), cache)
+        texts.append(text)
+    good = [any(m in t for m in markers) for t in texts]
+    found = [m for m in relevant if any(m in t for t in texts)]
+    return {
+        "id": probe["id"],
+        "category": probe["category"],
+        "prompt": probe["prompt"],
+        "lines": len(lines),
+        "relevant_lines": sum(good),
+        "padding": [line for line, ok in zip(lines, good, strict=True) if not ok],
+        "markers": len(relevant),
+        "found": len(found),
+        "missed": [m for m in relevant if m not in found],
+        "tokens": len(context) / 4,
+    }
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    relevant = [r for r in rows if r["category"] != "none"]
+    none = [r for r in rows if r["category"] == "none"]
+    lines = sum(r["lines"] for r in rows)
+    out: dict[str, Any] = {"probes": len(rows)}
+    if relevant:
+        out["recall"] = sum(r["found"] / r["markers"] for r in relevant) / len(relevant)
+        out["hit_rate"] = sum(r["found"] > 0 for r in relevant) / len(relevant)
+        out["false_silence"] = sum(r["lines"] == 0 for r in relevant) / len(relevant)
+    if none:
+        out["silence_on_none"] = sum(r["lines"] == 0 for r in none) / len(none)
+    out["precision"] = sum(r["relevant_lines"] for r in rows) / lines if lines else None
+    out["tokens_per_prompt"] = sum(r["tokens"] for r in rows) / len(rows) if rows else 0.0
+    return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in out.items()}
+
+
+def by_category(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    cats = sorted({r["category"] for r in rows})
+    return {cat: summarise([r for r in rows if r["category"] == cat]) for cat in cats}
+
+
+# --------------------------------------------------------------------------- one run
+def run_mode(
+    data: dict[str, Any],
+    mode: str,
+    tmp: Path,
+    models: Path,
+    overrides: dict[str, str],
+    explain: bool = False,
+) -> dict[str, Any]:
+    embed = mode == "hybrid"
+    base = tmp / mode
+    home, cairn_home = base / "home", base / "cairn"
+    port = free_port()
+    hooks = Hooks(home, cairn_home, port)
+    worker = WorkerProcess(
+        home=cairn_home,
+        port=port,
+        env_extra={
+            "CAIRN_EMBED_ENABLED": "1" if embed else "0",
+            "CAIRN_MODELS_DIR": str(models),
+            **overrides,
+        },
+    )
+    worker.start(timeout=60)
+    rows: list[dict[str, Any]] = []
+    start_rows: list[dict[str, Any]] = []
+    try:
+        started = time.monotonic()
+        repos: dict[str, Path] = {}
+        memories = 0
+        for project in data["projects"]:
+            repo = base / "repos" / project["id"].replace("/", "_")
+            make_repo(project, repo)
+            repos[project["id"]] = repo
+            events = substitute(project["sessions"], project["root"], str(repo))
+            for session in events:
+                live = Session(
+                    hooks, repo, base / "transcripts", f"{project['id']}:{session['id']}"
+                )
+                for event in session["events"]:
+                    if event["hook_event_name"] == "CairnSaveMemory":
+                        body = {"kind": event["kind"], "content": event["content"]}
+                        body.update({"project": str(repo), "scope": "project"})
+                        status, answer = worker.request("POST", "/api/memories", body)
+                        if status not in (200, 201):
+                            raise SystemExit(f"POST /api/memories answered {status}: {answer}")
+                        memories += 1
+                    else:
+                        live.fire(event)
+        replay_s = time.monotonic() - started
+        stats = wait_settled(worker, embed, 1800)
+        settle_s = time.monotonic() - started - replay_s
+        print(
+            f"{mode}: replayed {hooks.calls} hook runs + {memories} memories in {replay_s:.1f}s,"
+            f" settled in {settle_s:.1f}s ({stats.get('status')})",
+            flush=True,
+        )
+        cache: dict[int, str] = {}
+        for project in data["projects"]:
+            repo = repos[project["id"]]
+            probes = substitute(project["probes"], project["root"], str(repo))
+            for probe in probes:
+                live = Session(hooks, repo, base / "transcripts", f"probe:{probe['id']}")
+                start_context = context_of(live.fire({"hook_event_name": "SessionStart"}))
+                preview: Any = None
+                if explain:  # what the prompt context considered, with each item's evidence
+                    params = {"project": str(repo), "query": probe["prompt"]}
+                    params["session_id"] = live.session_id
+                    _, preview = worker.request(
+                        "GET", "/api/context/preview?" + urllib.parse.urlencode(params)
+                    )
+                prompt_event = {"hook_event_name": "UserPromptSubmit", "prompt": probe["prompt"]}
+                context = context_of(live.fire(prompt_event))
+                live.fire({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
+                row = score_probe(probe, context, worker, cache)
+                row["project"] = project["id"]
+                row["context"] = context
+                if preview is not None:
+                    row["preview"] = preview.get("items")
+                rows.append(row)
+                start_rows.append(score_probe(probe, start_context, worker, cache))
+    finally:
+        worker.stop()
+    return {
+        "mode": mode,
+        "replay_seconds": round(replay_s, 1),
+        "settle_seconds": round(settle_s, 1),
+        "hook_failures": hooks.failures,
+        "overall": summarise(rows),
+        "categories": by_category(rows),
+        "session_start": summarise(start_rows),
+        "probes": rows,
+    }
+
+
+def objective(figures: dict[str, Any]) -> float:
+    """What a parameter value is chosen for: recall, hit rate and precision, with the silence
+    aims (on `none` probes, and false silence) as penalties."""
+    return (
+        figures.get("recall", 0.0)
+        + figures.get("hit_rate", 0.0)
+        + (figures.get("precision") or 0.0)
+        - 3 * max(0.0, 0.90 - figures.get("silence_on_none", 1.0))
+        - 3 * max(0.0, figures.get("false_silence", 0.0) - 0.05)
+    )
+
+
+def cross_validate(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Leave one project out: for each project, the value (of the runs given, one per value)
+    that scores best on the other projects, and its figures on the held-out project; then the
+    held-out probes pooled."""
+    projects = sorted({row["project"] for rows in runs.values() for row in rows})
+    held: list[dict[str, Any]] = []
+    chosen: dict[str, str] = {}
+    for project in projects:
+        best = max(
+            runs,
+            key=lambda v: objective(summarise([r for r in runs[v] if r["project"] != project])),
+        )
+        chosen[project] = best
+        held += [r for r in runs[best] if r["project"] == project]
+    return {"chosen": chosen, "held_out": summarise(held)}
+
+
+def met(value: Any, op: str, target: float) -> bool | None:
+    if value is None:
+        return None
+    return bool(value >= target if op == ">=" else value <= target)
+
+
+def rows_for(result: dict[str, Any]) -> list[tuple[str, Any, str, bool | None]]:
+    mode = result["mode"]
+    aims = AIMS if mode == "hybrid" else KEYWORD_AIMS
+    rows: list[tuple[str, Any, str, bool | None]] = []
+    overall = result["overall"]
+    for figure in AIMS:
+        value = overall.get(figure)
+        aim = aims.get(figure)
+        rows.append(
+            (
+                f"{mode}: {figure}",
+                "-" if value is None else value,
+                f"{aim[0]} {aim[1]}" if aim else "",
+                met(value, *aim) if aim else None,
+            )
+        )
+    start = result["session_start"]
+    rows.append((f"{mode}: SessionStart block recall (not scored)", start.get("recall"), "", None))
+    for cat, figures in result["categories"].items():
+        shown = ", ".join(
+            f"{k} {v}" for k, v in figures.items() if k not in ("probes",) and v is not None
+        )
+        rows.append((f"{mode}: [{cat}] n={figures['probes']}", shown, "", None))
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--data", type=Path, default=Path(os.environ.get("CAIRN_CODING_DATA", DATA))
+    )
+    parser.add_argument("--mode", choices=MODES, action="append", help="default: both")
+    parser.add_argument("--quick", action="store_true", help="the first three projects only")
+    parser.add_argument("--json", type=Path, help="also write the result to this file")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a worker setting for this run (e.g. prompt_memory_min_cosine=0.3)",
+    )
+    parser.add_argument(
+        "--cv",
+        metavar="NAME=V1,V2,...",
+        help="hybrid runs, one per value of this setting, with leave-one-project-out figures",
+    )
+    parser.add_argument(
+        "--explain", action="store_true", help="record each probe's context preview (evidence)"
+    )
+    args = parser.parse_args()
+    if not args.data.is_file():
+        print(f"coding_memory: no data at {args.data} (pass --data FILE)", file=sys.stderr)
+        return 2
+    data = json.loads(args.data.read_text())
+    quick = args.quick or os.environ.get("CAIRN_BENCH_QUICK") == "1"
+    if quick:
+        data["projects"] = data["projects"][:3]
+    overrides = {}
+    for item in args.set:
+        name, _, value = item.partition("=")
+        overrides[f"CAIRN_{name.strip().upper()}"] = value.strip()
+    models = Path(os.environ.get("CAIRN_MODELS_DIR") or ROOT / ".cache" / "models")
+    results = []
+    tmp = Path(tempfile.mkdtemp(prefix="cairn-bench-coding-"))
+    try:
+        for mode in args.mode or MODES:
+            results.append(run_mode(data, mode, tmp, models, overrides, args.explain))
+        cv: dict[str, Any] | None = None
+        if args.cv:
+            name, _, values = args.cv.partition("=")
+            runs = {}
+            for value in values.split(","):
+                setting = {f"CAIRN_{name.strip().upper()}": value.strip(), **overrides}
+                run = run_mode(data, "hybrid", tmp / f"cv-{value}", models, setting)
+                runs[value.strip()] = run["probes"]
+                print(f"{name}={value}: {run['overall']}", flush=True)
+            cv = {"setting": name.strip(), **cross_validate(runs)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    rows = [row for result in results for row in rows_for(result)]
+    if cv is not None:
+        for figure, value in cv["held_out"].items():
+            if figure != "probes":
+                rows.append((f"leave-one-project-out {cv['setting']}: {figure}", value, "", None))
+    out = report(
+        "coding_memory",
+        "Coding memory: the prompt hook's additionalContext (dev half)"
+        + (" [quick: 3 projects]" if quick else ""),
+        rows,
+        {"data": str(args.data), "quick": quick, "modes": results, "cross_validation": cv},
+    )
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
