@@ -70,3 +70,18 @@ def test_remove_runtime_leaves_another_workers_file_alone(settings: Settings) ->
     write_runtime(settings, 5)
     remove_runtime(settings)
     assert not settings.runtime_path.exists()
+
+
+def test_a_stop_signal_before_uvicorn_takes_over_stops_the_server() -> None:
+    import signal as signals
+
+    import uvicorn
+
+    from worker.server import stop_handler
+
+    server = uvicorn.Server(uvicorn.Config(app=None))  # type: ignore[arg-type]
+    handle = stop_handler(server)
+    handle(signals.SIGTERM, None)  # `cairn stop` right after start, before uvicorn's handlers
+    assert server.should_exit is True
+    handle(signals.SIGTERM, None)  # uvicorn's re-raise after its shutdown: absorbed, no error
+    assert server.should_exit is True

@@ -11,6 +11,7 @@ import signal
 import socket
 import sys
 import urllib.request
+from collections.abc import Callable
 
 import uvicorn
 
@@ -91,8 +92,19 @@ def bind_socket(settings: Settings, port: int) -> socket.socket:
     return sock
 
 
-def _absorb(signum: int, frame: object) -> None:
-    log.info("signal %d received after shutdown", signum)
+def stop_handler(server: uvicorn.Server) -> Callable[[int, object], None]:
+    """SIGTERM/SIGINT outside uvicorn's own handlers: before it takes them over (a `cairn stop`
+    right after start) the server stops all the same; after its graceful shutdown, uvicorn's
+    re-raise of the signal it caught is absorbed so the process exits 0."""
+
+    def handle(signum: int, frame: object) -> None:
+        if not server.should_exit:
+            log.info("signal %d received before the server took over signals: stopping", signum)
+            server.should_exit = True
+        else:
+            log.info("signal %d received after shutdown", signum)
+
+    return handle
 
 
 def serve(settings: Settings, *, log_to_file: bool = False, announce: bool = True) -> int:
@@ -121,10 +133,9 @@ def serve(settings: Settings, *, log_to_file: bool = False, announce: bool = Tru
             print(f"  token file: {settings.token_path}", flush=True)
             print(f"  database:   {settings.db_path}", flush=True)
         log.info("worker starting on 127.0.0.1:%d (home %s)", port, settings.home)
-        # uvicorn re-raises the captured SIGTERM/SIGINT after its graceful shutdown; with these
-        # no-op handlers in place that re-raise is absorbed and the process exits 0.
-        signal.signal(signal.SIGTERM, _absorb)
-        signal.signal(signal.SIGINT, _absorb)
+        handler = stop_handler(server)
+        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
         server.run(sockets=[sock])  # uvloop when installed; httptools with the guards above
         log.info("worker stopped")
         return 0
