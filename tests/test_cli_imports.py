@@ -51,7 +51,10 @@ def test_cli_commands_do_not_import_the_heavy_modules(argv: list[str], settings:
     store.close()
     modules = imported_by(argv, settings.home)
     assert not [m for m in HEAVY if m in modules]
-    assert "worker.cli.doctor" in modules  # the subcommands are registered, just light
+    from worker.cli import COMMAND_MODULES
+
+    # The probe ran the real CLI: the command's own group, or every group for --help/--version.
+    assert f"worker.cli.{COMMAND_MODULES.get(argv[0], 'doctor')}" in modules
 
 
 def test_the_mcp_server_module_does_not_import_the_store(settings: Settings) -> None:
@@ -61,3 +64,19 @@ def test_the_mcp_server_module_does_not_import_the_store(settings: Settings) -> 
     )
     assert done.returncode == 0, done.stderr
     assert "'numpy'" not in done.stdout and "'worker.store'" not in done.stdout
+
+
+def test_each_command_builds_only_its_own_group(tmp_path: Path) -> None:
+    import argparse
+    import importlib
+
+    from worker.cli import COMMAND_MODULES, MODULES
+
+    registered = {}
+    for name in MODULES:
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(f"worker.cli.{name}").register(sub)
+        registered |= dict.fromkeys(sub.choices, name)
+    assert registered == COMMAND_MODULES  # every command, and the module that registers it
+    loaded = imported_by(["status"], tmp_path / "home")
+    assert not {"worker.cli.doctor", "worker.cli.install", "worker.installer.plan"} & loaded

@@ -3,40 +3,55 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
 from worker import __version__
-from worker.cli import dashboard, doctor, install, lifecycle, mcp
-from worker.cli import memory as memory_cli
-from worker.cli import portability as portability_cli
-from worker.cli import retrieval as retrieval_cli
 from worker.errors import ConfigError
 
+# Command group modules, in the order `cairn --help` lists them.
+MODULES = (
+    "lifecycle",
+    "install",
+    "mcp",
+    "doctor",
+    "dashboard",
+    "portability",
+    "memory",
+    "retrieval",
+)
+# Which module registers each command, so `cairn status` imports lifecycle alone and not the
+# installer, doctor and the rest (tests/test_cli_imports.py checks it against the modules).
+COMMAND_MODULES = {
+    **dict.fromkeys(("start", "status", "stop", "token"), "lifecycle"),
+    **dict.fromkeys(("hook", "install", "uninstall"), "install"),
+    "mcp": "mcp",
+    "doctor": "doctor",
+    "open": "dashboard",
+    **dict.fromkeys(("backup", "export", "import", "report"), "portability"),
+    **dict.fromkeys(("compress", "decay"), "memory"),
+    **dict.fromkeys(("reindex", "search"), "retrieval"),
+}
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole CLI, or only the group that registers `command` when it is a known one."""
     parser = argparse.ArgumentParser(
         prog="cairn", description="Cairn: local-first long-term memory for AI coding agents."
     )
     parser.add_argument("--version", action="version", version=f"cairn {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (
-        lifecycle,
-        install,
-        mcp,
-        doctor,
-        dashboard,
-        portability_cli,
-        memory_cli,
-        retrieval_cli,
-    ):
-        module.register(sub)
+    group = COMMAND_MODULES.get(command or "")
+    for name in (group,) if group else MODULES:
+        importlib.import_module(f"worker.cli.{name}").register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(words[0] if words else None)
+    args = parser.parse_args(words)
     try:
         return int(args.func(args))
     except ConfigError as exc:

@@ -39,10 +39,10 @@ def request(
     content_type: str = "application/json",
 ) -> Any:
     """JSON in (`body`, or `raw_body` bytes of `content_type`), JSON out; ApiError on 4xx/5xx."""
+    url = base_url(settings) + path  # WorkerDown before the HTTP stack is imported
     import urllib.error  # (http.client and email: ~30 ms, only once a request is made)
     import urllib.request
 
-    url = base_url(settings) + path
     data = raw_body if raw_body is not None else None if body is None else json.dumps(body).encode()
     token = settings.token_path.read_text().strip() if settings.token_path.exists() else ""
     req = urllib.request.Request(url, data=data, method=method)
