@@ -42,7 +42,7 @@ def apply_change(tasks: Tasks, payload: dict[str, object], chars: int) -> bool:
     """Apply one task tool call to `tasks` (id -> task); True when the plan changed."""
     tool = payload.get("tool_name")
     tin, resp = payload.get("tool_input"), payload.get("tool_response")
-    before = repr(tasks)
+    before = {tid: dict(task) for tid, task in tasks.items()}
     if tool == "TaskList":
         listed = _get(resp, "tasks")
         if not isinstance(listed, list):
@@ -88,7 +88,7 @@ def apply_change(tasks: Tasks, payload: dict[str, object], chars: int) -> bool:
         return False
     while len(tasks) > MAX_TASKS:
         tasks.pop(next(iter(tasks)))
-    return repr(tasks) != before
+    return tasks != before
 
 
 def _set_status(item: dict[str, str], status: object) -> None:

@@ -100,12 +100,6 @@ class TokenKeeper:
         return hmac.new(self.current().encode(), purpose.encode(), hashlib.sha256).hexdigest()
 
 
-def write_private(path: Path, text: str) -> None:
-    """Replace `path` atomically with `text`, readable by the owner only (0600)."""
-    with private_temp(path) as handle:
-        handle.write(text)
-
-
 class DashboardLogins:
     """One server-side session per dashboard login ($CAIRN_HOME/logins.json, mode 0600).
 
@@ -165,7 +159,8 @@ class DashboardLogins:
 
     def _save(self) -> None:
         body = json.dumps({"version": 1, "logins": self._expiry}, separators=(",", ":"))
-        write_private(self.path, body)
+        with private_temp(self.path) as handle:
+            handle.write(body)
 
 
 def host_is_loopback(host: str) -> bool:
