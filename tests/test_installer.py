@@ -51,6 +51,8 @@ FIXTURES: dict[str, str | None] = {
     ),
     "minified": json.dumps(OTHER_TOOL, separators=(",", ":")),
     "crlf": json.dumps(OTHER_TOOL, indent=2).replace("\n", "\r\n") + "\r\n",
+    # Saved by an editor that writes a byte-order mark: it stays (and the JSON stays readable).
+    "utf8-bom": "\ufeff" + json.dumps(OTHER_TOOL, indent=2) + "\n",
 }
 
 
@@ -82,7 +84,9 @@ def test_install_then_uninstall_restores_the_file_byte_for_byte(
     write_fixture(path, original)
 
     assert cairn("install", "--no-start") == 0
-    data = json.loads(path.read_text())
+    raw = path.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf") == (name == "utf8-bom")
+    data = json.loads(raw.decode("utf-8-sig"))
     for event in EVENTS:
         groups = data["hooks"][event.name]
         ours = [g for g in groups if HOOK_MARKER in json.dumps(g)]

@@ -147,13 +147,24 @@ def backup(path: Path, keep: int = BACKUPS_KEPT) -> Path:
     return target
 
 
+def _starts_with_bom(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(3) == b"\xef\xbb\xbf"
+    except OSError:
+        return False
+
+
 def atomic_write(path: Path, text: str, *, default_mode: int = 0o644) -> None:
-    """Write via a temp file in the same folder + fsync + rename; keeps an existing file's mode."""
+    """Write via a temp file in the same folder + fsync + rename; keeps an existing file's mode
+    and its UTF-8 byte-order mark (read_text drops it from the text the editors see)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         mode = default_mode
+    if _starts_with_bom(path) and not text.startswith("\ufeff"):
+        text = "\ufeff" + text
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(tmp_name)
     try:
