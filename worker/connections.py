@@ -7,6 +7,11 @@ must finish its request headers within `header_timeout` seconds of connecting (o
 byte of a later request on it), and past `max_connections` open connections a new one closes the
 connection that has waited longest for its headers (the newcomer only if none is waiting), so
 hooks, which send their request at once, keep getting through.
+
+The same holds for the body: once the headers are in, the rest of the request must arrive within
+`body_timeout` seconds (a body sent a byte at a time would hold the connection, and the handler
+waiting on it, forever). Time the application spends not reading (flow control paused the
+socket) does not count against the client.
 """
 
 from __future__ import annotations
@@ -37,55 +42,62 @@ def connection_cap(settings: Settings) -> int:
 
 class GuardedProtocol(HttpToolsProtocol):
     header_timeout: float = 10.0
+    body_timeout: float = 30.0
     max_connections: int = 1000
     _last_warning = float("-inf")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._header_timer: asyncio.TimerHandle | None = None
-        self._header_deadline = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._deadline = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._arm_header_timer()
+        self._arm_timer()
         if len(self.connections) > self.max_connections:
             self._shed()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self._arm_header_timer()  # a later request on a kept-alive connection
+        self._arm_timer()  # a later request on a kept-alive connection
 
     def on_headers_complete(self) -> None:
-        self._disarm_header_timer()
+        self._disarm_timer()
         super().on_headers_complete()
+        self._arm_timer(self.body_timeout)  # disarmed when the message completes
+
+    def on_message_complete(self) -> None:
+        self._disarm_timer()
+        super().on_message_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm_header_timer()
+        self._disarm_timer()
         super().connection_lost(exc)
 
-    def _arm_header_timer(self) -> None:
-        if self._header_timer is None:
-            self._header_deadline = self.loop.time() + self.header_timeout
-            self._header_timer = self.loop.call_at(self._header_deadline, self._headers_too_slow)
+    def _arm_timer(self, timeout: float | None = None) -> None:
+        if self._timer is None:
+            self._deadline = self.loop.time() + (timeout or self.header_timeout)
+            self._timer = self.loop.call_at(self._deadline, self._request_too_slow)
 
-    def _disarm_header_timer(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
+    def _disarm_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
-    def _headers_too_slow(self) -> None:
-        self._header_timer = None
+    def _request_too_slow(self) -> None:
+        self._timer = None
+        if self.flow.read_paused:  # the application is not reading: not the client's fault
+            self._arm_timer(self.body_timeout)
+            return
         if not self.transport.is_closing():
             self.transport.close()
 
     def _shed(self) -> None:
         # This connection is waiting too (its timer was just armed), with the latest deadline.
         waiting = [
-            c
-            for c in self.connections
-            if isinstance(c, GuardedProtocol) and c._header_timer is not None
+            c for c in self.connections if isinstance(c, GuardedProtocol) and c._timer is not None
         ]
-        victim = min(waiting, key=lambda c: c._header_deadline, default=self)
+        victim = min(waiting, key=lambda c: c._deadline, default=self)
         now = self.loop.time()
         if now - GuardedProtocol._last_warning >= WARN_EVERY_SECONDS:
             GuardedProtocol._last_warning = now
@@ -94,7 +106,7 @@ class GuardedProtocol(HttpToolsProtocol):
                 len(self.connections),
                 self.max_connections,
             )
-        victim._disarm_header_timer()
+        victim._disarm_timer()
         victim.transport.close()
 
 
@@ -105,6 +117,7 @@ def guarded_protocol(settings: Settings) -> type[GuardedProtocol]:
         (GuardedProtocol,),
         {
             "header_timeout": settings.header_timeout_seconds,
+            "body_timeout": settings.body_timeout_seconds,
             "max_connections": connection_cap(settings),
         },
     )

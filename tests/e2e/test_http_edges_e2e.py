@@ -99,6 +99,7 @@ def test_ids_with_escapes_round_trip_through_a_real_worker(worker: WorkerProcess
 
 FD_LIMIT = 256  # the worker's descriptor limit: connection cap = 256 - 128 reserved = 128
 HEADER_TIMEOUT = 2.0
+BODY_TIMEOUT = 2.0
 
 
 def half_open(port: int, n: int) -> list[socket.socket]:
@@ -127,7 +128,10 @@ def fd_limited_worker(isolated_home: Path) -> Iterator[WorkerProcess]:
     proc = WorkerProcess(
         home=isolated_home,
         rlimit_nofile=FD_LIMIT,
-        env_extra={"CAIRN_HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT)},
+        env_extra={
+            "CAIRN_HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT),
+            "CAIRN_BODY_TIMEOUT_SECONDS": str(BODY_TIMEOUT),
+        },
     ).start()
     try:
         yield proc
@@ -178,3 +182,43 @@ def test_half_open_connections_are_closed_after_the_header_timeout(
     finally:
         for sock in socks:
             sock.close()
+
+
+def test_a_body_sent_a_byte_at_a_time_is_cut_off_and_stores_nothing(
+    fd_limited_worker: WorkerProcess,
+) -> None:
+    """Headers on time, then a trickle of body: closed once the body timeout passes."""
+    worker = fd_limited_worker
+    body = json.dumps({"project": "/p", "type": "note", "title": "trickled"}).encode()
+    head = (
+        "POST /api/observations HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {worker.token}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", worker.port), timeout=10) as sock:
+        sock.sendall(head.encode("latin-1"))
+        started = time.monotonic()
+        sent = 0
+        closed = False
+        # A byte every 0.25 s: more often than any idle timeout, far slower than the body needs.
+        while sent < len(body) - 1 and time.monotonic() - started < BODY_TIMEOUT * 4:
+            try:
+                sock.sendall(body[sent : sent + 1])
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            sent += 1
+            if closed_by_peer(sock, 0.25):
+                closed = True
+                break
+        assert closed, "the worker kept reading a trickled body past the body timeout"
+        assert time.monotonic() - started >= BODY_TIMEOUT * 0.9  # not before the deadline
+    status, found = worker.request("GET", "/api/observations?project=/p")
+    assert status == 200 and "trickled" not in json.dumps(found)
+    log = worker.log_path.read_text()
+    assert "the client left before sending its whole body" in log and "Traceback" not in log
+    # A body sent at once on a new connection is stored as usual.
+    status, _ = worker.request(
+        "POST", "/api/observations", {"project": "/p", "type": "note", "title": "at once"}
+    )
+    assert status == 201
