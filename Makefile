@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: run test lint bench clean claude-code
+.PHONY: run test test-fast lint bench clean claude-code
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -24,6 +24,10 @@ run: $(STAMP_RUN)
 
 test: $(STAMP_DEV) claude-code
 	$(BIN)/python -m pytest
+
+# The unit tier alone (no real processes, no real model): see "Two commands" in the README.
+test-fast: $(STAMP_DEV)
+	$(BIN)/python -m pytest -m "not e2e and not model"
 
 # The real Claude Code CLIs the end-to-end tests drive (tests/e2e/claude_code.py): the oldest and
 # newest supported, from the npm registry, cached under .cache/claude-code/<version>/. Without npm

@@ -29,11 +29,11 @@ from worker.clock import now_ms  # noqa: E402
 from worker.memory import compress  # noqa: E402
 from worker.memory.decay import DAY_MS, DecayPolicy, run_pass  # noqa: E402
 from worker.memory.merge import save  # noqa: E402
-from worker.retrieval.embedder import to_blob  # noqa: E402
 from worker.settings import Settings, load_settings  # noqa: E402
 from worker.store import Store, projects  # noqa: E402
 from worker.store import memories as memories_store  # noqa: E402
 from worker.store.rows import normalised_hash  # noqa: E402
+from worker.store.vectors import to_blob  # noqa: E402
 
 TYPES = ["command", "research", "file_write", "web", "mcp", "note", "delegation", "other"]
 KINDS = ["lesson", "decision", "fact", "preference", "note"]

@@ -36,11 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import percentile, print_table, wait_keyword_index, write_result
 from tests.e2e.worker_process import WorkerProcess
-from worker.retrieval.embedder import to_blob
 from worker.settings import load_settings
 from worker.store import Store
 from worker.store import observations as obs_q
 from worker.store import vectors as vector_q
+from worker.store.vectors import to_blob
 
 MODULES = [
     "auth",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from worker.cli import main
-from worker.cli.client import WorkerDown, request
+from worker.client import WorkerDown, request
 from worker.server import configure_logging
 from worker.settings import Settings, load_settings
 

@@ -32,6 +32,7 @@ def test_version_prints_and_exits_zero() -> None:
     assert done.stdout.strip() == f"cairn {__version__}"
 
 
+@pytest.mark.e2e
 def test_make_run_names_a_command_that_works_when_cairn_is_not_on_path(
     isolated_home: Path, tmp_path: Path
 ) -> None:

@@ -100,6 +100,7 @@ def test_the_worker_makes_home_token_database_and_logs_private(
     assert mode(settings.token_path) == 0o600 and mode(settings.db_path) == 0o600
 
 
+@pytest.mark.e2e
 def test_a_hook_creates_the_home_private_and_tightens_an_open_one(tmp_path: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()

@@ -114,6 +114,7 @@ def test_without_cairn_the_project_command_says_so_and_never_blocks(
         assert result.stdout == ""
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("stdin", ["not json", "", '{"session_id": 5}', "[1, 2]"])
 def test_cairn_hook_exits_0_on_bad_input(stdin: str, isolated_home: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
@@ -137,6 +138,7 @@ def test_cairn_hook_runs_the_hook_script_the_installer_knows() -> None:
     assert hook_script_path() == str(hook_script())
 
 
+@pytest.mark.e2e
 def test_cairn_hook_skips_the_cli_imports(isolated_home: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
     env.update({"CAIRN_HOME": str(isolated_home), "CAIRN_DISABLED": "1"})

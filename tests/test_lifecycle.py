@@ -14,9 +14,10 @@ from starlette.testclient import TestClient
 
 from tests.conftest import BASE_URL
 from worker.app import create_app
-from worker.retrieval.embedder import FakeEmbedder, to_blob
+from worker.retrieval.embedder import FakeEmbedder
 from worker.settings import Settings, load_settings
 from worker.store import terms
+from worker.store.vectors import to_blob
 
 P = "/repo/life"
 

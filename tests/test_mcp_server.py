@@ -11,7 +11,7 @@ from types import ModuleType
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
-from worker.cli.client import ApiError
+from worker.client import ApiError
 from worker.mcp_server import (
     WorkerGateway,
     _api_error_text,

@@ -50,6 +50,7 @@ def test_dev_pairs_by_their_words(store: Store, settings: Settings) -> None:
     assert_aims(score(store, settings, dev, fake, run="fake"), "dev, fake embedder")
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("kernel", ["int8", "float32"])
 def test_dev_pairs_with_the_real_model(
     store: Store, settings: Settings, shared_models: Path, kernel: str
@@ -64,6 +65,7 @@ def test_dev_pairs_with_the_real_model(
     assert_aims(worst, f"dev, {kernel}, cosines -/+{MARGIN}")
 
 
+@pytest.mark.model
 def test_held_out_pairs_do_not_slip(store: Store, settings: Settings, shared_models: Path) -> None:
     held = load_pairs("held-out")
     embedder = load_embedder(DEFAULT_MODEL, "", shared_models, 8, 256, quantize=True)

@@ -118,11 +118,11 @@ def test_login_link_needs_the_token(anon_client: TestClient) -> None:
 
 
 def test_login_link_expires(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    from worker.pages import login
+    from worker import auth
 
-    links = login.LoginLinks(ttl_seconds=60)
+    links = auth.LoginLinks(ttl_seconds=60)
     clock = [1000.0]
-    monkeypatch.setattr(login.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(auth.time, "monotonic", lambda: clock[0])
     nonce, _ = links.create("/")
     clock[0] += 61
     assert links.consume(nonce) is None

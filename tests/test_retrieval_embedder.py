@@ -35,6 +35,7 @@ def onnx(folder: Path) -> OnnxEmbedder:
     return OnnxEmbedder(DEFAULT_MODEL, folder, max_tokens=256)
 
 
+@pytest.mark.model
 def test_same_vectors_and_model_id_as_fastembed(folder: Path, onnx: OnnxEmbedder) -> None:
     # Stored vectors carry the model id: both runners must mean the same vectors by it.
     fast = FastEmbedder(DEFAULT_MODEL, folder, folder.parent)
@@ -42,6 +43,7 @@ def test_same_vectors_and_model_id_as_fastembed(folder: Path, onnx: OnnxEmbedder
     assert np.abs(onnx.embed(TEXTS) - fast.embed(TEXTS)).max() < 1e-5
 
 
+@pytest.mark.model
 def test_batching_and_padding_do_not_change_a_vector(onnx: OnnxEmbedder) -> None:
     texts = [f"item {i}: " + "retry the flaky upload " * (i % 7) for i in range(2 * ONNX_BATCH + 3)]
     together = onnx.embed(texts)
@@ -50,6 +52,7 @@ def test_batching_and_padding_do_not_change_a_vector(onnx: OnnxEmbedder) -> None
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
 
 
+@pytest.mark.model
 def test_words_past_the_token_cap_are_not_embedded(onnx: OnnxEmbedder) -> None:
     head = " ".join(f"word{i}" for i in range(400))  # well past 256 word pieces
     capped, longer = onnx.embed([head, head + " kubernetes ingress certificate renewal"])

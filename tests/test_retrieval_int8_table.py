@@ -32,6 +32,7 @@ TEXTS = [
 ]
 
 
+@pytest.mark.model
 def test_the_default_model_gives_the_packaged_vectors_bit_for_bit(shared_models: Path) -> None:
     embedder = load_embedder(DEFAULT_MODEL, "", shared_models, 8, 256)
     packaged = OnnxEmbedder(DEFAULT_MODEL, prepare_default_model(shared_models))
@@ -47,6 +48,7 @@ def test_the_default_model_gives_the_packaged_vectors_bit_for_bit(shared_models:
     assert not [n for n in graph.node if n.op_type == "Cast" and n.input[0] in tables]
 
 
+@pytest.mark.model
 def test_a_model_without_the_pattern_leaves_the_packaged_one(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -120,6 +122,7 @@ def test_lookups_the_rewrite_must_not_touch() -> None:
     assert rewrite(_graph(table.astype(np.float32), None).graph) == 0
 
 
+@pytest.mark.model
 def test_the_build_runs_cairns_module_from_a_folder_with_its_own_worker_package(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

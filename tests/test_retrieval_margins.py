@@ -31,6 +31,8 @@ from worker.retrieval.embedder import DEFAULT_MODEL, Embedder, load_embedder
 from worker.retrieval.service import context_vector, embedding_text
 from worker.settings import load_settings
 
+pytestmark = pytest.mark.model
+
 Vector = npt.NDArray[np.float32]
 KERNELS = ("int8", "float32")
 

@@ -13,6 +13,8 @@ import pytest
 from worker.retrieval.embedder import DEFAULT_MODEL, OnnxEmbedder, load_embedder
 from worker.retrieval.quantize import QUANTIZED_FOLDER, STAMP, quantized_model
 
+pytestmark = pytest.mark.model
+
 TEXTS = [
     "postgres connection pool exhausted under load",
     "Edit src/billing/refunds.py\nold: total = sum(items)\nnew: total = sum(i.price for i in items)",

@@ -15,7 +15,7 @@ from slowapi.errors import RateLimitExceeded
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute
 
@@ -44,6 +44,7 @@ from worker.retrieval.keyword_service import KeywordIndexService
 from worker.retrieval.service import EmbeddingService
 from worker.runtime import remove_runtime, write_runtime
 from worker.settings import Settings
+from worker.spool import SpoolReplayer
 from worker.store import Store
 
 log = logging.getLogger(__name__)
@@ -115,7 +116,6 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     }
     return JSONResponse(
         error_body(
-            exc.status_code,
             codes.get(exc.status_code, "http_error"),
             message.get(exc.status_code, str(exc.detail)),
         ),
@@ -134,16 +134,28 @@ async def _rate_limited(request: Request, exc: Exception) -> Response:
             reset, _ = request.app.state.limiter.limiter.get_window_stats(current[0], *current[1])
             retry = max(1, math.ceil(reset - time.time()))
     return JSONResponse(
-        error_body(429, "rate_limited", f"too many requests: limit {exc.detail}; retry later"),
+        error_body("rate_limited", f"too many requests: limit {exc.detail}; retry later"),
         status_code=429,
         headers={"Retry-After": str(retry)},
+    )
+
+
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    # The client closed the connection (or the body timeout closed it) before its body was in:
+    # nothing was read, so nothing is stored, and nobody is left to read this answer.
+    log.info(
+        "%s %s: the client left before sending its whole body", request.method, request.url.path
+    )
+    return JSONResponse(
+        error_body("bad_request", "the connection closed before the request body was complete"),
+        status_code=400,
     )
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     return JSONResponse(
-        error_body(500, "internal_error", "internal error; details are in the worker log"),
+        error_body("internal_error", "internal error; details are in the worker log"),
         status_code=500,
     )
 
@@ -202,22 +214,28 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
         if settings.search_memory_index:
             # The in-memory BM25 index loads in its own thread; searches use FTS5 until then.
             keyword_service = KeywordIndexService(store)
-            cairn.services["keyword_index"] = keyword_service
+            cairn.keyword_index = keyword_service
             keyword_service.start()
         # Background embedder: loads the model in its own thread, so /health answers at once.
         embedder_service = EmbeddingService(settings, store)
-        cairn.services["embeddings"] = embedder_service
+        cairn.embeddings = embedder_service
         cairn.item_listeners.append(embedder_service.enqueue)
         embedder_service.start()
         # Scheduled decay pass and observation caps (memory lifecycle).
         decay_service = DecayService(settings, store, events)
-        cairn.services["decay"] = decay_service
+        cairn.decay = decay_service
         cairn.item_listeners.append(decay_service.on_items)
         decay_service.start()
         # The hooks' spool: replayed through this app at start and periodically.
-        from worker.spool import start_spool_replayer
-
-        start_spool_replayer(app, cairn)
+        cairn.spool = SpoolReplayer(
+            app,
+            settings=settings,
+            store=store,
+            token=tokens.current,
+            port=cairn.port,
+            state={"cairn": cairn},
+        )
+        cairn.spool.start()
         if port is not None:
             write_runtime(settings, port)
         try:
@@ -241,6 +259,7 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
             CairnError: _cairn_error,
             HTTPException: _http_error,
             RateLimitExceeded: _rate_limited,
+            ClientDisconnect: _client_gone,
             Exception: _unexpected,
         },
     )

@@ -8,9 +8,11 @@ import json
 import logging
 import os
 import secrets
+import time
 from collections.abc import Mapping
 from http.cookies import SimpleCookie
 from pathlib import Path
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -356,7 +358,7 @@ def wants_html(headers: Mapping[str, str], path: str) -> bool:
 
 
 async def _reject(send: Send, status: int, code: str, message: str) -> None:
-    body = json.dumps(error_body(status, code, message)).encode()
+    body = json.dumps(error_body(code, message)).encode()
     await send(
         {
             "type": "http.response.start",
@@ -387,3 +389,33 @@ def _login_scope(scope: Scope, path: str) -> Scope:
         "query_string": urlencode({"next": target}).encode(),
         "state": state,
     }
+
+
+class LoginLinks:
+    """One-time login nonces held in memory: single use, short expiry, gone on restart."""
+
+    def __init__(self, ttl_seconds: int) -> None:
+        self.ttl = ttl_seconds
+        self._pending: dict[str, tuple[float, str]] = {}
+
+    def create(self, next_path: str) -> tuple[str, float]:
+        self._expire()
+        nonce = secrets.token_urlsafe(32)
+        expires = time.monotonic() + self.ttl
+        self._pending[nonce] = (expires, next_path)
+        return nonce, expires
+
+    def consume(self, nonce: str) -> str | None:
+        """The page to open if `nonce` is valid (it is spent either way)."""
+        self._expire()
+        entry = self._pending.pop(nonce, None)
+        return entry[1] if entry is not None else None
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for key in [k for k, (exp, _) in self._pending.items() if exp <= now]:
+            del self._pending[key]
+
+    def status(self) -> dict[str, Any]:
+        self._expire()
+        return {"pending": len(self._pending), "ttl_seconds": self.ttl}

@@ -4,14 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from worker.auth import DashboardLogins, TokenKeeper
+from worker.auth import DashboardLogins, LoginLinks, TokenKeeper
 from worker.events import Broadcaster
+from worker.memory.scheduler import DecayService
+from worker.retrieval.keyword_service import KeywordIndexService
+from worker.retrieval.service import EmbeddingService
 from worker.settings import Settings
+from worker.spool import SpoolReplayer
 from worker.store import Store
 
 ItemListener = Callable[[str, list[int]], None]
+
+
+class Service(Protocol):
+    """A background service as /api/status lists it."""
+
+    def status(self) -> Any: ...
 
 
 @dataclass
@@ -25,8 +35,25 @@ class Cairn:
     logins: DashboardLogins
     # Listeners told about new items (kind, ids), e.g. the background embedder.
     item_listeners: list[ItemListener] = field(default_factory=list)
-    # Named background services (embedder, scheduler...) other modules attach in the lifespan.
-    services: dict[str, Any] = field(default_factory=dict)
+    # Background services, attached in the lifespan (None: not running in this app).
+    keyword_index: KeywordIndexService | None = None
+    embeddings: EmbeddingService | None = None
+    decay: DecayService | None = None
+    spool: SpoolReplayer | None = None
+    # One-time login links, made on the first request for one.
+    login_links: LoginLinks | None = None
+
+    @property
+    def services(self) -> dict[str, Service]:
+        """The running services by name, in start order (shut down in reverse)."""
+        running: dict[str, Service | None] = {
+            "keyword_index": self.keyword_index,
+            "embeddings": self.embeddings,
+            "decay": self.decay,
+            "spool": self.spool,
+            "login_links": self.login_links,
+        }
+        return {name: service for name, service in running.items() if service is not None}
 
     def after_items(self, kind: str, ids: list[int]) -> None:
         if ids:

@@ -29,12 +29,7 @@ class CairnError(Exception):
         self.line = line  # the line of a JSON-lines body (an import) the error is about
 
     def body(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.field is not None:
-            error["field"] = self.field
-        if self.line is not None:
-            error["line"] = self.line
-        return {"error": error}
+        return error_body(self.code, self.message, field=self.field, line=self.line)
 
 
 class BadRequest(CairnError):
@@ -42,24 +37,9 @@ class BadRequest(CairnError):
     code = "bad_request"
 
 
-class Unauthorized(CairnError):
-    status = 401
-    code = "unauthorized"
-
-
-class Forbidden(CairnError):
-    status = 403
-    code = "forbidden"
-
-
 class NotFound(CairnError):
     status = 404
     code = "not_found"
-
-
-class MethodNotAllowed(CairnError):
-    status = 405
-    code = "method_not_allowed"
 
 
 class Conflict(CairnError):
@@ -72,16 +52,6 @@ class PayloadTooLarge(CairnError):
     code = "payload_too_large"
 
 
-class MisdirectedRequest(CairnError):
-    status = 421
-    code = "misdirected_request"
-
-
-class TooManyRequests(CairnError):
-    status = 429
-    code = "rate_limited"
-
-
 class ServiceUnavailable(CairnError):
     status = 503
     code = "unavailable"
@@ -92,8 +62,14 @@ class InsufficientStorage(CairnError):
     code = "insufficient_storage"
 
 
-def error_body(status: int, code: str, message: str, field: str | None = None) -> dict[str, Any]:
+def error_body(
+    code: str, message: str, *, field: str | None = None, line: int | None = None
+) -> dict[str, Any]:
+    """The one JSON error shape (for errors raised as a CairnError and those answered directly:
+    the security middleware's refusals, routing's 404/405, the rate limiter's 429)."""
     error: dict[str, Any] = {"code": code, "message": message}
     if field is not None:
         error["field"] = field
+    if line is not None:
+        error["line"] = line
     return {"error": error}

@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from worker import __version__
-from worker.cli.client import ApiError, WorkerDown, request
+from worker.client import ApiError, WorkerDown, request
 from worker.fence import neutralise
 from worker.paths import data_dir
 from worker.settings import Settings, load_settings
@@ -91,8 +91,8 @@ class WorkerGateway:
         self._last_start = 0.0
 
     def _ensure_started(self) -> bool:
-        from worker.cli.lifecycle import _wait_healthy, spawn_detached
         from worker.runtime import read_runtime
+        from worker.spawn import spawn_detached, wait_healthy
 
         with self._start_lock:
             if read_runtime(self.settings) is not None:
@@ -101,7 +101,7 @@ class WorkerGateway:
                 return False  # tried moments ago: do not pile up spawns
             self._last_start = time.monotonic()
             spawn_detached(self.settings)
-            return _wait_healthy(self.settings, timeout=15) is not None
+            return wait_healthy(self.settings, timeout=15) is not None
 
     def call(
         self,
@@ -290,25 +290,19 @@ def rules_text() -> str:
         return "Cairn: long-term memory. Use search, then get_observations for details."
 
 
-def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServer[Any]:
-    server: MCPServer[Any] = MCPServer(
-        "cairn", instructions=rules_text(), version=__version__, log_level="WARNING"
-    )
-    here = project or default_project()
+class CairnTools:
+    """The MCP tools: each answers plain text for the model from one or a few worker calls.
+    `here` is the project a call without `project` is about."""
 
-    def tool(description: str) -> Callable[[ToolAnswer], ToolAnswer]:
-        register = server.tool(description=description)
-        return lambda fn: register(fenced(fn))
+    def __init__(self, gateway: WorkerGateway, here: str) -> None:
+        self.gateway = gateway
+        self.here = here
 
-    def project_scope(project_arg: str | None, all_projects: bool = False) -> str | None:
-        return None if all_projects else (project_arg or here)
+    def project_scope(self, project_arg: str | None, all_projects: bool = False) -> str | None:
+        return None if all_projects else (project_arg or self.here)
 
-    @tool(
-        description="Search Cairn's memory of earlier sessions (observations, memories, prompts, "
-        "summaries) with hybrid keyword + semantic ranking. Returns index lines; expand #ids "
-        "with get_observations."
-    )
     async def search(
+        self,
         query: Annotated[str, Field(min_length=1, max_length=2000, description="What to look for")],
         limit: Annotated[int, Field(ge=1, le=50, description="Most results")] = 10,
         kind: Annotated[SearchKind | None, Field(description="Only this item kind")] = None,
@@ -319,7 +313,7 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
         project: Annotated[str | None, Field(description="Project key (default: this one)")] = None,
         all_projects: Annotated[bool, Field(description="Search every project")] = False,
     ) -> str:
-        data = await gateway.acall(
+        data = await self.gateway.acall(
             "GET",
             "/api/search",
             query={
@@ -328,21 +322,18 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
                 "kind": kind,
                 "type": type,
                 "mode": mode,
-                "project": project_scope(project, all_projects),
+                "project": self.project_scope(project, all_projects),
             },
         )
         return format_hits(data)
 
-    @tool(
-        description="Full details (body, files, tool, session) of observations by id: the #ids in "
-        "search results, timelines and the context Cairn injected."
-    )
     async def get_observations(
+        self,
         ids: Annotated[
             list[int], Field(min_length=1, max_length=50, description="Observation ids")
         ],
     ) -> str:
-        data = await gateway.acall("GET", "/api/observations", query={"ids": ids})
+        data = await self.gateway.acall("GET", "/api/observations", query={"ids": ids})
         items = data.get("items") or []
         found = {int(o["id"]) for o in items}
         parts = [format_observation(o) for o in items]
@@ -351,11 +342,8 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
             parts.append("Not found: " + ", ".join(f"#{i}" for i in missing))
         return "\n\n".join(parts)
 
-    @tool(
-        description="What happened around one item (observations, prompts, summaries and memories "
-        "just before and after it in the same project), or the latest activity of a project."
-    )
     async def timeline(
+        self,
         anchor_id: Annotated[int | None, Field(ge=1, description="Item id to centre on")] = None,
         anchor_kind: Annotated[
             SearchKind, Field(description="Kind of the anchor item")
@@ -366,21 +354,20 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
     ) -> str:
         query: dict[str, Any] = {"before": before, "after": after}
         if anchor_id is None:
-            query.update(project=project_scope(project), before=max(before + after, 1), after=0)
+            query.update(
+                project=self.project_scope(project), before=max(before + after, 1), after=0
+            )
         else:
             query.update(anchor_id=anchor_id, anchor_kind=anchor_kind, project=project)
-        data = await gateway.acall("GET", "/api/timeline", query=query)
+        data = await self.gateway.acall("GET", "/api/timeline", query=query)
         lines = [index_line(item) for item in data.get("before") or []]
         if data.get("anchor"):
             lines.append("> " + index_line(data["anchor"]))
         lines.extend(index_line(item) for item in data.get("after") or [])
         return "\n".join(lines) if lines else "No activity recorded yet for this project."
 
-    @tool(
-        description="Save a durable memory: a decision and its reason, a lesson from a bug, a user "
-        "preference or a project fact. One self-contained statement; never secrets."
-    )
     async def save_memory(
+        self,
         content: Annotated[str, Field(min_length=1, max_length=10000, description="The memory")],
         kind: MemoryKind = "note",
         importance: Annotated[
@@ -397,16 +384,16 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
         if scope == "global":
             body["scope"] = "global"
         else:
-            body.update(scope="project", project=project_scope(project))
+            body.update(scope="project", project=self.project_scope(project))
         if importance is not None:
             body["importance"] = importance
         if tags:
             body["tags"] = tags
-        memory = await gateway.acall("POST", "/api/memories", body)
+        memory = await self.gateway.acall("POST", "/api/memories", body)
         return "Saved " + format_memory(memory)
 
-    @tool(description="Correct or refine an existing memory (only the fields given change).")
     async def update_memory(
+        self,
         id: Annotated[int, Field(ge=1, description="Memory id (memory:ID)")],
         content: Annotated[str | None, Field(min_length=1, max_length=10000)] = None,
         kind: MemoryKind | None = None,
@@ -429,41 +416,35 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
             raise ToolError(
                 "Nothing to update: give at least one of content, kind, importance, tags, pinned."
             )
-        memory = await gateway.acall("PATCH", f"/api/memories/{int(id)}", changes)
+        memory = await self.gateway.acall("PATCH", f"/api/memories/{int(id)}", changes)
         return "Updated " + format_memory(memory)
 
-    @tool(
-        description="Forget a memory or an observation: archived (hidden from search and context, "
-        "restorable) by default, deleted for good with permanent=true."
-    )
     async def forget(
+        self,
         id: Annotated[int, Field(ge=1)],
         what: Literal["memory", "observation"] = "memory",
         permanent: bool = False,
     ) -> str:
         base = f"/api/{'memories' if what == 'memory' else 'observations'}/{int(id)}"
         if permanent:
-            await gateway.acall("DELETE", base)
+            await self.gateway.acall("DELETE", base)
             return f"Deleted {what} {id} permanently."
-        await gateway.acall("POST", f"{base}/archive", {})
+        await self.gateway.acall("POST", f"{base}/archive", {})
         return (
             f"Archived {what} {id}: hidden from search and context (restorable in the dashboard)."
         )
 
-    @tool(
-        description="The context Cairn would inject now: with a query, the memories relevant to it "
-        "within a token budget (empty when nothing is relevant); without, the session-start brief."
-    )
     async def get_context(
+        self,
         query: Annotated[str | None, Field(max_length=2000)] = None,
         budget: Annotated[int | None, Field(ge=50, le=20000, description="Token budget")] = None,
         project: Annotated[str | None, Field(description="Project key (default: this one)")] = None,
     ) -> str:
-        data = await gateway.acall(
+        data = await self.gateway.acall(
             "GET",
             "/api/context",
             query={
-                "project": project_scope(project),
+                "project": self.project_scope(project),
                 "query": query,
                 "budget": budget,
             },
@@ -473,22 +454,19 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
             return "Nothing relevant in memory for this" + (" query." if query else " project yet.")
         return text
 
-    @tool(
-        description="Where the last session stopped: its checkpoint, summary, plan, last prompts and "
-        "actions. Call at the start of a task or when the user says continue."
-    )
     async def resume_session(
+        self,
         session_id: Annotated[str | None, Field(description="A specific session")] = None,
         project: Annotated[str | None, Field(description="Project key (default: this one)")] = None,
     ) -> str:
         if session_id:
             return format_session(
-                await gateway.acall(
+                await self.gateway.acall(
                     "GET", f"/api/sessions/{urllib.parse.quote(session_id, safe='')}"
                 )
             )
-        listing = await gateway.acall(
-            "GET", "/api/sessions", query={"project": project_scope(project), "limit": 10}
+        listing = await self.gateway.acall(
+            "GET", "/api/sessions", query={"project": self.project_scope(project), "limit": 10}
         )
         sessions = listing.get("items") or []
         if not sessions:
@@ -496,24 +474,21 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
         fallback: dict[str, Any] | None = None
         for item in sessions:
             sid = urllib.parse.quote(str(item["id"]), safe="")
-            detail = await gateway.acall("GET", f"/api/sessions/{sid}")
+            detail = await self.gateway.acall("GET", f"/api/sessions/{sid}")
             if detail.get("checkpoint") or detail.get("summary"):
                 return format_session(detail)
             if fallback is None and (detail.get("prompts") or detail.get("observations")):
                 fallback = detail
         return format_session(fallback or sessions[0])
 
-    @tool(
-        description="A progress report over recent sessions of this project (what was done, "
-        "decisions, open threads)."
-    )
     async def report(
+        self,
         days: Annotated[int, Field(ge=1, le=365)] = 7,
         project: Annotated[str | None, Field(description="Project key (default: this one)")] = None,
     ) -> str:
-        key = project_scope(project)
+        key = self.project_scope(project)
         try:
-            data = await gateway.acall(
+            data = await self.gateway.acall(
                 "GET", "/api/report", query={"project": key, "since": f"{days}d", "format": "json"}
             )
         except ToolError as exc:
@@ -523,6 +498,61 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
         text = data.get("markdown") if isinstance(data, Mapping) else None
         return str(text or "Nothing happened in this period.")
 
+
+# Every tool the server offers: the CairnTools method and the description the model reads.
+TOOLS: tuple[tuple[str, str], ...] = (
+    (
+        "search",
+        "Search Cairn's memory of earlier sessions (observations, memories, prompts, "
+        "summaries) with hybrid keyword + semantic ranking. Returns index lines; expand #ids "
+        "with get_observations.",
+    ),
+    (
+        "get_observations",
+        "Full details (body, files, tool, session) of observations by id: the #ids in "
+        "search results, timelines and the context Cairn injected.",
+    ),
+    (
+        "timeline",
+        "What happened around one item (observations, prompts, summaries and memories "
+        "just before and after it in the same project), or the latest activity of a project.",
+    ),
+    (
+        "save_memory",
+        "Save a durable memory: a decision and its reason, a lesson from a bug, a user "
+        "preference or a project fact. One self-contained statement; never secrets.",
+    ),
+    ("update_memory", "Correct or refine an existing memory (only the fields given change)."),
+    (
+        "forget",
+        "Forget a memory or an observation: archived (hidden from search and context, "
+        "restorable) by default, deleted for good with permanent=true.",
+    ),
+    (
+        "get_context",
+        "The context Cairn would inject now: with a query, the memories relevant to it "
+        "within a token budget (empty when nothing is relevant); without, the session-start brief.",
+    ),
+    (
+        "resume_session",
+        "Where the last session stopped: its checkpoint, summary, plan, last prompts and "
+        "actions. Call at the start of a task or when the user says continue.",
+    ),
+    (
+        "report",
+        "A progress report over recent sessions of this project (what was done, "
+        "decisions, open threads).",
+    ),
+)
+
+
+def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServer[Any]:
+    server: MCPServer[Any] = MCPServer(
+        "cairn", instructions=rules_text(), version=__version__, log_level="WARNING"
+    )
+    tools = CairnTools(gateway, project or default_project())
+    for name, description in TOOLS:
+        server.tool(description=description)(fenced(getattr(tools, name)))
     return server
 
 

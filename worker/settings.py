@@ -67,6 +67,7 @@ class Settings:
     # HTTP connections: request headers must arrive within this many seconds of connecting
     # (slowloris); open connections capped (0 = the descriptor limit less the reserve)
     header_timeout_seconds: float = 10.0
+    body_timeout_seconds: float = 30.0
     max_connections: int = 0
     connection_fd_reserve: int = 128
     # SSE

@@ -19,6 +19,7 @@ import os
 import re
 import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,12 +27,10 @@ from typing import TYPE_CHECKING, Any
 from worker.clock import now_ms, to_iso
 from worker.home import private_temp
 from worker.settings import Settings
-from worker.store import kv
+from worker.store import Store, kv
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
-
-    from worker.context import Cairn
 
 log = logging.getLogger(__name__)
 
@@ -191,10 +190,25 @@ def backlog(settings: Settings) -> dict[str, Any]:
 class SpoolReplayer:
     """Background service: replays the spool at start and every `spool_replay_seconds`."""
 
-    def __init__(self, app: ASGIApp, cairn: Cairn) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        settings: Settings,
+        store: Store,
+        token: Callable[[], str],
+        port: int,
+        state: dict[str, Any],
+    ) -> None:
+        """`token` gives the current API token; `state` is the app's lifespan state, which a
+        request sent in-process carries as a server would."""
         self.app = app
-        self.cairn = cairn
-        self.folder = cairn.settings.spool_dir
+        self.settings = settings
+        self.store = store
+        self.token = token
+        self.port = port
+        self.state = state
+        self.folder = settings.spool_dir
         self.totals = ReplayResult()
         self.runs = 0
         self.last_run_ms: int | None = None
@@ -210,7 +224,7 @@ class SpoolReplayer:
     def _load_totals(self) -> None:
         """The counters survive restarts (kv TOTALS_KEY): a worker killed after a replay must
         not make `cairn status` say nothing was ever replayed."""
-        saved = self.cairn.store.read_sync(lambda c: kv.get_json(c, TOTALS_KEY))
+        saved = self.store.read_sync(lambda c: kv.get_json(c, TOTALS_KEY))
         if not isinstance(saved, dict):
             return
         for name in COUNTERS:
@@ -230,7 +244,7 @@ class SpoolReplayer:
 
     def status(self) -> dict[str, Any]:
         """Flat counters (shown by `cairn status` and /api/status under services.spool)."""
-        waiting = backlog(self.cairn.settings)
+        waiting = backlog(self.settings)
         return {
             "runs": self.runs,
             "last_run_at": to_iso(self.last_run_ms),
@@ -242,7 +256,7 @@ class SpoolReplayer:
         }
 
     async def _loop(self) -> None:
-        period = max(0.05, self.cairn.settings.spool_replay_seconds)
+        period = max(0.05, self.settings.spool_replay_seconds)
         while True:
             try:
                 await self.replay()
@@ -277,14 +291,14 @@ class SpoolReplayer:
                 log.info("spool replay: %s", result.as_dict())
                 saved = {name: getattr(self.totals, name) for name in COUNTERS}
                 saved.update(runs=self.runs, last_run_ms=self.last_run_ms)
-                await self.cairn.store.write(lambda c: kv.put_json(c, TOTALS_KEY, saved))
+                await self.store.write(lambda c: kv.put_json(c, TOTALS_KEY, saved))
             return result
 
     async def _replay_file(self, path: Path, result: ReplayResult) -> bool:
         lines, corrupt = await asyncio.to_thread(read_lines, path)
         result.corrupt += corrupt
         i = 0
-        max_batch = self.cairn.settings.max_batch
+        max_batch = self.settings.max_batch
         while i < len(lines):
             group = [lines[i]]
             if lines[i].method == "POST" and lines[i].path == BATCH_PATH:
@@ -346,19 +360,19 @@ class SpoolReplayer:
 
     async def dispatch(self, method: str, target: str, body: Any) -> tuple[int, Any]:
         """One request through the full application (middleware, auth, validation) in-process."""
-        from worker.api.inprocess import call_app  # (starlette: not for `cairn doctor`)
+        from worker.inprocess import call_app  # (starlette: not for `cairn doctor`)
 
         path, _, query = target.partition("?")
-        port = self.cairn.port
+        port = self.port
         status, data = await call_app(
             self.app,
             method,
             urllib.parse.unquote(path),
             query=query,
             body=body,
-            token=self.cairn.tokens.current(),
+            token=self.token(),
             host=f"127.0.0.1:{port}",
-            state={"cairn": self.cairn},
+            state=self.state,
             client=("cairn-spool", 0),
             server=("127.0.0.1", port),
             extra_headers=[(b"user-agent", b"cairn-spool-replay")],
@@ -372,11 +386,3 @@ class SpoolReplayer:
     def wake(self) -> None:
         """Ask for a round now (e.g. after a hook reports it spooled)."""
         self._wake.set()
-
-
-def start_spool_replayer(app: ASGIApp, cairn: Cairn) -> SpoolReplayer:
-    """Create and start the replayer as the `spool` service (called in the app lifespan)."""
-    replayer = SpoolReplayer(app, cairn)
-    cairn.services["spool"] = replayer
-    replayer.start()
-    return replayer

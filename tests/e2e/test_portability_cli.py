@@ -9,7 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.e2e.worker_process import WorkerProcess
+
+pytestmark = pytest.mark.e2e
 
 ROOT = "/home/dev/orders"
 

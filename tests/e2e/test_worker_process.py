@@ -1,7 +1,11 @@
 import json
 import signal
 
+import pytest
+
 from tests.e2e.worker_process import WorkerProcess
+
+pytestmark = pytest.mark.e2e
 
 
 def test_real_worker_survives_sigkill_with_acknowledged_writes(worker: WorkerProcess) -> None:

@@ -49,7 +49,7 @@ async def run_decay(call: Call) -> Any:
     result = await call.cairn.store.write(write)
     result["ran_at"] = to_iso(now_ms())
     if not dry_run:
-        service = call.cairn.services.get("decay")
+        service = call.cairn.decay
         if service is not None:
             service.record(result)
             service.announce(result)
@@ -58,7 +58,7 @@ async def run_decay(call: Call) -> Any:
 
 async def decay_status(call: Call) -> Any:
     policy = policy_for(call.cairn.settings)
-    service = call.cairn.services.get("decay")
+    service = call.cairn.decay
     return {
         "policy": {
             "clock": "active_days",

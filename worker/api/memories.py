@@ -190,10 +190,10 @@ async def similar_memories(call: Call, item: dict[str, Any]) -> dict[int, float]
     too few words with the old memory for the lexical check. Empty when embeddings are off.
     """
     s = call.cairn.settings
-    service = call.cairn.services.get("embeddings")
+    service = call.cairn.embeddings
     if not wants_supersession(item, s):
         return {}
-    if service is None or not getattr(service, "ready", False):
+    if service is None or not service.ready:
         return {}
     vector = await anyio.to_thread.run_sync(service.embed_query, item["content"])
     if vector is None:
@@ -390,11 +390,10 @@ async def patch_memory(call: Call) -> Any:
 
 def forget_vectors(call: Call, kind: str, ids: list[int]) -> None:
     """Drop items from the embedding service's in-memory vector index (the rows are gone)."""
-    index = getattr(call.cairn.services.get("embeddings"), "index", None)
-    drop = getattr(index, "drop", None)
-    if drop is not None:
+    index = call.cairn.embeddings.index if call.cairn.embeddings is not None else None
+    if index is not None:
         for item_id in ids:
-            drop((kind, item_id))
+            index.drop((kind, item_id))
 
 
 async def delete_memory(call: Call) -> Any:

@@ -24,8 +24,7 @@ SNIPPET_CHARS = 240
 
 
 def embedding_service(cairn: Cairn) -> EmbeddingService | None:
-    service = cairn.services.get("embeddings")
-    return service if isinstance(service, EmbeddingService) else None
+    return cairn.embeddings
 
 
 def csv_values(raw: str | None, allowed: tuple[str, ...], name: str) -> list[str] | None:

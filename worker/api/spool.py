@@ -13,8 +13,7 @@ TAG = "spool"
 
 
 def _replayer(call: Call) -> SpoolReplayer | None:
-    service = call.cairn.services.get("spool")
-    return service if isinstance(service, SpoolReplayer) else None
+    return call.cairn.spool
 
 
 async def spool_status(call: Call) -> Any:

@@ -44,10 +44,7 @@ async def status(call: Call) -> Any:
         "recovered_from": str(recovered) if recovered else None,
         "corrupt_databases": [str(p) for p in moved],
         "sse_clients": cairn.events.client_count,
-        "services": {
-            name: getattr(service, "status", lambda: {})()
-            for name, service in cairn.services.items()
-        },
+        "services": {name: service.status() for name, service in cairn.services.items()},
     }
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from worker.cli import lifecycle
-from worker.cli.client import ApiError, WorkerDown, request
+from worker.client import ApiError, WorkerDown, request
 from worker.settings import Settings, load_settings
+from worker.spawn import spawn_detached, wait_healthy
 
 PAGES = ("feed", "search", "sessions", "memories", "context", "stats", "settings")
 
@@ -20,8 +20,8 @@ def _ensure_worker(settings: Settings, wait: float) -> bool:
     except (WorkerDown, ApiError):
         pass
     print("cairn: the worker is not running; starting it…", file=sys.stderr)
-    lifecycle.spawn_detached(settings)
-    return lifecycle._wait_healthy(settings, wait) is not None
+    spawn_detached(settings)
+    return wait_healthy(settings, wait) is not None
 
 
 def cmd_open(args: argparse.Namespace) -> int:

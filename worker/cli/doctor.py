@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from worker.cli.client import ApiError, WorkerDown, request
 from worker.cli.lifecycle import human_bytes
+from worker.client import ApiError, WorkerDown, request
 from worker.installer.claude_settings import (
     EVENTS,
     is_portable,

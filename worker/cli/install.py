@@ -218,15 +218,15 @@ def _print_applied(done: list[installer.Applied]) -> None:
 
 
 def _start_worker(settings: Settings) -> int:
-    from worker.cli.lifecycle import _wait_healthy, spawn_detached
     from worker.runtime import read_runtime
+    from worker.spawn import spawn_detached, wait_healthy
 
     info = read_runtime(settings)
     if info is not None:
         print(f"worker already running: pid {info['pid']}, http://127.0.0.1:{info['port']}")
         return 0
     proc = spawn_detached(settings)
-    info = _wait_healthy(settings, timeout=20)
+    info = wait_healthy(settings, timeout=20)
     if info is None:
         code = proc.poll()
         print(

@@ -6,57 +6,19 @@ import argparse
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from typing import Any
 
-from worker.cli.client import ApiError, WorkerDown, request
-from worker.home import ensure_home, private_opener
-from worker.launch import child_env, module_argv
+from worker.client import ApiError, WorkerDown, request
 from worker.paths import cairn_command
 from worker.runtime import AlreadyRunning, pid_alive, read_runtime
 from worker.settings import Settings, load_settings
+from worker.spawn import spawn_detached, wait_healthy
 
 
 def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(port=getattr(args, "port", None))
-
-
-def _wait_healthy(
-    settings: Settings, timeout: float, not_pid: int | None = None
-) -> dict[str, Any] | None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        info = read_runtime(settings)
-        if info is not None and info.get("pid") != not_pid:
-            try:
-                request(settings, "GET", "/health", timeout=1)
-                return info
-            except (WorkerDown, ApiError):
-                pass
-        time.sleep(0.05)
-    return None
-
-
-def spawn_detached(settings: Settings, port: int | None = None) -> subprocess.Popen[bytes]:
-    """Start `cairn start --foreground` detached from this terminal, logging to worker.log
-    (Cairn's own code, even where the current directory has a `worker/` package)."""
-    ensure_home(settings.home, settings.logs_dir)
-    cmd = module_argv("worker", "start", "--foreground", "--log-file", "--quiet")
-    if port is not None:
-        cmd += ["--port", str(port)]
-    env = child_env(CAIRN_HOME=str(settings.home))
-    with open(settings.logs_dir / "worker.stderr.log", "ab", opener=private_opener) as err:
-        return subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            start_new_session=True,
-            env=env,
-            close_fds=True,
-        )
 
 
 def cmd_start(args: argparse.Namespace) -> int:
@@ -74,7 +36,7 @@ def cmd_start(args: argparse.Namespace) -> int:
         _report_running(info)
         return 0
     proc = spawn_detached(settings, args.port)
-    info = _wait_healthy(settings, timeout=args.wait)
+    info = wait_healthy(settings, timeout=args.wait)
     if info is None:
         code = proc.poll()
         print(

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from worker.cli.client import ApiError, WorkerDown, request
+from worker.client import ApiError, WorkerDown, request
 from worker.settings import load_settings
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from worker import __version__
-from worker.cli.client import ApiError, WorkerDown, request
+from worker.client import ApiError, WorkerDown, request
 from worker.errors import CairnError
 from worker.home import private_temp
 from worker.settings import Settings, load_settings

@@ -9,7 +9,7 @@ import time
 import urllib.parse
 from typing import Any, TextIO
 
-from worker.cli.client import ApiError, WorkerDown, request
+from worker.client import ApiError, WorkerDown, request
 from worker.settings import load_settings
 
 

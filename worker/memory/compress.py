@@ -24,12 +24,12 @@ import numpy.typing as npt
 from worker.clock import now_ms
 from worker.memory.relations import features, supersedes
 from worker.memory.tags import content_words, normalise_tags
-from worker.retrieval.embedder import from_blob
 from worker.settings import Settings
 from worker.store import lifecycle, memories
 from worker.store import relations as relations_store
 from worker.store.memories import KIND_RANK
 from worker.store.rows import dump_json, load_json, normalised_hash
+from worker.store.vectors import from_blob
 
 Pair = tuple[int, int, float]
 BLOCK_ROWS = 1024

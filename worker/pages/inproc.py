@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.routing import Match
 
-from worker.api.inprocess import call_app
+from worker.inprocess import call_app
 
 
 @dataclass

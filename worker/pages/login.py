@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import secrets
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -12,8 +10,9 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from worker.api.endpoint import Call, Endpoint, with_status
-from worker.auth import COOKIE_NAME, from_another_site, session_cookie
+from worker.auth import COOKIE_NAME, LoginLinks, from_another_site, session_cookie
 from worker.clock import now_ms, to_iso
+from worker.context import Cairn
 from worker.pages.forms import read_form, safe_next
 from worker.pages.render import render
 from worker.settings import Settings
@@ -22,42 +21,10 @@ TAG = "auth"
 PageHandler = Callable[[Request], Awaitable[Response]]
 
 
-class LoginLinks:
-    """One-time login nonces held in memory: single use, short expiry, gone on restart."""
-
-    def __init__(self, ttl_seconds: int) -> None:
-        self.ttl = ttl_seconds
-        self._pending: dict[str, tuple[float, str]] = {}
-
-    def create(self, next_path: str) -> tuple[str, float]:
-        self._expire()
-        nonce = secrets.token_urlsafe(32)
-        expires = time.monotonic() + self.ttl
-        self._pending[nonce] = (expires, next_path)
-        return nonce, expires
-
-    def consume(self, nonce: str) -> str | None:
-        """The page to open if `nonce` is valid (it is spent either way)."""
-        self._expire()
-        entry = self._pending.pop(nonce, None)
-        return entry[1] if entry is not None else None
-
-    def _expire(self) -> None:
-        now = time.monotonic()
-        for key in [k for k, (exp, _) in self._pending.items() if exp <= now]:
-            del self._pending[key]
-
-    def status(self) -> dict[str, Any]:
-        self._expire()
-        return {"pending": len(self._pending), "ttl_seconds": self.ttl}
-
-
-def links(cairn: Any) -> LoginLinks:
-    service = cairn.services.get("login_links")
-    if not isinstance(service, LoginLinks):
-        service = LoginLinks(cairn.settings.login_link_seconds)
-        cairn.services["login_links"] = service
-    return service
+def links(cairn: Cairn) -> LoginLinks:
+    if cairn.login_links is None:
+        cairn.login_links = LoginLinks(cairn.settings.login_link_seconds)
+    return cairn.login_links
 
 
 def with_session_cookie(response: Response, cairn: Any) -> Response:

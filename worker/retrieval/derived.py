@@ -14,11 +14,11 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 from worker.launch import child_env, module_argv
-from worker.retrieval.embedder import link_file
 
 log = logging.getLogger("cairn.embeddings")
 
@@ -82,3 +82,16 @@ def derived_model(
         if name not in ("model.onnx", STAMP):
             link_file((source / name).resolve(), folder / name)
     return folder
+
+
+def link_file(source: Path, target: Path) -> None:
+    """Make `target` point at `source`: a symlink (replacing a stale one), or a copy where
+    symlinks are not allowed."""
+    if target.is_symlink() and target.resolve() == source.resolve():
+        return
+    if target.exists() or target.is_symlink():
+        target.unlink()
+    try:
+        target.symlink_to(source)
+    except OSError:
+        shutil.copyfile(source, target)

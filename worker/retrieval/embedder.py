@@ -7,7 +7,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -15,6 +14,8 @@ from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+from worker.retrieval.derived import link_file
 
 Vectors = npt.NDArray[np.float32]
 
@@ -50,15 +51,6 @@ class FakeEmbedder:
             if norm > 0:
                 out[row] /= norm
         return out
-
-
-def to_blob(vector: npt.NDArray[np.float32]) -> bytes:
-    """Little-endian float32 bytes, as stored in the embeddings table."""
-    return np.asarray(vector, dtype="<f4").tobytes()
-
-
-def from_blob(blob: bytes) -> npt.NDArray[np.float32]:
-    return np.frombuffer(blob, dtype="<f4").astype(np.float32)
 
 
 class EmbedderUnavailable(Exception):
@@ -103,19 +95,6 @@ def prepare_default_model(models_dir: Path) -> Path:
             raise EmbedderUnavailable(f"model file missing from its package: {source}")
         link_file(source, folder / name)
     return folder
-
-
-def link_file(source: Path, target: Path) -> None:
-    """Make `target` point at `source`: a symlink (replacing a stale one), or a copy where
-    symlinks are not allowed."""
-    if target.is_symlink() and target.resolve() == source.resolve():
-        return
-    if target.exists() or target.is_symlink():
-        target.unlink()
-    try:
-        target.symlink_to(source)
-    except OSError:
-        shutil.copyfile(source, target)
 
 
 class FastEmbedder:

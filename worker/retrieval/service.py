@@ -22,18 +22,13 @@ import numpy.typing as npt
 
 from worker.heap import release_freed_memory
 from worker.priority import lower_this_thread
-from worker.retrieval.embedder import (
-    Embedder,
-    EmbedderUnavailable,
-    from_blob,
-    load_embedder,
-    to_blob,
-)
+from worker.retrieval.embedder import Embedder, EmbedderUnavailable, load_embedder
 from worker.retrieval.vectors import Ref, VectorIndex
 from worker.settings import Settings
 from worker.store import Store
 from worker.store import search as search_q
 from worker.store import vectors as vector_q
+from worker.store.vectors import from_blob, to_blob
 
 log = logging.getLogger(__name__)
 

@@ -55,15 +55,6 @@ def of_session(conn: sqlite3.Connection, session_id: str, limit: int) -> list[di
     return [to_dict(r) for r in rows]
 
 
-def latest_for_project(conn: sqlite3.Connection, project_id: int) -> dict[str, Any] | None:
-    row = conn.execute(
-        f"SELECT {COLUMNS} {FROM} WHERE c.project_id = ? ORDER BY c.created_at DESC, c.id DESC "
-        "LIMIT 1",
-        (project_id,),
-    ).fetchone()
-    return to_dict(row) if row is not None else None
-
-
 def insert(
     conn: sqlite3.Connection,
     session_id: str,

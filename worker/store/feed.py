@@ -189,14 +189,6 @@ def embedding_coverage(conn: sqlite3.Connection) -> dict[str, Any]:
     return out
 
 
-def memory_importance(conn: sqlite3.Connection) -> list[tuple[int, int]]:
-    rows = conn.execute(
-        "SELECT importance, COUNT(*) FROM memories WHERE archived_at IS NULL "
-        "GROUP BY importance ORDER BY importance"
-    ).fetchall()
-    return [(int(r[0]), int(r[1])) for r in rows]
-
-
 def retention_inputs(
     conn: sqlite3.Connection, table: str, sample: int
 ) -> list[tuple[int, int, int, str | None, int, int | None]]:

@@ -326,17 +326,6 @@ def text_candidates(
     return [rows[i] for i in best if i in rows]
 
 
-def global_preferences(conn: sqlite3.Connection, limit: int = 20) -> list[dict[str, Any]]:
-    """Live global-scope preferences (injected in every project), most important first."""
-    rows = conn.execute(
-        f"SELECT {COLUMNS} {FROM} WHERE m.project_id IS NULL AND m.kind = 'preference' "
-        "AND m.archived_at IS NULL AND m.superseded_by IS NULL "
-        "ORDER BY m.pinned DESC, m.importance DESC, m.updated_at DESC LIMIT ?",
-        (limit,),
-    ).fetchall()
-    return [to_dict(r) for r in rows]
-
-
 def count_access(conn: sqlite3.Connection, ids: list[int]) -> None:
     """A person or tool opened these memories (not a retrieval)."""
     if ids:

@@ -129,20 +129,3 @@ def upsert(
     summary = get(conn, session_id)
     assert summary is not None
     return summary, not existed
-
-
-def recent_for_project(
-    conn: sqlite3.Connection,
-    project_id: int,
-    *,
-    since: int | None = None,
-    until: int | None = None,
-    limit: int = 50,
-) -> list[dict[str, Any]]:
-    """Summaries of a project's sessions, newest first (optionally updated in a window)."""
-    rows = conn.execute(
-        f"SELECT {COLUMNS} {FROM} WHERE su.project_id = ? AND su.updated_at >= ? "
-        "AND su.updated_at < ? ORDER BY su.updated_at DESC, su.id DESC LIMIT ?",
-        (project_id, since or 0, until or 2**62, limit),
-    ).fetchall()
-    return [to_dict(r) for r in rows]

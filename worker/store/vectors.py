@@ -5,10 +5,22 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 
+import numpy as np
+import numpy.typing as npt
+
 from worker.clock import now_ms
 from worker.store.m002_retrieval import SOURCES
 
 Ref = tuple[str, int]
+
+
+def to_blob(vector: npt.NDArray[np.float32]) -> bytes:
+    """Little-endian float32 bytes, as stored in the embeddings table."""
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def from_blob(blob: bytes) -> npt.NDArray[np.float32]:
+    return np.frombuffer(blob, dtype="<f4").astype(np.float32)
 
 
 def iter_vectors(

@@ -1,4 +1,5 @@
-"""A tiny HTTP client for CLI commands: finds the worker through worker.json and the token file."""
+"""A tiny HTTP client to the local worker (for the CLI commands and the MCP server): finds it
+through worker.json and the token file."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 no 5xx, and every response matches the documented status codes, content type and schema.
 
 CI runs CAIRN_FUZZ_EXAMPLES (default 15) examples per operation, derandomized; raise it to dig
-deeper (e.g. CAIRN_FUZZ_EXAMPLES=300 .venv/bin/python -m pytest tests/test_fuzz_api.py).
+deeper (e.g. CAIRN_FUZZ_EXAMPLES=300 .venv/bin/python -m pytest tests/e2e/test_fuzz_api.py).
 """
 
 from __future__ import annotations
