@@ -41,8 +41,8 @@ from bench.search import synthetic_observation  # noqa: E402
 
 
 async def _app_singles(home: Path, total: int, clients: int) -> dict[str, Any]:
-    from worker.api.inprocess import call_app
     from worker.app import create_app
+    from worker.inprocess import call_app
     from worker.settings import load_settings
 
     settings = load_settings()
