@@ -33,7 +33,7 @@ from worker.api import timeline as timeline_api
 from worker.api.endpoint import Endpoint, make_route
 from worker.auth import DashboardLogins, SecurityMiddleware, TokenKeeper, wants_html
 from worker.clock import now_ms
-from worker.context import Cairn
+from worker.container import Cairn
 from worker.errors import CairnError, error_body
 from worker.events import Broadcaster
 from worker.home import ensure_home

@@ -16,7 +16,7 @@ from worker.api.schema import INT64_MAX, Schema, coerce_query, validate
 from worker.errors import BadRequest, NotFound
 
 if TYPE_CHECKING:
-    from worker.context import Cairn
+    from worker.container import Cairn
 
 RateGroup = Literal["read", "write", "login"]
 

@@ -9,7 +9,7 @@ from worker.api.common import project_field
 from worker.api.endpoint import Call, Endpoint
 from worker.api.schema import Schema
 from worker.clock import to_iso
-from worker.context import Cairn
+from worker.container import Cairn
 from worker.errors import BadRequest
 from worker.retrieval import ranking
 from worker.retrieval.ranking import Candidate

@@ -12,7 +12,7 @@ from starlette.routing import BaseRoute, Route
 from worker.api.endpoint import Call, Endpoint, with_status
 from worker.auth import COOKIE_NAME, LoginLinks, from_another_site, session_cookie
 from worker.clock import now_ms, to_iso
-from worker.context import Cairn
+from worker.container import Cairn
 from worker.pages.forms import read_form, safe_next
 from worker.pages.render import render
 from worker.settings import Settings

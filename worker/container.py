@@ -1,13 +1,14 @@
-"""Cairn: the one object holding the worker's dependencies, created in the app lifespan."""
+"""Cairn: the one object holding the worker's dependencies, created in the app lifespan.
+
+(The dependency container; "context" elsewhere means the text injected into a session.)"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from worker.auth import DashboardLogins, LoginLinks, TokenKeeper
-from worker.events import Broadcaster
 from worker.memory.scheduler import DecayService
 from worker.retrieval.keyword_service import KeywordIndexService
 from worker.retrieval.service import EmbeddingService
@@ -16,6 +17,19 @@ from worker.spool import SpoolReplayer
 from worker.store import Store
 
 ItemListener = Callable[[str, list[int]], None]
+
+
+class Events(Protocol):
+    """What the worker needs of the SSE broadcaster (worker.events.Broadcaster)."""
+
+    @property
+    def client_count(self) -> int: ...
+
+    def publish(self, event: str, data: dict[str, Any]) -> Any: ...
+
+    def subscribe(self) -> Any: ...
+
+    def stream(self, queue: Any, last_event_id: str | None) -> AsyncIterator[dict[str, str]]: ...
 
 
 class Service(Protocol):
@@ -29,7 +43,7 @@ class Cairn:
     settings: Settings
     store: Store
     tokens: TokenKeeper
-    events: Broadcaster
+    events: Events
     started_at_ms: int
     port: int
     logins: DashboardLogins
