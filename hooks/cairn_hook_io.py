@@ -162,7 +162,7 @@ def log(home: str, message: str) -> None:
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/")
 
 
-# The worker's rule for a new session id (worker/api/common.py, SESSION_ID_PATTERN): it must
+# The worker's rule for a new session id (worker/ops/fields.py, SESSION_ID_PATTERN): it must
 # round-trip through /api/sessions/{id}/<one of these>.
 SESSION_SUBROUTES = ("checkpoint", "checkpoints", "end", "plan", "summarize", "summary")
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.api.schema import coerce_query, validate
 from worker.errors import BadRequest
+from worker.schema import coerce_query, validate
 
 ITEM = {
     "type": "object",

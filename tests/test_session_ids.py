@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from tests.hook_modules import hook_io
-from worker.api.common import SESSION_ID_PATTERN, SESSION_SUBROUTES
 from worker.app import all_endpoints
+from worker.ops.fields import SESSION_ID_PATTERN, SESSION_SUBROUTES
 from worker.settings import Settings
 
 P = "/p/app"

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.api.common import SESSION_ID, project_field
 from worker.api.endpoint import Call, Endpoint
-from worker.api.schema import Schema
 from worker.api.search import embedding_service
+from worker.ops.fields import SESSION_ID, project_field
 from worker.retrieval.context_builder import ContextRequest, build_context
+from worker.schema import Schema
 from worker.settings import Settings
 
 TAG = "context"

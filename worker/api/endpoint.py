@@ -12,8 +12,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from worker.api.schema import INT64_MAX, Schema, coerce_query, validate
 from worker.errors import BadRequest, NotFound
+from worker.schema import INT64_MAX, Schema, coerce_params, validate
 
 if TYPE_CHECKING:
     from worker.container import Cairn
@@ -111,13 +111,7 @@ def make_route(ep: Endpoint, wrap: Callable[[Endpoint, Callable[..., Any]], Any]
     """Build the Starlette route for `ep`; `wrap` applies the app's rate limiter."""
 
     async def endpoint(request: Request) -> Response:
-        query: dict[str, Any] = {}
-        params = request.query_params
-        for name, schema in ep.query.items():
-            if name in params:
-                query[name] = coerce_query(schema, params[name], name)
-            elif name in ep.required_query:
-                raise BadRequest(f"query parameter '{name}' is required", field=name)
+        query = coerce_params(ep.query, request.query_params, ep.required_query)
         body: Any = None
         if ep.body is not None:
             raw_present = int(request.headers.get("content-length") or 0) > 0 or ep.body_required

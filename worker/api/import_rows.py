@@ -18,10 +18,10 @@ from functools import lru_cache
 from typing import Any
 
 from worker.api import memories, observations, sessions, summaries
-from worker.api.common import meta_field
-from worker.api.schema import Schema, validate
 from worker.errors import BadRequest
 from worker.memory.relations import RELATION_KINDS
+from worker.ops.fields import meta_field
+from worker.schema import Schema, validate
 from worker.settings import Settings
 from worker.store.portability import RowCheck, TableInfo
 

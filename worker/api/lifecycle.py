@@ -5,13 +5,13 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from worker.api.common import project_field
 from worker.api.endpoint import Call, Endpoint
 from worker.api.memories import forget_vectors, policy_for
-from worker.api.schema import Schema
 from worker.clock import now_ms, to_iso
 from worker.errors import BadRequest, NotFound
 from worker.memory import compress, decay
+from worker.ops.fields import project_field
+from worker.schema import Schema
 from worker.settings import Settings
 from worker.store import lifecycle, projects
 from worker.store import memories as memories_store

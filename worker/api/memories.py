@@ -8,7 +8,16 @@ from typing import Any
 
 import anyio.to_thread
 
-from worker.api.common import (
+from worker.api.endpoint import Call, Endpoint, with_status
+from worker.clock import now_ms, parse_iso
+from worker.errors import BadRequest, Conflict, NotFound
+from worker.memory import importance as importance_mod
+from worker.memory.decay import ActivityClock, DecayPolicy, memory_retention
+from worker.memory.kind import infer_kind
+from worker.memory.merge import save, wants_supersession
+from worker.memory.relations import RELATION_KINDS, chain
+from worker.memory.tags import normalise_tags, pick_tags
+from worker.ops.fields import (
     DATETIME,
     EVENT_ID,
     NEW_SESSION_ID,
@@ -21,16 +30,7 @@ from worker.api.common import (
     text_field,
     time_ms,
 )
-from worker.api.endpoint import Call, Endpoint, with_status
-from worker.api.schema import Schema
-from worker.clock import now_ms, parse_iso
-from worker.errors import BadRequest, Conflict, NotFound
-from worker.memory import importance as importance_mod
-from worker.memory.decay import ActivityClock, DecayPolicy, memory_retention
-from worker.memory.kind import infer_kind
-from worker.memory.merge import save, wants_supersession
-from worker.memory.relations import RELATION_KINDS, chain
-from worker.memory.tags import normalise_tags, pick_tags
+from worker.schema import Schema
 from worker.settings import Settings
 from worker.store import memories as q
 from worker.store import projects

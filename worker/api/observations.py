@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.api.common import (
+from worker.api.endpoint import Call, Endpoint, with_status
+from worker.errors import BadRequest, NotFound
+from worker.ops.fields import (
     DATETIME,
     EVENT_ID,
     NEW_SESSION_ID,
@@ -17,9 +19,7 @@ from worker.api.common import (
     text_field,
     time_ms,
 )
-from worker.api.endpoint import Call, Endpoint, with_status
-from worker.api.schema import Schema, check_required, validate
-from worker.errors import BadRequest, NotFound
+from worker.schema import Schema, check_required, validate
 from worker.settings import Settings
 from worker.store import observations as q
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from worker.api.common import project_field
 from worker.api.endpoint import Call, Endpoint
 from worker.errors import NotFound
 from worker.memory.profile import refresh_profile, render_profile
+from worker.ops.fields import project_field
 from worker.settings import Settings
 from worker.store import projects
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.api.common import project_field
 from worker.api.endpoint import Call, Endpoint
-from worker.api.schema import Schema
 from worker.clock import to_iso
 from worker.container import Cairn
 from worker.errors import BadRequest
+from worker.ops.fields import project_field
 from worker.retrieval import ranking
 from worker.retrieval.ranking import Candidate
 from worker.retrieval.search import MODES, SearchOutcome, SearchRequest, search
 from worker.retrieval.service import EmbeddingService
+from worker.schema import Schema
 from worker.settings import Settings
 from worker.store.observations import TYPES
 from worker.store.search import KINDS

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.api.common import (
+from worker.api.endpoint import Call, Endpoint, with_status
+from worker.errors import BadRequest, NotFound
+from worker.ops.fields import (
     DATETIME,
     EVENT_ID,
     NEW_SESSION_ID,
@@ -14,8 +16,6 @@ from worker.api.common import (
     text_field,
     time_ms,
 )
-from worker.api.endpoint import Call, Endpoint, with_status
-from worker.errors import BadRequest, NotFound
 from worker.settings import Settings
 from worker.store import observations, projects, received, sessions
 
@@ -216,7 +216,7 @@ async def create_prompt(call: Call) -> Any:
 
 
 def endpoints(s: Settings) -> list[Endpoint]:
-    from worker.api.common import page_query
+    from worker.ops.fields import page_query
 
     return [
         Endpoint(

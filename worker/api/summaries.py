@@ -7,16 +7,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from worker.api.common import (
-    DATETIME,
-    EVENT_ID,
-    NEW_SESSION_ID,
-    project_field,
-    text_field,
-    time_ms,
-)
 from worker.api.endpoint import Call, Endpoint, with_status
-from worker.api.schema import Schema, validate
 from worker.errors import NotFound
 from worker.memory.activity import compact_summary_message
 from worker.memory.activity import unique as unique_texts
@@ -24,6 +15,15 @@ from worker.memory.checkpoint import build_checkpoint
 from worker.memory.merge import save as save_memory
 from worker.memory.profile import refresh_profile
 from worker.memory.summary import SummaryLimits, build_summary
+from worker.ops.fields import (
+    DATETIME,
+    EVENT_ID,
+    NEW_SESSION_ID,
+    project_field,
+    text_field,
+    time_ms,
+)
+from worker.schema import Schema, validate
 from worker.settings import Settings
 from worker.store import (
     checkpoints,

@@ -10,9 +10,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from worker import __version__
-from worker.api.common import project_field
 from worker.api.endpoint import Call, Endpoint
 from worker.clock import now_ms, to_iso
+from worker.ops.fields import project_field
 from worker.settings import Settings
 from worker.store import projects, stats
 

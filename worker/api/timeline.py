@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.api.common import DATETIME, project_field, time_ms
 from worker.api.endpoint import Call, Endpoint
 from worker.clock import to_iso
 from worker.errors import BadRequest, NotFound
+from worker.ops.fields import DATETIME, project_field, time_ms
 from worker.settings import Settings
 from worker.store import feed
 from worker.store.rows import ms

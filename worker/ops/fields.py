@@ -1,12 +1,13 @@
-"""Schema pieces shared by the resource modules (built from Settings so limits stay in one place)."""
+"""Schema pieces shared by the API resources and the operations (built from Settings so limits
+stay in one place)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from worker.api.schema import Schema
 from worker.clock import parse_iso
 from worker.errors import BadRequest
+from worker.schema import Schema
 from worker.settings import Settings
 
 EVENT_ID: Schema = {

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from worker.clock import parse_iso
@@ -183,3 +184,16 @@ def coerce_query(schema: Schema, raw: str, name: str) -> Any:
     except ValueError:
         raise BadRequest(f"'{name}' must be {kind}, got {raw!r}", field=name) from None
     return validate(schema, value, name)
+
+
+def coerce_params(
+    schemas: dict[str, Schema], params: Mapping[str, str], required: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The query parameters `schemas` names, each converted and validated; absent ones left out."""
+    out: dict[str, Any] = {}
+    for name, schema in schemas.items():
+        if name in params:
+            out[name] = coerce_query(schema, params[name], name)
+        elif name in required:
+            raise BadRequest(f"query parameter '{name}' is required", field=name)
+    return out
