@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from worker.api.endpoint import Call, Endpoint
-from worker.api.search import embedding_service
-from worker.retrieval.service import stats
+from worker.ops import status
 from worker.settings import Settings
 from worker.store import vectors
 
@@ -14,23 +13,16 @@ TAG = "embeddings"
 
 
 async def embedding_stats(call: Call) -> Any:
-    cairn = call.cairn
-    service = embedding_service(cairn)
-    model = service.status()["model"] if service is not None else cairn.settings.embed_model
-    counts = await cairn.store.read(lambda c: vectors.coverage_counts(c, str(model)))
-    return stats(service, cairn.settings, counts)
+    return await status.embedding_stats(call.cairn)
 
 
 async def reindex(call: Call) -> Any:
     """Forget every vector; the background embedder rebuilds them all."""
     cairn = call.cairn
     removed = await cairn.store.write(vectors.clear)
-    service = embedding_service(cairn)
-    if service is not None:
-        service.reset_index()
-    model = service.status()["model"] if service is not None else cairn.settings.embed_model
-    counts = await cairn.store.read(lambda c: vectors.coverage_counts(c, str(model)))
-    return {"removed": removed, **stats(service, cairn.settings, counts)}
+    if cairn.embeddings is not None:
+        cairn.embeddings.reset_index()
+    return {"removed": removed, **(await status.embedding_stats(cairn))}
 
 
 STATS: dict[str, Any] = {

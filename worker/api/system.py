@@ -11,8 +11,8 @@ from starlette.routing import BaseRoute, Route
 
 from worker import __version__
 from worker.api.endpoint import Call, Endpoint
-from worker.clock import now_ms, to_iso
 from worker.ops.fields import project_field
+from worker.ops.status import status_report
 from worker.settings import Settings
 from worker.store import projects, stats
 
@@ -24,28 +24,7 @@ async def health(call: Call) -> Any:
 
 
 async def status(call: Call) -> Any:
-    import os
-
-    cairn = call.cairn
-    counts = await cairn.store.read(stats.counts)
-    # Every damaged file moved aside (this run or an earlier one) stays reported until removed.
-    moved = cairn.store.corrupt_copies()
-    recovered = cairn.store.recovered_from or (moved[-1] if moved else None)
-    return {
-        "ok": True,
-        "version": __version__,
-        "pid": os.getpid(),
-        "port": cairn.port,
-        "started_at": to_iso(cairn.started_at_ms),
-        "uptime_seconds": round((now_ms() - cairn.started_at_ms) / 1000, 1),
-        "counts": counts,
-        "db_path": str(cairn.store.path),
-        "db_size_bytes": cairn.store.db_size_bytes(),
-        "recovered_from": str(recovered) if recovered else None,
-        "corrupt_databases": [str(p) for p in moved],
-        "sse_clients": cairn.events.client_count,
-        "services": {name: service.status() for name, service in cairn.services.items()},
-    }
+    return await status_report(call.cairn)
 
 
 async def list_projects(call: Call) -> Any:

@@ -8,8 +8,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from worker.pages.inproc import api, has_route
+from worker.errors import CairnError
+from worker.ops.context import context_answer, context_query
+from worker.pages.forms import query_strings
 from worker.pages.render import is_htmx, render
+from worker.schema import coerce_params
 from worker.store import projects
 
 SOURCES = ("startup", "resume", "compact", "clear")
@@ -24,23 +27,15 @@ async def context_page(request: Request) -> Response:
     source = source if source in SOURCES else "startup"
     budget_text = qp.get("budget", "")
     budget = int(budget_text) if budget_text.isdigit() and len(budget_text) < 7 else None
-    path = "/api/context/preview"
-    if not has_route(request, "GET", path):
-        path = "/api/context"
-    available = has_route(request, "GET", path)
     preview: dict[str, Any] | None = None
     error = ""
-    if project and available:
-        result = await api(
-            request,
-            "GET",
-            path,
-            params={"project": project, "query": query, "budget": budget, "source": source},
-        )
-        if result.ok and isinstance(result.body, dict):
-            preview = result.body
-        else:
-            error = result.message
+    if project:
+        params = {"project": project, "query": query, "budget": budget, "source": source}
+        try:
+            checked = coerce_params(context_query(cairn.settings), query_strings(params))
+            preview = await context_answer(cairn, checked, preview=True)
+        except CairnError as exc:
+            error = exc.message
     default_budget = (
         cairn.settings.prompt_context_tokens if query else cairn.settings.context_tokens
     )
@@ -55,7 +50,6 @@ async def context_page(request: Request) -> Response:
         "default_budget": default_budget,
         "preview": preview,
         "error": error,
-        "available": available,
     }
     if is_htmx(request) and request.headers.get("hx-target") == "context-result":
         return render(request, "_context_result.html", context)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.requests import Request
@@ -31,3 +32,14 @@ def safe_next(target: str | None) -> str:
     if any(ch in target for ch in "\r\n"):
         return "/"
     return target
+
+
+def query_strings(params: dict[str, Any]) -> dict[str, str]:
+    """Page filters as the query string an API client would send (empty values left out), to be
+    validated with the same schemas as the API's."""
+    out: dict[str, str] = {}
+    for key, value in params.items():
+        if value is None or value == "":
+            continue
+        out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return out

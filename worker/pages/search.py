@@ -9,12 +9,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from worker.pages.inproc import api, has_route
+from worker.errors import CairnError
+from worker.ops.search import search_answer, search_query
+from worker.pages.forms import query_strings
 from worker.pages.render import is_htmx, render
+from worker.retrieval.search import MODES
+from worker.schema import coerce_params
 from worker.store import observations, projects
+from worker.store.search import KINDS
 
-MODES = ("hybrid", "keyword", "semantic")
-KINDS = ("observation", "memory", "prompt", "summary")
 STEP = 20
 MAX_LIMIT = 200
 
@@ -40,35 +43,32 @@ def _params(request: Request) -> dict[str, Any]:
 async def search_page(request: Request) -> Response:
     cairn = request.state.cairn
     p = _params(request)
-    available = has_route(request, "GET", "/api/search")
     hits: list[dict[str, Any]] = []
     refused = False
     error = ""
     used_mode = p["mode"]
     embeddings = ""
-    if p["q"].strip() and available:
-        result = await api(
-            request,
-            "GET",
-            "/api/search",
-            params={
-                "q": p["q"],
-                "mode": p["mode"],
-                "project": p["project"],
-                "kind": p["kind"],
-                "type": p["type"],
-                "limit": p["limit"],
-                "explain": True,
-                "include_archived": p["include_archived"] or None,
-            },
-        )
-        if result.ok and isinstance(result.body, dict):
-            hits = list(result.body.get("hits") or [])
-            refused = bool(result.body.get("refused"))
-            used_mode = str(result.body.get("mode") or p["mode"])
-            embeddings = str(result.body.get("embeddings") or "")
+    if p["q"].strip():
+        params = {
+            "q": p["q"],
+            "mode": p["mode"],
+            "project": p["project"],
+            "kind": p["kind"],
+            "type": p["type"],
+            "limit": p["limit"],
+            "explain": True,
+            "include_archived": p["include_archived"] or None,
+        }
+        try:
+            query = coerce_params(search_query(cairn.settings), query_strings(params), ("q",))
+            answer = await search_answer(cairn, query)
+        except CairnError as exc:
+            error = exc.message
         else:
-            error = result.message
+            hits = list(answer["hits"])
+            refused = bool(answer["refused"])
+            used_mode = str(answer["mode"] or p["mode"])
+            embeddings = str(answer["embeddings"] or "")
     more_query = ""
     if len(hits) >= p["limit"] and p["limit"] < MAX_LIMIT:
         more_query = urlencode(
@@ -91,7 +91,6 @@ async def search_page(request: Request) -> Response:
         "error": error,
         "used_mode": used_mode,
         "embeddings": embeddings,
-        "available": available,
         "modes": MODES,
         "kinds": KINDS,
         "types": observations.TYPES,

@@ -9,8 +9,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from worker.ops.status import embedding_stats, status_report
 from worker.pages.forms import read_form
-from worker.pages.inproc import api, has_route
+from worker.pages.inproc import api
 from worker.pages.login import with_session_cookie
 from worker.pages.render import render
 
@@ -29,17 +30,12 @@ JOBS = {"decay": ("/api/decay/run", "Decay"), "compress": ("/api/compress", "Com
 
 async def settings_page(request: Request) -> Response:
     cairn = request.state.cairn
-    status = await api(request, "GET", "/api/status")
-    embed: dict[str, Any] = {}
-    if has_route(request, "GET", "/api/embeddings/stats"):
-        result = await api(request, "GET", "/api/embeddings/stats")
-        if result.ok and isinstance(result.body, dict):
-            embed = result.body
+    body = await status_report(cairn)
+    embed = await embedding_stats(cairn)
     # Values that are not set show as such, never as Python's None (or an empty box).
     config = {
         k: NOT_SET if v is None or v == "" else v for k, v in cairn.settings.public_dict().items()
     }
-    body = status.body if status.ok and isinstance(status.body, dict) else {}
     services = body.get("services") or {}
     body["services"] = {name: _set_only(service) for name, service in services.items()}
     return render(
@@ -51,7 +47,6 @@ async def settings_page(request: Request) -> Response:
             "config": sorted(config.items()),
             "status": body,
             "embed": _set_only(embed),
-            "jobs": {name: has_route(request, "POST", path) for name, (path, _) in JOBS.items()},
             "rotated": request.query_params.get("rotated") == "1",
             "token_path": str(cairn.settings.token_path),
         },

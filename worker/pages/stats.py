@@ -11,8 +11,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from worker.clock import now_ms
+from worker.ops.status import embedding_stats
 from worker.pages.charts import Bar, bar_chart, column_chart, gauge
-from worker.pages.inproc import api, has_route
 from worker.pages.render import render
 from worker.settings import Settings
 from worker.store import feed, lifecycle, stats
@@ -103,11 +103,7 @@ async def stats_page(request: Request) -> Response:
     memory_retention = retention_histogram(cairn.settings, data["memories"], days, now)
     observation_retention = retention_histogram(cairn.settings, data["observations"], days, now)
 
-    embed: dict[str, Any] = {}
-    if has_route(request, "GET", "/api/embeddings/stats"):
-        result = await api(request, "GET", "/api/embeddings/stats")
-        if result.ok and isinstance(result.body, dict):
-            embed = result.body
+    embed = await embedding_stats(cairn)
     coverage_rows = data["coverage"]
     total = sum(v["total"] for v in coverage_rows.values())
     done = sum(v["embedded"] for v in coverage_rows.values())
