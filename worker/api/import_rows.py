@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from worker.api import memories, observations, sessions, summaries
+from worker.api import observations, sessions, summaries
 from worker.errors import BadRequest
 from worker.memory.relations import RELATION_KINDS
+from worker.ops import memories as memory_ops
 from worker.ops.fields import meta_field
 from worker.schema import Schema, validate
 from worker.settings import Settings
@@ -50,7 +51,7 @@ def _unbounded(schema: Schema) -> Schema:
 def column_rules(s: Settings) -> dict[str, dict[str, ColumnRule]]:
     """Per table, the columns whose rule comes from an API schema."""
     obs = observations.item_schema(s)["properties"]
-    mem = memories.create_schema(s)["properties"]
+    mem = memory_ops.create_schema(s)["properties"]
     plan = summaries.plan_schema(s)["properties"]["plan"]
     meta = ColumnRule(_unbounded(meta_field(s)), json=True)
     files = ColumnRule(_unbounded(obs["files"]), json=True)

@@ -124,19 +124,17 @@ async def list_observations(call: Call) -> Any:
         items = await call.cairn.store.read(lambda c: q.get_many(c, ids))
         return {"items": items, "next_cursor": None}
     limit = qp.get("limit", s.page_size)
-    items, cursor = await call.cairn.store.read(
-        lambda c: q.list_page(
-            c,
-            project=qp.get("project"),
-            session_id=qp.get("session_id"),
-            type_=qp.get("type"),
-            since=time_ms(qp, "since"),
-            until=time_ms(qp, "until"),
-            before_id=int_cursor(qp.get("cursor")),
-            include_archived=qp.get("include_archived", False),
-            limit=limit,
-        )
+    query = q.ObservationQuery(
+        project=qp.get("project"),
+        session_id=qp.get("session_id"),
+        type_=qp.get("type"),
+        since=time_ms(qp, "since"),
+        until=time_ms(qp, "until"),
+        before_id=int_cursor(qp.get("cursor")),
+        include_archived=qp.get("include_archived", False),
+        limit=limit,
     )
+    items, cursor = await call.cairn.store.read(lambda c: q.list_page(c, query))
     return {"items": items, "next_cursor": str(cursor) if cursor is not None else None}
 
 

@@ -9,8 +9,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from worker.errors import NotFound
-from worker.pages.inproc import api, has_route
+from worker.errors import CairnError, NotFound
+from worker.ops.lifecycle import forget_observation, set_observation_archived
 from worker.pages.render import render
 from worker.store import feed, projects
 
@@ -55,7 +55,7 @@ async def feed_page(request: Request) -> Response:
             "active": "feed",
             "projects": all_projects,
             "types": feed.FILTERS,
-            "can_archive": has_route(request, "POST", "/api/observations/1/archive"),
+            "can_archive": True,
         },
     )
 
@@ -72,7 +72,7 @@ async def feed_items(request: Request) -> Response:
         )
     )
     context = page_context(items, cursor, project, type_)
-    context["can_archive"] = has_route(request, "POST", "/api/observations/1/archive")
+    context["can_archive"] = True
     return render(request, "_feed_page.html", context)
 
 
@@ -97,7 +97,7 @@ async def feed_item(request: Request) -> Response:
         {
             "item": row,
             "live_event": label,
-            "can_archive": has_route(request, "POST", "/api/observations/1/archive"),
+            "can_archive": True,
         },
     )
 
@@ -106,16 +106,26 @@ async def observation_action(request: Request) -> Response:
     """Archive, restore or forget one observation through the lifecycle API; the new entry."""
     oid = request.path_params["id"]
     action = request.path_params["action"]
+    cairn = request.state.cairn
+    error = ""
     if action == "forget":
-        result = await api(request, "DELETE", f"/api/observations/{oid}")
-        if result.ok or result.status == 404:
+        try:
+            await forget_observation(cairn, oid)
+        except NotFound:
+            pass
+        except CairnError as exc:
+            error = exc.message
+        if not error:
             return HTMLResponse(
                 f'<li class="feed-item gone" id="observation-{oid}" role="status">'
                 f"<p>Observation #{oid} was forgotten.</p></li>",
                 headers={"Cache-Control": "no-store"},
             )
     elif action in ("archive", "restore"):
-        result = await api(request, "POST", f"/api/observations/{oid}/{action}")
+        try:
+            await set_observation_archived(cairn, oid, archived=action == "archive")
+        except CairnError as exc:
+            error = exc.message
     else:
         raise NotFound(f"no observation action {action!r}", field="action")
     row = await request.state.cairn.store.read(lambda c: feed.item(c, "observation", oid))
@@ -128,7 +138,7 @@ async def observation_action(request: Request) -> Response:
             "item": row,
             "open": True,
             "can_archive": True,
-            "error": "" if result.ok else result.message,
+            "error": error,
         },
     )
 

@@ -1,7 +1,8 @@
 """Memories: list and filter; create, edit, pin, re-weigh, archive, restore, forget; relations.
 
-Reads come from the store; every change goes through the memories JSON API in-process, so the
-dashboard applies exactly the validation, merging and events an API client gets."""
+Reads and changes go through the same operations (worker.ops.memories) as the JSON API, with the
+API's body schemas, so the dashboard applies exactly the validation, merging and events an API
+client gets."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from worker.errors import BadRequest
+from worker.errors import BadRequest, CairnError, NotFound
+from worker.ops import memories as ops
+from worker.ops.relations import memory_relations
 from worker.pages.forms import read_form
-from worker.pages.inproc import ApiResult, api, has_route
 from worker.pages.render import is_htmx, render
+from worker.schema import validate
 from worker.store import memories, projects
 
 STATES = ("live", "archived", "all")
@@ -37,10 +40,9 @@ def _filters(request: Request) -> dict[str, Any]:
     }
 
 
-def _list(conn: Any, f: dict[str, Any], before: int | None, limit: int) -> Any:
+def _query(f: dict[str, Any], before: int | None, limit: int) -> memories.MemoryQuery:
     project = f["project"]
-    return memories.list_page(
-        conn,
+    return memories.MemoryQuery(
         project=project if project not in ("", "__global__") else None,
         scope="global" if project == "__global__" else "all",
         kind=f["kind"] or None,
@@ -54,17 +56,13 @@ def _list(conn: Any, f: dict[str, Any], before: int | None, limit: int) -> Any:
     )
 
 
-def _can_edit(request: Request) -> bool:
-    return has_route(request, "PATCH", "/api/memories/1")
-
-
 async def memories_page(request: Request) -> Response:
     cairn = request.state.cairn
     f = _filters(request)
     cursor_text = request.query_params.get("cursor", "")
     before = int(cursor_text) if cursor_text.isdigit() and len(cursor_text) < 19 else None
     limit = cairn.settings.page_size
-    items, cursor = await cairn.store.read(lambda c: _list(c, f, before, limit))
+    items, cursor = await ops.list_memories(cairn, _query(f, before, limit))
     more = None
     if cursor is not None:
         more = urlencode({k: v for k, v in f.items() if v} | {"cursor": str(cursor)})
@@ -75,7 +73,7 @@ async def memories_page(request: Request) -> Response:
         "f": f,
         "more_query": more,
         "kinds": memories.KINDS,
-        "can_edit": _can_edit(request),
+        "can_edit": True,
     }
     if is_htmx(request) and before is not None:
         return render(request, "_memory_list.html", context)
@@ -94,11 +92,7 @@ async def memory_detail(request: Request) -> Response:
             {"title": "No such memory", "what": f"memory #{mid}", "back": "/memories"},
             status=404,
         )
-    links: dict[str, Any] = {}
-    if has_route(request, "GET", f"/api/memories/{mid}/relations"):
-        result = await api(request, "GET", f"/api/memories/{mid}/relations")
-        if result.ok and isinstance(result.body, dict):
-            links = result.body
+    links = await memory_relations(cairn, mid)
     return render(
         request,
         "memory.html",
@@ -106,7 +100,7 @@ async def memory_detail(request: Request) -> Response:
             "title": f"Memory #{mid}",
             "active": "memories",
             "kinds": memories.KINDS,
-            "can_edit": _can_edit(request),
+            "can_edit": True,
             "memory": row,
             "relations": links.get("relations", []),
             "chain": links.get("chain", []),
@@ -153,11 +147,11 @@ def _tags(text: str | None) -> list[str]:
     return [t.strip() for t in (text or "").split(",") if t.strip()]
 
 
-async def _after(request: Request, mid: int, result: ApiResult) -> Response:
-    """The card after a change, with the API's message if it refused."""
-    if result.ok:
+async def _after(request: Request, mid: int, refused: CairnError | None) -> Response:
+    """The card after a change, with the reason if it was refused."""
+    if refused is None:
         return await _card(request, mid)
-    return await _card(request, mid, error=result.message, status=200)
+    return await _card(request, mid, error=refused.message, status=200)
 
 
 async def memory_update(request: Request) -> Response:
@@ -174,17 +168,22 @@ async def memory_update(request: Request) -> Response:
         changes["tags"] = _tags(form["tags"])
     if "pinned" in form:
         changes["pinned"] = form["pinned"] == "1"
-    result = await api(request, "PATCH", f"/api/memories/{mid}", body=changes)
-    if not result.ok and "content" in form:
+    cairn = request.state.cairn
+    refused: CairnError | None = None
+    try:
+        await ops.update(cairn, mid, validate(ops.patch_schema(cairn.settings), changes))
+    except CairnError as exc:
+        refused = exc
+    if refused is not None and "content" in form:
         row = await request.state.cairn.store.read(lambda c: memories.get(c, mid))
         if row is not None:
             row = {**row, **{k: v for k, v in changes.items() if k != "tags"}}
             return render(
                 request,
                 "_memory_edit.html",
-                {"m": row, "kinds": memories.KINDS, "error": result.message},
+                {"m": row, "kinds": memories.KINDS, "error": refused.message},
             )
-    return await _after(request, mid, result)
+    return await _after(request, mid, refused)
 
 
 async def memory_action(request: Request) -> Response:
@@ -197,16 +196,24 @@ async def memory_action(request: Request) -> Response:
             {"title": "Not found", "what": f"memory action {action!r}", "back": "/memories"},
             status=404,
         )
+    cairn = request.state.cairn
     if action == "forget":
-        result = await api(request, "DELETE", f"/api/memories/{mid}")
-        if result.ok or result.status == 404:
-            return HTMLResponse(
-                f'<li class="memory gone" id="memory-{mid}" role="status">'
-                f"<p>Memory #{mid} was forgotten.</p></li>"
-            )
-        return await _card(request, mid, error=result.message)
-    result = await api(request, "POST", f"/api/memories/{mid}/{action}")
-    return await _after(request, mid, result)
+        try:
+            await ops.forget(cairn, mid)
+        except NotFound:
+            pass
+        except CairnError as exc:
+            return await _card(request, mid, error=exc.message)
+        return HTMLResponse(
+            f'<li class="memory gone" id="memory-{mid}" role="status">'
+            f"<p>Memory #{mid} was forgotten.</p></li>"
+        )
+    refused: CairnError | None = None
+    try:
+        await ops.set_archived(cairn, mid, archived=action == "archive")
+    except CairnError as exc:
+        refused = exc
+    return await _after(request, mid, refused)
 
 
 async def memory_create(request: Request) -> Response:
@@ -225,8 +232,14 @@ async def memory_create(request: Request) -> Response:
         body["project"] = project
     else:
         body["scope"] = "global"
-    result = await api(request, "POST", "/api/memories", body=body)
-    all_projects = await request.state.cairn.store.read(projects.list_all)
+    cairn = request.state.cairn
+    saved: dict[str, Any] | None = None
+    error = ""
+    try:
+        saved = await ops.create(cairn, validate(ops.create_schema(cairn.settings), body))
+    except CairnError as exc:
+        error = exc.message
+    all_projects = await cairn.store.read(projects.list_all)
     context: dict[str, Any] = {
         "kinds": memories.KINDS,
         "projects": all_projects,
@@ -235,11 +248,11 @@ async def memory_create(request: Request) -> Response:
         "error": "",
         "saved": None,
     }
-    if result.ok:
-        context["saved"] = result.body
+    if saved is not None:
+        context["saved"] = saved
     else:
         context["draft"] = form
-        context["error"] = result.message
+        context["error"] = error
     return render(request, "_memory_new_form.html", context)
 
 

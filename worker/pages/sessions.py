@@ -11,8 +11,10 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from worker.clock import now_ms
-from worker.pages.inproc import api
+from worker.errors import CairnError, NotFound
+from worker.ops.sessions import session_detail as read_session
 from worker.pages.render import epoch_ms, is_htmx, parse_time, render
+from worker.schema import validate
 from worker.store import feed, projects, sessions
 
 
@@ -78,15 +80,20 @@ def session_timeline(detail: dict[str, Any]) -> list[dict[str, Any]]:
 
 async def session_detail(request: Request) -> Response:
     sid = request.path_params["session_id"]
-    result = await api(request, "GET", f"/api/sessions/{_quote(sid)}")
-    if result.status == 404:
+    detail: dict[str, Any] = {}
+    error = ""
+    try:
+        validate({"type": "string"}, sid, "session_id")  # NUL / lone surrogates: as the API
+        detail = await read_session(request.state.cairn, sid)
+    except NotFound:
         return render(
             request,
             "not_found.html",
             {"title": "No such session", "what": f"session {sid}", "back": "/sessions"},
             status=404,
         )
-    detail = result.body if result.ok else {}
+    except CairnError as exc:
+        error = exc.message
     return render(
         request,
         "session.html",
@@ -95,15 +102,9 @@ async def session_detail(request: Request) -> Response:
             "active": "sessions",
             "session": with_shown_status(request, [detail])[0] if detail else detail,
             "timeline": session_timeline(detail),
-            "error": "" if result.ok else result.message,
+            "error": error,
         },
     )
-
-
-def _quote(text: str) -> str:
-    from urllib.parse import quote
-
-    return quote(text, safe="")
 
 
 async def timeline_page(request: Request) -> Response:

@@ -9,9 +9,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from worker.errors import CairnError
+from worker.ops.lifecycle import run_compress, run_decay
 from worker.ops.status import embedding_stats, status_report
 from worker.pages.forms import read_form
-from worker.pages.inproc import api
 from worker.pages.login import with_session_cookie
 from worker.pages.render import render
 
@@ -25,7 +26,7 @@ def _set_only(values: Any) -> Any:
     return {k: v for k, v in values.items() if v is not None}
 
 
-JOBS = {"decay": ("/api/decay/run", "Decay"), "compress": ("/api/compress", "Compression")}
+JOBS = {"decay": (run_decay, "Decay"), "compress": (run_compress, "Compression")}
 
 
 async def settings_page(request: Request) -> Response:
@@ -70,10 +71,15 @@ async def run_job(request: Request) -> Response:
             {"title": "Not found", "what": f"job {name!r}", "back": "/settings"},
             status=404,
         )
-    path, label = JOBS[name]
+    run, label = JOBS[name]
     form = await read_form(request)
     dry_run = form.get("dry_run") == "1"
-    result = await api(request, "POST", path, body={"dry_run": dry_run})
+    result: dict[str, Any] | None = None
+    error = ""
+    try:
+        result = await run(request.state.cairn, {"dry_run": dry_run})
+    except CairnError as exc:
+        error = exc.message
     if dry_run:
         label = f"{label} preview (nothing changed)"
     return render(
@@ -82,9 +88,9 @@ async def run_job(request: Request) -> Response:
         {
             "job": name,
             "label": label,
-            "ok": result.ok,
-            "result": result.body,
-            "error": result.message,
+            "ok": result is not None,
+            "result": result,
+            "error": error,
         },
     )
 

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from typing import Any
 
 from worker.clock import now_ms
 from worker.store import lifecycle, projects, received
-from worker.store.rows import by_ids, dump_json, iso, load_json, normalised_hash, placeholders
+from worker.store.rows import (
+    by_ids,
+    dump_json,
+    iso,
+    load_json,
+    newest_first_page,
+    normalised_hash,
+    placeholders,
+)
 
 KINDS = ("lesson", "decision", "fact", "preference", "note")
 # Which kind wins when two memories merge: decisions and preferences weigh most.
@@ -196,32 +205,37 @@ def delete(conn: sqlite3.Connection, memory_id: int) -> dict[str, Any] | None:
     return row
 
 
+@dataclass(frozen=True)
+class MemoryQuery:
+    """Which memories a list shows (every filter optional), and which page of them."""
+
+    project: str | None = None
+    scope: str = "all"  # all | project | global
+    include_global: bool = False  # with `project`: also the global memories
+    kind: str | None = None
+    pinned: bool | None = None
+    importance_min: int | None = None
+    include_archived: bool = False
+    archived: bool | None = None  # True: only archived; False: only live
+    latest_only: bool = False  # hide memories a newer one superseded
+    text: str | None = None  # a substring of the content
+    tag: str | None = None
+    session_id: str | None = None
+    before_id: int | None = None
+    limit: int = 50
+
+
 def list_page(
-    conn: sqlite3.Connection,
-    *,
-    project: str | None = None,
-    scope: str = "all",
-    include_global: bool = False,
-    kind: str | None = None,
-    pinned: bool | None = None,
-    importance_min: int | None = None,
-    include_archived: bool = False,
-    archived: bool | None = None,
-    latest_only: bool = False,
-    text: str | None = None,
-    tag: str | None = None,
-    session_id: str | None = None,
-    before_id: int | None = None,
-    limit: int = 50,
+    conn: sqlite3.Connection, query: MemoryQuery
 ) -> tuple[list[dict[str, Any]], int | None]:
     """Newest first with id-cursor pagination; returns (items, next cursor)."""
     where: list[str] = []
     args: list[Any] = []
-    if scope == "global":
+    if query.scope == "global":
         where.append("m.project_id IS NULL")
-    elif project is not None:
-        pid = projects.find(conn, project)
-        if include_global:
+    elif query.project is not None:
+        pid = projects.find(conn, query.project)
+        if query.include_global:
             # A project's list may also show the global memories that apply to it.
             where.append("(m.project_id IS ? OR m.project_id IS NULL)")
         elif pid is None:
@@ -229,42 +243,42 @@ def list_page(
         else:
             where.append("m.project_id IS ?")
         args.append(pid)
-    elif scope == "project":
+    elif query.scope == "project":
         where.append("m.project_id IS NOT NULL")
-    if kind is not None:
+    if query.kind is not None:
         where.append("m.kind = ?")
-        args.append(kind)
-    if pinned is not None:
+        args.append(query.kind)
+    if query.pinned is not None:
         where.append("m.pinned = ?")
-        args.append(1 if pinned else 0)
-    if importance_min is not None:
+        args.append(1 if query.pinned else 0)
+    if query.importance_min is not None:
         where.append("m.importance >= ?")
-        args.append(importance_min)
-    if archived is True:
+        args.append(query.importance_min)
+    if query.archived is True:
         where.append("m.archived_at IS NOT NULL")
-    elif archived is False or not include_archived:
+    elif query.archived is False or not query.include_archived:
         where.append("m.archived_at IS NULL")
-    if latest_only:
+    if query.latest_only:
         where.append("m.superseded_by IS NULL")
-    if text:
+    if query.text:
         where.append("instr(lower(m.content), ?) > 0")
-        args.append(text.lower())
-    if tag:
+        args.append(query.text.lower())
+    if query.tag:
         where.append("EXISTS (SELECT 1 FROM json_each(m.tags) t WHERE lower(t.value) = ?)")
-        args.append(tag.lower())
-    if session_id is not None:
+        args.append(query.tag.lower())
+    if query.session_id is not None:
         where.append("m.session_id = ?")
-        args.append(session_id)
-    if before_id is not None:
-        where.append("m.id < ?")
-        args.append(before_id)
-    clause = ("WHERE " + " AND ".join(where)) if where else ""
-    rows = conn.execute(
-        f"SELECT {COLUMNS} {FROM} {clause} ORDER BY m.id DESC LIMIT ?", (*args, limit + 1)
-    ).fetchall()
-    items = [to_dict(r) for r in rows[:limit]]
-    cursor = int(rows[limit - 1]["id"]) if len(rows) > limit else None
-    return items, cursor
+        args.append(query.session_id)
+    return newest_first_page(
+        conn,
+        f"SELECT {COLUMNS} {FROM}",
+        where,
+        args,
+        id_column="m.id",
+        before_id=query.before_id,
+        limit=query.limit,
+        to_dict=to_dict,
+    )
 
 
 def live_in_scope(conn: sqlite3.Connection, project_id: int | None) -> list[sqlite3.Row]:

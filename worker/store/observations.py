@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from worker.clock import now_ms
@@ -17,6 +18,7 @@ from worker.store.rows import (
     insert_values,
     iso,
     load_json,
+    newest_first_page,
     placeholders,
 )
 from worker.store.terms import batch_indexing, index_text
@@ -198,51 +200,56 @@ def get_many(conn: sqlite3.Connection, ids: list[int]) -> list[dict[str, Any]]:
     return by_ids(conn, f"SELECT {COLUMNS} {FROM}", "o.id", ids, to_dict)
 
 
+@dataclass(frozen=True)
+class ObservationQuery:
+    """Which observations a list shows (every filter optional), and which page of them."""
+
+    project: str | None = None
+    session_id: str | None = None
+    type_: str | None = None
+    since: int | None = None  # epoch ms, inclusive
+    until: int | None = None  # epoch ms, exclusive
+    include_archived: bool = False
+    before_id: int | None = None
+    limit: int = 50
+
+
 def list_page(
-    conn: sqlite3.Connection,
-    *,
-    project: str | None = None,
-    session_id: str | None = None,
-    type_: str | None = None,
-    since: int | None = None,
-    until: int | None = None,
-    before_id: int | None = None,
-    include_archived: bool = False,
-    limit: int = 50,
+    conn: sqlite3.Connection, query: ObservationQuery
 ) -> tuple[list[dict[str, Any]], int | None]:
     """Newest first with id-cursor pagination; returns (items, next cursor)."""
     where: list[str] = []
     args: list[Any] = []
-    if project is not None:
-        pid = projects.find(conn, project)
+    if query.project is not None:
+        pid = projects.find(conn, query.project)
         if pid is None:
             return [], None
         where.append("o.project_id = ?")
         args.append(pid)
-    if session_id is not None:
+    if query.session_id is not None:
         where.append("o.session_id = ?")
-        args.append(session_id)
-    if type_ is not None:
+        args.append(query.session_id)
+    if query.type_ is not None:
         where.append("o.type = ?")
-        args.append(type_)
-    if since is not None:
+        args.append(query.type_)
+    if query.since is not None:
         where.append("o.created_at >= ?")
-        args.append(since)
-    if until is not None:
+        args.append(query.since)
+    if query.until is not None:
         where.append("o.created_at < ?")
-        args.append(until)
-    if before_id is not None:
-        where.append("o.id < ?")
-        args.append(before_id)
-    if not include_archived:
+        args.append(query.until)
+    if not query.include_archived:
         where.append("o.archived_at IS NULL")
-    clause = ("WHERE " + " AND ".join(where)) if where else ""
-    rows = conn.execute(
-        f"SELECT {COLUMNS} {FROM} {clause} ORDER BY o.id DESC LIMIT ?", (*args, limit + 1)
-    ).fetchall()
-    items = [to_dict(r) for r in rows[:limit]]
-    cursor = int(rows[limit - 1]["id"]) if len(rows) > limit else None
-    return items, cursor
+    return newest_first_page(
+        conn,
+        f"SELECT {COLUMNS} {FROM}",
+        where,
+        args,
+        id_column="o.id",
+        before_id=query.before_id,
+        limit=query.limit,
+        to_dict=to_dict,
+    )
 
 
 def count_access(conn: sqlite3.Connection, ids: list[int]) -> None:

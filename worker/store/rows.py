@@ -130,3 +130,28 @@ def by_ids(
     ).fetchall()
     found = {r["id"]: convert(r) for r in rows}
     return [found[i] for i in ids if i in found]
+
+
+def newest_first_page(
+    conn: sqlite3.Connection,
+    select: str,
+    where: list[str],
+    args: list[Any],
+    *,
+    id_column: str,
+    before_id: int | None,
+    limit: int,
+    to_dict: Callable[[sqlite3.Row], dict[str, Any]],
+) -> tuple[list[dict[str, Any]], int | None]:
+    """One page of `select` filtered by `where` (ANDed), newest id first, from below `before_id`;
+    returns (items, the cursor of the next page or None)."""
+    if before_id is not None:
+        where = [*where, f"{id_column} < ?"]
+        args = [*args, before_id]
+    clause = ("WHERE " + " AND ".join(where)) if where else ""
+    rows = conn.execute(
+        f"{select} {clause} ORDER BY {id_column} DESC LIMIT ?", (*args, limit + 1)
+    ).fetchall()
+    items = [to_dict(r) for r in rows[:limit]]
+    cursor = int(rows[limit - 1]["id"]) if len(rows) > limit else None
+    return items, cursor
