@@ -11,8 +11,8 @@ from starlette.testclient import TestClient
 
 from tests.conftest import BASE_URL
 from worker.app import create_app
+from worker.ops.logins import safe_next
 from worker.pages.charts import Bar, bar_chart, column_chart, gauge
-from worker.pages.forms import safe_next
 from worker.pages.render import highlight, rich
 from worker.settings import Settings
 

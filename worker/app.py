@@ -23,7 +23,7 @@ from worker import __version__, ratelimit
 from worker.api import context as context_api
 from worker.api import embeddings as embeddings_api
 from worker.api import lifecycle as lifecycle_api
-from worker.api import memories, observations, portability, sessions, system
+from worker.api import login_links, memories, observations, portability, sessions, system
 from worker.api import profile as project_profile
 from worker.api import report as report_api
 from worker.api import search as search_api
@@ -38,7 +38,6 @@ from worker.errors import CairnError, error_body
 from worker.events import Broadcaster
 from worker.home import ensure_home
 from worker.memory.scheduler import DecayService
-from worker.pages import login as dashboard_login
 from worker.pages import routes as dashboard_routes
 from worker.retrieval.keyword_service import KeywordIndexService
 from worker.retrieval.service import EmbeddingService
@@ -67,7 +66,7 @@ def all_endpoints(settings: Settings) -> list[Endpoint]:
         *portability.endpoints(settings),
         *report_api.endpoints(settings),
         *timeline_api.endpoints(settings),
-        *dashboard_login.endpoints(settings),
+        *login_links.endpoints(settings),
     ]
 
 

@@ -25,15 +25,6 @@ async def read_form(request: Request) -> dict[str, str]:
     return dict(parse_qsl(text, keep_blank_values=True, max_num_fields=200))
 
 
-def safe_next(target: str | None) -> str:
-    """A local path to go to after login (never another site)."""
-    if not target or not target.startswith("/") or target.startswith(("//", "/\\")):
-        return "/"
-    if any(ch in target for ch in "\r\n"):
-        return "/"
-    return target
-
-
 def query_strings(params: dict[str, Any]) -> dict[str, str]:
     """Page filters as the query string an API client would send (empty values left out), to be
     validated with the same schemas as the API's."""

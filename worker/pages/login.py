@@ -1,4 +1,4 @@
-"""Login (paste the token or follow a one-time link), logout, and the one-time link API."""
+"""Login (paste the token or follow a one-time link) and logout."""
 
 from __future__ import annotations
 
@@ -9,22 +9,12 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from worker.api.endpoint import Call, Endpoint, with_status
-from worker.auth import COOKIE_NAME, LoginLinks, from_another_site, session_cookie
-from worker.clock import now_ms, to_iso
-from worker.container import Cairn
-from worker.pages.forms import read_form, safe_next
+from worker.auth import COOKIE_NAME, from_another_site, session_cookie
+from worker.ops.logins import links, safe_next
+from worker.pages.forms import read_form
 from worker.pages.render import render
-from worker.settings import Settings
 
-TAG = "auth"
 PageHandler = Callable[[Request], Awaitable[Response]]
-
-
-def links(cairn: Cairn) -> LoginLinks:
-    if cairn.login_links is None:
-        cairn.login_links = LoginLinks(cairn.settings.login_link_seconds)
-    return cairn.login_links
 
 
 def with_session_cookie(response: Response, cairn: Any) -> Response:
@@ -94,49 +84,6 @@ async def logout(request: Request) -> Response:
     response = Response(status_code=204, headers={"HX-Redirect": "/login"})
     response.delete_cookie(COOKIE_NAME, path="/", httponly=True, samesite="strict")
     return response
-
-
-async def create_login_link(call: Call) -> Any:
-    cairn = call.cairn
-    body = call.body or {}
-    target = safe_next(body.get("next"))
-    nonce, _ = links(cairn).create(target)
-    host = call.request.headers.get("host") or f"127.0.0.1:{cairn.port}"
-    ttl = cairn.settings.login_link_seconds
-    return with_status(
-        {
-            "url": f"http://{host}/login/link/{nonce}",
-            "expires_at": to_iso(now_ms() + ttl * 1000),
-            "expires_in_seconds": ttl,
-        },
-        201,
-    )
-
-
-def endpoints(s: Settings) -> list[Endpoint]:
-    return [
-        Endpoint(
-            "POST",
-            "/api/login-links",
-            create_login_link,
-            "Create a one-time dashboard login link (single use, expires in "
-            f"{s.login_link_seconds} s)",
-            TAG,
-            body={
-                "type": "object",
-                "properties": {
-                    "next": {
-                        "type": "string",
-                        "maxLength": 2000,
-                        "description": "Local page to open after login, e.g. /memories",
-                    }
-                },
-            },
-            body_required=False,
-            status=201,
-            rate="login",
-        )
-    ]
 
 
 def own_site_only(limited: PageHandler) -> PageHandler:
