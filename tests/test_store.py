@@ -29,6 +29,7 @@ def add(conn: sqlite3.Connection, title: str, event_id: str | None = None) -> in
     return int(row["id"])
 
 
+@pytest.mark.migrations
 def test_open_applies_every_migration_in_wal_mode(tmp_path: Path) -> None:
     store = open_store(tmp_path / "c.db")
     try:
