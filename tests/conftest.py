@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 from starlette.testclient import TestClient
 
 from worker.app import create_app
@@ -17,6 +18,9 @@ from worker.settings import Settings, load_settings
 from worker.store import Store
 
 BASE_URL = "http://127.0.0.1:37800"
+
+# `--hypothesis-profile=fast` (make test-fast): property tests run a fifth of their examples.
+hypothesis_settings.register_profile("fast", max_examples=20)
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
+from tests.examples import examples
+
 scalars = st.one_of(
     st.none(),
     st.booleans(),
@@ -36,7 +38,9 @@ LIST_PARAMS = [
 ]  # fmt: skip
 bodies = st.dictionaries(fields, json_values, max_size=8)
 FUZZ = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
 

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
+from tests.examples import examples
 from worker.retrieval.tokens import estimate_tokens
 
 PROJECT = "/fuzz/repo"
@@ -46,7 +47,7 @@ def store(client: TestClient, kind: str, text: str, importance: int, n: int) -> 
 
 
 @settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

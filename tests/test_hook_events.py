@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from tests.hook_modules import events, hook_io, run
 
 ROOT = "/home/dev/app"
@@ -317,7 +318,7 @@ tools = st.sampled_from(
 ) | st.text(max_size=20)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     tool=tools,
     tool_input=json_values,
@@ -350,7 +351,7 @@ def test_normaliser_never_raises_and_respects_the_api(
 events_names = st.sampled_from(sorted(run.BUDGETS))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     event=events_names,
     payload=st.dictionaries(

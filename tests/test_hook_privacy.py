@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from tests.hook_modules import privacy
 
 # Each entry: (kind, text holding a secret, the secret that must disappear). The values are
@@ -204,7 +205,7 @@ def test_cairn_context_is_stripped_from_recorded_text() -> None:
     assert privacy.clean(text) == "hello  world"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(max_size=400))
 def test_redact_never_raises_and_is_stable(text: str) -> None:
     once = privacy.clean(text)
@@ -212,7 +213,7 @@ def test_redact_never_raises_and_is_stable(text: str) -> None:
     assert privacy.clean(once) == once
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
         st.sampled_from(

@@ -11,6 +11,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from worker.installer import plan
 from worker.installer.claude_settings import (
     EVENTS,
@@ -88,7 +89,9 @@ def _roundtrip(path: Path, text: str, state: dict[str, Any], portable: bool = Fa
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=settings_objects, indent=indents, newline=st.booleans())
 def test_settings_round_trip_byte_for_byte(
@@ -100,7 +103,9 @@ def test_settings_round_trip_byte_for_byte(
 
 
 @settings(
-    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(100),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=settings_objects)
 def test_compact_files_round_trip_byte_for_byte(tmp_path: Path, data: dict[str, Any]) -> None:
@@ -110,7 +115,9 @@ def test_compact_files_round_trip_byte_for_byte(tmp_path: Path, data: dict[str, 
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     data=settings_objects,
@@ -128,7 +135,9 @@ def test_hand_formatted_files_round_trip_byte_for_byte(
 
 
 @settings(
-    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(100),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.dictionaries(st.text(max_size=12), json_values, max_size=6), indent=indents)
 def test_mcp_configs_round_trip_byte_for_byte(

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from tests.memory_samples import SAMPLES
 from worker.errors import ConfigError
 from worker.memory import compress, decay
@@ -43,7 +44,7 @@ def test_constraints_values_and_kind_raise_importance() -> None:
 
 
 @given(st.text(max_size=400), kinds)
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_importance_is_deterministic_and_bounded(text: str, kind: str) -> None:
     first = score(text, kind)
     assert first == score(text, kind)
@@ -61,7 +62,7 @@ def test_tags_pick_keywords_without_stop_words() -> None:
 
 
 @given(st.text(max_size=300), st.integers(min_value=0, max_value=8))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_tags_are_bounded_unique_and_lowercase(text: str, limit: int) -> None:
     tags = pick_tags(text, limit)
     assert len(tags) <= limit and len(set(tags)) == len(tags)
@@ -195,7 +196,7 @@ def test_supersession_leaves_different_subjects_alone(old: str, new: str) -> Non
 
 
 @given(st.text(max_size=200), st.text(max_size=200))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_supersession_never_fails_and_identical_text_never_supersedes(a: str, b: str) -> None:
     result = supersedes(features(a), features(b))
     assert result is None or 0.0 <= result <= 1.0
@@ -246,7 +247,7 @@ word_sets = st.frozensets(st.sampled_from([f"w{i}" for i in range(12)]), max_siz
 
 
 @given(st.lists(word_sets, max_size=25), st.sampled_from([0.6, 0.8, 1.0]))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_lexical_join_matches_brute_force(sets: list[frozenset[str]], threshold: float) -> None:
     docs = dict(enumerate(sets, start=1))
     firsts: dict[frozenset[str], int] = {}
@@ -272,7 +273,7 @@ def test_lexical_join_matches_brute_force(sets: list[frozenset[str]], threshold:
 
 
 @given(st.integers(min_value=2, max_value=40), st.integers(min_value=0, max_value=10**6))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 def test_vector_join_matches_brute_force(n: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     matrix = rng.standard_normal((n, 8)).astype(np.float32)

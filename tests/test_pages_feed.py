@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from worker.store import Store, feed, observations, projects, sessions
 
 T0 = 1_700_000_000_000
@@ -77,7 +78,7 @@ def test_pages_cover_everything_once_newest_first(tmp_path: Path) -> None:
     store.close()
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     times=st.lists(st.integers(min_value=0, max_value=5), min_size=0, max_size=25),
     limit=st.integers(min_value=1, max_value=6),

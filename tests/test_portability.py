@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from tests.conftest import BASE_URL
+from tests.examples import examples
 from worker import __version__
 from worker.api.import_rows import row_check
 from worker.app import create_app
@@ -370,7 +371,9 @@ _lines = st.lists(
 
 @given(lines=_lines, mode=st.sampled_from(["fail", "skip", "replace"]))
 @hyp_settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 def test_any_import_input_is_imported_or_rejected_cleanly(
     settings: Settings, lines: list[str], mode: Any

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from worker.errors import BadRequest
 from worker.schema import coerce_query, validate
 
@@ -117,7 +118,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(json_values)
 def test_validate_either_accepts_or_raises_bad_request(value: Any) -> None:
     """Any JSON-ish value: validation never raises anything but BadRequest, and what it
@@ -130,7 +131,7 @@ def test_validate_either_accepts_or_raises_bad_request(value: Any) -> None:
     json.dumps(out, allow_nan=False, ensure_ascii=False).encode("utf-8")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(max_size=40))
 def test_coerce_query_never_crashes(raw: str) -> None:
     for schema in (

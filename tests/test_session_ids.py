@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
+from tests.examples import examples
 from tests.hook_modules import hook_io
 from worker.app import all_endpoints
 from worker.ops.fields import SESSION_ID_PATTERN, SESSION_SUBROUTES
@@ -107,7 +108,9 @@ def test_accepted_ids_reach_every_session_route(client: TestClient, sid: str) ->
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(sid=st.from_regex(SESSION_ID_PATTERN, fullmatch=True).filter(lambda s: len(s) <= 200))
 def test_any_id_the_pattern_accepts_round_trips(client: TestClient, sid: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from worker.store.idmap import IdMap
 
 KEYS = st.tuples(st.integers(1, 4), st.one_of(st.integers(0, 3000), st.integers(0, 10**15)))
@@ -13,7 +14,7 @@ OPS = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(OPS)
 def test_acts_like_a_dict(ops: list[tuple[str, tuple[int, int], int]]) -> None:
     ids, model = IdMap(), {}
