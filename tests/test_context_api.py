@@ -165,3 +165,20 @@ def test_prompt_context_leaves_out_a_silent_success_and_weak_items(client: TestC
     assert "terraform validate (exit 1)" in text
     assert "Format check" not in text
     assert "variables.tf" not in text
+
+
+def test_a_prompt_stored_with_context_answers_as_get_context_would(client: TestClient) -> None:
+    _seed(client)
+    text = "why does the stripe webhook retry?"
+    body = {"session_id": "s9", "project": PROJECT, "text": text, "context": {}}
+    stored = client.post("/api/prompts", json=body)
+    assert stored.status_code == 201 and stored.json()["number"] == 1
+    context = stored.json()["context"]
+    assert context["refused"] is False and "Stripe webhook" in context["text"]
+    # It recorded what it injected for the session, as GET /api/context does.
+    again = client.get(
+        "/api/context", params={"project": PROJECT, "session_id": "s9", "query": text}
+    )
+    assert again.json()["refused"] is True
+    plain = client.post("/api/prompts", json={"session_id": "s9", "text": "no context asked"})
+    assert "context" not in plain.json()

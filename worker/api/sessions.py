@@ -126,6 +126,18 @@ def prompt_schema(s: Settings) -> dict[str, Any]:
             "created_at": DATETIME,
             "event_id": EVENT_ID,
             "meta": meta_field(s),
+            "context": {
+                "type": "object",
+                "description": (
+                    "Ask for the prompt's context in the same call (one round trip for a hook): "
+                    "the answer then holds `context`, as GET /api/context would give it for the "
+                    "session's project with `query` (default: the prompt's text) and `budget`"
+                ),
+                "properties": {
+                    "query": {"type": "string", "maxLength": s.search_max_query_chars},
+                    "budget": {"type": "integer", "minimum": 0, "maximum": 20_000},
+                },
+            },
         },
     }
 
@@ -161,7 +173,32 @@ async def create_prompt(call: Call) -> Any:
     if created:
         call.cairn.events.publish("prompt.created", prompt)
         call.cairn.after_items("prompt", [prompt["id"]])
-    return with_status({**prompt, "duplicate": not created}, 201 if created else 200)
+    answer = {**prompt, "duplicate": not created}
+    wanted = b.get("context")
+    if isinstance(wanted, dict):
+        answer["context"] = await _prompt_context(call, wanted)
+    return with_status(answer, 201 if created else 200)
+
+
+async def _prompt_context(call: Call, wanted: dict[str, Any]) -> Any:
+    """What GET /api/context answers for this prompt (its session's project, its text)."""
+    from worker.api.search import embedding_service
+    from worker.retrieval.context_builder import ContextRequest, build_context
+
+    b = call.body
+    session_id = b["session_id"]
+    session = await call.cairn.store.read(lambda conn: sessions.get(conn, session_id))
+    project = session["project"] if session is not None else b.get("project")
+    request = ContextRequest(
+        project=project,
+        query=wanted.get("query") or b["text"][: call.cairn.settings.search_max_query_chars],
+        session_id=session_id,
+        budget=wanted.get("budget"),
+        source=None,
+        preview=False,
+    )
+    cairn = call.cairn
+    return await build_context(cairn.store, cairn.settings, embedding_service(cairn), request)
 
 
 def endpoints(s: Settings) -> list[Endpoint]:
