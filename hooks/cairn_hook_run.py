@@ -49,12 +49,20 @@ class BudgetExceeded(BaseException):
 
 
 class Request:
-    __slots__ = ("body", "method", "path")
+    __slots__ = ("answer", "body", "context", "method", "path")
 
     def __init__(self, method: str, path: str, body: dict[str, object] | None) -> None:
         self.method = method
         self.path = path
         self.body = body
+        # A context request sent along with a prompt (never spooled: a replay injects nothing).
+        self.context: dict[str, object] | None = None
+        self.answer: object = None
+
+    def sent_body(self) -> dict[str, object] | None:
+        if self.context is None or self.body is None:
+            return self.body
+        return {**self.body, "context": self.context}
 
     def record(self, hook: str) -> dict[str, object]:
         return {
@@ -116,7 +124,7 @@ class Hook:
                 break
             try:
                 status, body = self.worker.request(
-                    request.method, request.path, request.body, timeout
+                    request.method, request.path, request.sent_body(), timeout
                 )
             except io.Unavailable as exc:
                 refused = "Refused" in str(exc) or "Errno 111" in str(exc)
@@ -147,6 +155,7 @@ class Hook:
                 io.log(self.home, f"{self.event}: {request.path} answered {status}; spooling")
                 break
             self.pending.pop(0)
+            request.answer = body if status < 300 else None
             if status >= 400 and status != 404:
                 io.log(self.home, f"{self.event}: {request.path} rejected: {status} {_msg(body)}")
         if not self.pending and self.worker is not None:
@@ -180,18 +189,23 @@ class Hook:
             except Exception as exc:
                 io.log(self.home, f"{self.event}: cannot start the worker: {exc!r}")
 
-    def context(self, params: dict[str, object]) -> str:
-        """GET /api/context; '' when refused, missing (404), slow or failing."""
-        timeout = min(CONTEXT_TIMEOUT, self.remaining())
-        if self.worker is None or timeout <= 0.05:
-            return ""
-        try:
-            status, body = self.worker.request(
-                "GET", "/api/context" + io.query_string(params), timeout=timeout
-            )
-        except io.Unavailable as exc:
-            io.log(self.home, f"{self.event}: context unavailable ({exc})")
-            return ""
+    def context(self, params: dict[str, object], sent: Request | None = None) -> str:
+        """The context `sent` was answered with, else GET /api/context; '' when refused,
+        missing (404), slow or failing."""
+        answer = sent.answer if sent is not None else None
+        if isinstance(answer, dict) and isinstance(answer.get("context"), dict):
+            status, body = 200, answer["context"]
+        else:  # no prompt stored now, or a worker older than the one-call prompt
+            timeout = min(CONTEXT_TIMEOUT, self.remaining())
+            if self.worker is None or timeout <= 0.05:
+                return ""
+            try:
+                status, body = self.worker.request(
+                    "GET", "/api/context" + io.query_string(params), timeout=timeout
+                )
+            except io.Unavailable as exc:
+                io.log(self.home, f"{self.event}: context unavailable ({exc})")
+                return ""
         if status != 200 or not isinstance(body, dict) or body.get("refused") is True:
             if status not in (200, 404):
                 io.log(self.home, f"{self.event}: context answered {status} {_msg(body)}")
@@ -516,6 +530,18 @@ def handle(hook: Hook, event: str) -> str:
     injects = event in ("SessionStart", "UserPromptSubmit") and not payload.get("agent_id")
     if not hook.pending and not injects:
         return ""
+    query = ""
+    sent: Request | None = None
+    if injects and event == "UserPromptSubmit":
+        prompt = payload.get("prompt")
+        from cairn_hook_privacy import clean
+
+        query = clean(prompt)[:2000].strip() if isinstance(prompt, str) else ""
+        for request in hook.pending:
+            if request.path == "/api/prompts" and request.body is not None:
+                # One round trip: the prompt is stored and its context answered together.
+                sent = request
+                request.context = {} if request.body.get("text") == query else {"query": query}
     hook.worker = hook.connect()
     hook.send_all()
     if not injects or hook.worker is None:
@@ -524,12 +550,8 @@ def handle(hook: Hook, event: str) -> str:
     if event == "SessionStart":
         params["source"] = payload.get("source") if isinstance(payload.get("source"), str) else ""
     else:
-        prompt = payload.get("prompt")
-        from cairn_hook_privacy import clean
-
-        query = clean(prompt)[:2000].strip() if isinstance(prompt, str) else ""
         if not query or ev.task_notification(query) is not None:
             return ""
         params["query"] = query
-    text = hook.context(params)
+    text = hook.context(params, sent)
     return wrap_context(event, text) if text else ""
