@@ -182,23 +182,19 @@ async def create_prompt(call: Call) -> Any:
 
 async def _prompt_context(call: Call, wanted: dict[str, Any]) -> Any:
     """What GET /api/context answers for this prompt (its session's project, its text)."""
-    from worker.api.search import embedding_service
-    from worker.retrieval.context_builder import ContextRequest, build_context
+    from worker.ops.context import context_answer
 
     b = call.body
     session_id = b["session_id"]
     session = await call.cairn.store.read(lambda conn: sessions.get(conn, session_id))
-    project = session["project"] if session is not None else b.get("project")
-    request = ContextRequest(
-        project=project,
-        query=wanted.get("query") or b["text"][: call.cairn.settings.search_max_query_chars],
-        session_id=session_id,
-        budget=wanted.get("budget"),
-        source=None,
-        preview=False,
-    )
-    cairn = call.cairn
-    return await build_context(cairn.store, cairn.settings, embedding_service(cairn), request)
+    query = wanted.get("query") or b["text"][: call.cairn.settings.search_max_query_chars]
+    params = {
+        "project": session["project"] if session is not None else b.get("project"),
+        "query": query,
+        "session_id": session_id,
+        "budget": wanted.get("budget"),
+    }
+    return await context_answer(call.cairn, params, preview=False)
 
 
 def endpoints(s: Settings) -> list[Endpoint]:
