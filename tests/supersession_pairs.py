@@ -1,11 +1,15 @@
-"""Score the real supersession decision over tests/data/supersession-pairs.json.
+"""Score the real supersession decision over the pair sets in tests/data/.
 
-Each pair is saved through `worker.memory.merge.save` in a project of its own (old, then new),
+Sets: `dev` and `held-out` (tests/data/supersession-pairs.json), `fresh` (a second set the rule
+may be tuned on) and `blind1`..`blind3` (written before the rule was tuned; scored, never tuned
+on, never asserted at tuned values). Each pair is saved through `worker.memory.merge.save` in a project of its own (old, then new),
 as the memories API does: with `similar` (the new text's cosine with the old memory's vector)
 when an embedder is given, without it otherwise (the lexical decision alone, as when the model
 is not loaded). A pair counts as superseded when the new memory's save lists the old one.
 
-    .venv/bin/python -m tests.supersession_pairs            # lexical, then the real model
+    .venv/bin/python -m tests.supersession_pairs                  # every set: words, then the model
+    .venv/bin/python -m tests.supersession_pairs --set blind1 -v  # one set, with the misses listed
+    .venv/bin/python -m tests.supersession_pairs --words-only     # no model: the lexical rule alone
 
 `shift` moves every cosine by that much before the decision: scoring at -MARGIN for the updates
 and +MARGIN for the distinct pairs gives the figures a CPU whose int8 kernel moves cosines that
@@ -14,6 +18,7 @@ far would see at worst (tests/vector_margins.py).
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
@@ -27,11 +32,18 @@ from worker.retrieval.embedder import Embedder
 from worker.settings import Settings, load_settings
 from worker.store import Store
 
-PAIRS_PATH = Path(__file__).parent / "data" / "supersession-pairs.json"
+DATA = Path(__file__).parent / "data"
+PAIRS_PATH = DATA / "supersession-pairs.json"
 SPLITS = ("dev", "held-out")
+EXTRA_SETS = ("fresh", "blind1", "blind2", "blind3")
+SETS = (*SPLITS, *EXTRA_SETS)
 
 
 def load_pairs(split: str | None = None) -> list[dict[str, str]]:
+    """The pairs of one set (`dev`, `held-out`, `fresh`, `blind1`..), or of the first file."""
+    if split in EXTRA_SETS:
+        path = DATA / f"supersession-pairs-{split}.json"
+        return list(json.loads(path.read_text())["pairs"])
     pairs: list[dict[str, str]] = json.loads(PAIRS_PATH.read_text())["pairs"]
     return [p for p in pairs if split is None or p["split"] == split]
 
@@ -120,25 +132,34 @@ def main(argv: Sequence[str]) -> int:
     from tests.vector_margins import MARGIN
     from worker.retrieval.embedder import DEFAULT_MODEL, load_embedder
 
-    verbose = "-v" in argv
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.supersession_pairs", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--set", dest="sets", action="append", choices=SETS, help="a set to score (repeatable)"
+    )
+    parser.add_argument("--words-only", action="store_true", help="skip the real model")
+    parser.add_argument("-v", "--verbose", action="store_true", help="list missed/wrong pair ids")
+    args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         settings = load_settings({"CAIRN_HOME": tmp})
         store = Store(settings.db_path)
         store.open()
-        embedder = load_embedder(DEFAULT_MODEL, "", Path(tmp) / "models", 8, 256, quantize=True)
+        embedder = None
+        if not args.words_only:
+            models = Path(tmp) / "models"
+            embedder = load_embedder(DEFAULT_MODEL, "", models, 8, 256, quantize=True)
         try:
-            for split in SPLITS:
+            for split in args.sets or SETS:
                 pairs = load_pairs(split)
-                cos = cosines(embedder, pairs)
-                runs = [
-                    ("lexical", None, 0.0),
-                    ("real model (int8)", cos, 0.0),
-                    (f"real model, cosines -/+{MARGIN:.2f}", cos, MARGIN),
-                ]
+                runs: list[tuple[str, dict[str, float] | None, float]] = [("words", None, 0.0)]
+                if embedder is not None:
+                    cos = cosines(embedder, pairs)
+                    runs += [("model (int8)", cos, 0.0), (f"model -/+{MARGIN:.2f}", cos, MARGIN)]
                 for name, cosine_of, shift in runs:
                     result = score(store, settings, pairs, cosine_of, shift, f"{split}/{name}")
                     print(result.line(f"{split} {name}"))
-                    if verbose:
+                    if args.verbose:
                         print("   missed:", result.missed_ids, " wrong:", result.wrong_ids)
         finally:
             store.close()
