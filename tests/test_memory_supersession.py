@@ -60,3 +60,26 @@ def test_disabled_by_setting(settings: Settings, store: Store) -> None:
     off = Settings(**{**settings.__dict__, "supersede_enabled": False})
     put(store, off, "Use PostgreSQL 15 for the database")
     assert put(store, off, "Move to PostgreSQL 16 for the database").superseded == []
+
+
+def test_an_import_never_revives_a_superseded_memory(store: Store, settings: Settings) -> None:
+    old = put(store, settings, "Use PostgreSQL 15 for the database").row
+    new = put(store, settings, "Move to PostgreSQL 16 for the database")
+    assert new.superseded == [old["id"]]
+    again = put(
+        store, settings, "Use PostgreSQL 15 for the database", created_at_ms=1_600_000_000_000
+    )
+    assert again.merged and again.row["id"] == old["id"]
+    assert again.row["superseded_by"] == new.row["id"]  # still replaced
+    live = put(store, settings, "Use PostgreSQL 15 for the database")
+    assert live.row["superseded_by"] is None  # a live re-statement does make it current
+
+
+def test_dated_imports_create_no_supersession_chain(store: Store, settings: Settings) -> None:
+    day = 86_400_000
+    first = put(store, settings, "Use PostgreSQL 14 for the database", created_at_ms=day)
+    second = put(store, settings, "Use PostgreSQL 15 for the database", created_at_ms=2 * day)
+    third = put(store, settings, "Move to PostgreSQL 16 for the database", created_at_ms=3 * day)
+    assert first.superseded == second.superseded == third.superseded == []
+    for saved in (first, second, third):
+        assert saved.row["superseded_by"] is None

@@ -134,8 +134,9 @@ def save(
         memories.update(conn, int(same["id"]), changes)
         memory_id = int(same["id"])
         result = Saved({}, created=False, merged=True, retagged="tags" in changes)
-        if was_superseded:
-            # Re-stating an old value makes it current again.
+        if was_superseded and full.get("created_at_ms") is None:
+            # Re-stating an old value makes it current again; an import (it carries its own
+            # time) only repeats history and never revives what a newer memory replaced.
             memories.update(conn, memory_id, {"superseded_by": None})
             _detect_supersession(conn, memory_id, project_id, full, settings, result, similar)
     else:
