@@ -282,6 +282,10 @@ def judge(new: Features, old: Features, min_similarity: float = 0.5) -> Verdict:
     gone, came = slots[0]
     if a.index(gone[0]) == 0 and old.headed and not announced:
         return DISTINCT  # the subject itself differs: "the web app" / "the admin app"
+    if old.headed and new.headed and a[0] != b[0] and not announced:
+        return DISTINCT  # another head: "the checkout page uses X" / "the subscription page ..."
+    if flipped and not (new.cues - old.cues or retires):
+        return DISTINCT  # a value changed AND the polarity: "API must not ..." / "CLI may ..."
     if not (set(gone) & valued or set(came) & valued or announced):
         return DISTINCT  # a plain word swapped without a value or a cue: another subject
     rest = (mine | theirs) - set(gone) - set(came)
