@@ -126,6 +126,19 @@ RELATION_STEMS = frozenset(
     )
 )
 
+# Units after a number belong to its value: "7 days" -> "24 hours" changes one slot, not two.
+UNIT_STEMS = frozenset(
+    _STEMMER.stemWords(
+        sorted(
+            word_set(
+                "ms millisecond milliseconds second seconds sec secs minute minutes min mins hour "
+                "hours day days week weeks month months year years kb mb gb tb kib mib gib "
+                "percent requests characters chars lines items"
+            )
+        )
+    )
+)
+
 
 def features(text: str) -> Features:
     sequence: list[str] = []
@@ -300,7 +313,8 @@ def _moved(new: Features, came: set[str], removed: set[str]) -> bool:
     after a preposition, and the old text lost no more than that: only the place changed)."""
     movers = new.cues - {"from", "rather", "longer", "anymore"}
     placed = {k.key for k in new.keys if k.key in came and k.before in _PREPOSITIONS}
-    return bool(movers and came and placed == came and len(removed) <= len(came))
+    moved = removed - RELATION_STEMS  # "runs in us-west-2" -> "moved ... to us-east-2"
+    return bool(movers and came and placed == came and len(moved) <= len(came))
 
 
 def _slots(
@@ -323,7 +337,8 @@ def _slots(
         came_values = [w for w in came if w in valued]
         gone_words = [w for w in gone if w not in valued and w not in RELATION_STEMS]
         came_words = [w for w in came if w not in valued and w not in RELATION_STEMS]
-        if gone_values and came_values and gone_words and came_words:
+        units = set(gone_words + came_words) <= UNIT_STEMS  # "7 days" -> "24 hours": one value
+        if gone_values and came_values and gone_words and came_words and not units:
             # "8 on the build server" / "2 on developer laptops": the value and what it is for
             out += [(gone_values, came_values), (gone_words, came_words)]
         else:
