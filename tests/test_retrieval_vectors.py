@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
@@ -202,3 +204,56 @@ def test_mix_predecessors_follows_chains_from_plain_vectors() -> None:
     assert np.allclose(index.vector(c), unit(0, 1))
     assert np.allclose(index.vector(b), unit(0.5, 1))
     assert np.allclose(index.vector(a), unit(1, 0))
+
+
+class _GatedEmbedder(FakeEmbedder):
+    """Blocks inside embed() while `hold` is set, so a test can act mid-batch."""
+
+    def __init__(self, dimensions: int) -> None:
+        super().__init__(dimensions)
+        self.hold = False
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self.hold:
+            self.entered.set()
+            assert self.release.wait(20)
+        return super().embed(texts)
+
+
+def test_reindex_while_a_batch_embeds_keeps_index_and_table_together(tmp_path: Path) -> None:
+    settings = load_settings(home=tmp_path, embed_enabled=True)
+    store = _store(settings)
+    old = [_add(store, f"item {i} about retries") for i in range(3)]
+    embedder = _GatedEmbedder(64)
+    service = EmbeddingService(settings, store, factory=lambda: embedder)
+    service.start()
+    try:
+        _wait(service, 3)
+        embedder.hold = True
+        new = _add(store, "redis cache eviction policy")
+        service.enqueue("observation", [new])
+        assert embedder.entered.wait(20)
+        # The batch holding `new` is being embedded: the reindex lands in the middle of it.
+        assert service.reindex() == 3
+        embedder.hold = False
+        embedder.release.set()
+        _wait(service, 4)
+        assert store.read_sync(lambda c: vector_q.coverage_counts(c, "fake-hash-64")) == (4, 4)
+        index = service.index
+        assert index is not None and len(index) == 4
+        for item_id in [*old, new]:
+            assert index.vector(("observation", item_id)) is not None
+        outcome = anyio.run(
+            search,
+            store,
+            settings,
+            service,
+            SearchRequest(query="redis eviction", mode="semantic", project="/p"),
+        )
+        assert outcome.hits[0].ref == ("observation", new)
+    finally:
+        embedder.release.set()
+        anyio.run(service.stop)
+        store.close()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio.to_thread
+
 from worker.api.endpoint import Call, Endpoint
 from worker.ops import status
 from worker.settings import Settings
@@ -19,9 +21,10 @@ async def embedding_stats(call: Call) -> Any:
 async def reindex(call: Call) -> Any:
     """Forget every vector; the background embedder rebuilds them all."""
     cairn = call.cairn
-    removed = await cairn.store.write(vectors.clear)
     if cairn.embeddings is not None:
-        cairn.embeddings.reset_index()
+        removed = await anyio.to_thread.run_sync(cairn.embeddings.reindex)
+    else:
+        removed = await cairn.store.write(vectors.clear)
     return {"removed": removed, **(await status.embedding_stats(cairn))}
 
 

@@ -97,6 +97,10 @@ class EmbeddingService:
         self._busy_seconds = 0.0
         self._sweep_due = 0.0
         self._sweep_after: dict[str, int] = {}
+        # Held while a batch's vectors go into the table and the index, and while a reindex
+        # empties both: the two never diverge (a batch embedded across a reindex lands in
+        # the new index along with its rows, or is cleared with them).
+        self._save_lock = threading.Lock()
 
     # ------------------------------------------------------------------ public
     @property
@@ -126,13 +130,18 @@ class EmbeddingService:
             self._sweep_due = 0.0
         self._wake.set()
 
-    def reset_index(self) -> None:
-        """All vectors were deleted (reindex): start from an empty index and sweep at once."""
-        if self.embedder is not None:
-            self.index = VectorIndex(self.embedder.dimensions)
-        self._queue.clear()
-        self._sweep_after = {}
+    def reindex(self) -> int:
+        """Forget every stored vector and start from an empty index, then sweep at once.
+
+        Returns how many vectors were deleted. Blocking: call it from a thread."""
+        with self._save_lock:
+            removed = self.store.write_sync(vector_q.clear)
+            if self.embedder is not None:
+                self.index = VectorIndex(self.embedder.dimensions)
+            self._queue.clear()
+            self._sweep_after = {}
         self.request_sweep()
+        return removed
 
     def request_sweep(self) -> None:
         self._sweep_due = 0.0
@@ -280,8 +289,7 @@ class EmbeddingService:
         return []
 
     def _step(self, embedder: Embedder) -> bool:
-        index = self.index
-        if index is None:
+        if self.index is None:
             return False
         batch = self._next_batch(embedder.model_id)
         if not batch:
@@ -318,12 +326,16 @@ class EmbeddingService:
         for ref, blob in stored.items():
             plain.setdefault(ref, from_blob(blob))
         rows = [(ref, items[ref]["project_id"], to_blob(plain[ref])) for ref in refs]
-        self.store.write_sync(
-            lambda c: vector_q.save(c, embedder.model_id, embedder.dimensions, rows)
-        )
-        for ref in refs:
-            mixed = context_vector(plain, ref, previous.get(ref), context)
-            index.put(ref, items[ref]["project_id"], mixed)
+        with self._save_lock:
+            # The index as it is now: a reindex may have swapped it while this batch embedded.
+            index = self.index
+            assert index is not None  # set once at load, never unset
+            self.store.write_sync(
+                lambda c: vector_q.save(c, embedder.model_id, embedder.dimensions, rows)
+            )
+            for ref in refs:
+                mixed = context_vector(plain, ref, previous.get(ref), context)
+                index.put(ref, items[ref]["project_id"], mixed)
         self._embedded += len(refs)
         self._busy_seconds += time.perf_counter() - started
         return True
