@@ -60,6 +60,8 @@ KEYWORD_AIMS: dict[str, tuple[str, float]] = {
     "recall": (">=", 0.60),
     "silence_on_none": (">=", 0.85),
 }
+# Figures shown for each value of a --cv run.
+SHOWN = ("recall", "hit_rate", "silence_on_none", "precision", "tokens_per_prompt")
 OBSERVATION_LINE = re.compile(r"^(?:[-*]\s+)?#(\d+)\b")
 
 
@@ -473,7 +475,8 @@ def main() -> int:
     parser.add_argument(
         "--cv",
         metavar="NAME=V1,V2,...",
-        help="hybrid runs, one per value of this setting, with leave-one-project-out figures",
+        help="runs in the --mode given (default hybrid), one per value of this setting, with "
+        "leave-one-project-out figures",
     )
     parser.add_argument(
         "--explain", action="store_true", help="record each probe's context preview (evidence)"
@@ -494,25 +497,35 @@ def main() -> int:
     results = []
     tmp = Path(tempfile.mkdtemp(prefix="cairn-bench-coding-"))
     try:
-        for mode in args.mode or MODES:
-            results.append(run_mode(data, mode, tmp, models, overrides, args.explain))
         cv: dict[str, Any] | None = None
-        if args.cv:
+        if not args.cv:
+            for mode in args.mode or MODES:
+                results.append(run_mode(data, mode, tmp, models, overrides, args.explain))
+        else:
+            # Every value is a full run: the table shows each, then the held-out figures.
+            cv_mode = (args.mode or ["hybrid"])[0]
             name, _, values = args.cv.partition("=")
             runs = {}
+            overall: dict[str, Any] = {}
             for value in values.split(","):
-                setting = {f"CAIRN_{name.strip().upper()}": value.strip(), **overrides}
-                run = run_mode(data, "hybrid", tmp / f"cv-{value}", models, setting)
+                setting = {**overrides, f"CAIRN_{name.strip().upper()}": value.strip()}
+                run = run_mode(data, cv_mode, tmp / f"cv-{value}", models, setting)
                 runs[value.strip()] = run["probes"]
+                overall[value.strip()] = run["overall"]
                 print(f"{name}={value}: {run['overall']}", flush=True)
-            cv = {"setting": name.strip(), **cross_validate(runs)}
+            cv = {"setting": name.strip(), "mode": cv_mode, "runs": overall}
+            cv.update(cross_validate(runs))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     rows = [row for result in results for row in rows_for(result)]
     if cv is not None:
+        for value, figures in cv["runs"].items():
+            shown = ", ".join(f"{k} {v}" for k, v in figures.items() if k in SHOWN)
+            rows.append((f"{cv['mode']}: {cv['setting']}={value}", shown, "", None))
         for figure, value in cv["held_out"].items():
             if figure != "probes":
-                rows.append((f"leave-one-project-out {cv['setting']}: {figure}", value, "", None))
+                label = f"{cv['mode']}: leave-one-project-out {cv['setting']}: {figure}"
+                rows.append((label, value, "", None))
     out = report(
         "coding_memory",
         "Coding memory: the prompt hook's additionalContext (dev half)"

@@ -140,22 +140,64 @@ async def ask(
     return dia, outcome.refused
 
 
+def refusal_test(
+    data: list[dict[str, Any]],
+    projects: list[str],
+    store: Store,
+    settings: Settings,
+    service: EmbeddingService,
+    mode: str,
+) -> dict[str, Any]:
+    """Each conversation's questions (categories 1-4) asked of the next conversation's project
+    (foreign: should be refused) and of its own (native: should not), with the refusal rule on.
+    Also the rates per conversation, so a rule that only fits some conversations shows."""
+    totals = {"foreign": 0, "foreign_refused": 0, "native": 0, "native_refused": 0}
+    per_conversation: list[dict[str, float]] = []
+    for i, conv in enumerate(data):
+        other = projects[(i + 1) % len(data)]
+        counts = dict.fromkeys(totals, 0)
+        for qa in conv["qa"]:
+            if int(qa["category"]) not in (1, 2, 3, 4) or not qa.get("evidence"):
+                continue
+            question = str(qa["question"])
+            for side, project in (("foreign", other), ("native", projects[i])):
+                _, refused = anyio.run(ask, store, settings, service, project, question, mode, True)
+                counts[side] += 1
+                counts[f"{side}_refused"] += int(refused)
+        for key, value in counts.items():
+            totals[key] += value
+        per_conversation.append(rates(counts))
+    return {**rates(totals), **totals, "per_conversation": per_conversation}
+
+
+def rates(counts: dict[str, int]) -> dict[str, float]:
+    return {
+        "foreign_refused_pct": 100 * counts["foreign_refused"] / max(1, counts["foreign"]),
+        "native_refused_pct": 100 * counts["native_refused"] / max(1, counts["native"]),
+    }
+
+
 def run(
-    data: list[dict[str, Any]], settings: Settings, store: Store, service: EmbeddingService
+    data: list[dict[str, Any]],
+    settings: Settings,
+    store: Store,
+    service: EmbeddingService,
+    modes: tuple[str, ...] = MODES,
 ) -> dict[str, Any]:
     projects = [f"locomo/{conv.get('sample_id', i)}" for i, conv in enumerate(data)]
     started = time.perf_counter()
     total = sum(
         ingest(store, settings, projects[i], conv["conversation"]) for i, conv in enumerate(data)
     )
-    service.request_sweep()
-    if not service.wait_idle(1800):
-        raise SystemExit(f"embeddings not ready: {service.status()}")
+    if settings.embed_enabled:
+        service.request_sweep()
+        if not service.wait_idle(1800):
+            raise SystemExit(f"embeddings not ready: {service.status()}")
     ingest_s = time.perf_counter() - started
     print(f"ingested and embedded {total} turns in {ingest_s:.1f}s ({service.status()['model']})")
 
     per_mode: dict[str, dict[str, Any]] = {}
-    for mode in MODES:
+    for mode in modes:
         by_cat: dict[str, list[dict[str, float]]] = {}
         for i, conv in enumerate(data):
             for qa in conv["qa"]:
@@ -171,33 +213,75 @@ def run(
                     by_cat.setdefault("1-4", []).append(row)
         per_mode[mode] = {cat: average(rows) for cat, rows in sorted(by_cat.items())}
 
-    refusal = {"foreign": 0, "foreign_refused": 0, "native": 0, "native_refused": 0}
-    for i, conv in enumerate(data):
-        other = projects[(i + 1) % len(data)]
-        for qa in conv["qa"]:
-            if int(qa["category"]) not in (1, 2, 3, 4) or not qa.get("evidence"):
-                continue
-            _, refused = anyio.run(
-                ask, store, settings, service, other, str(qa["question"]), "hybrid", True
-            )
-            refusal["foreign"] += 1
-            refusal["foreign_refused"] += int(refused)
-            _, refused = anyio.run(
-                ask, store, settings, service, projects[i], str(qa["question"]), "hybrid", True
-            )
-            refusal["native"] += 1
-            refusal["native_refused"] += int(refused)
-    rates = {
-        "foreign_refused_pct": 100 * refusal["foreign_refused"] / max(1, refusal["foreign"]),
-        "native_refused_pct": 100 * refusal["native_refused"] / max(1, refusal["native"]),
-        **refusal,
+    refusal = {
+        mode: refusal_test(data, projects, store, settings, service, mode)
+        for mode in ("hybrid", "keyword")
+        if mode in modes
     }
     return {
         "turns": total,
         "ingest_seconds": round(ingest_s, 1),
         "modes": per_mode,
-        "refusal": rates,
+        "refusal": refusal,
     }
+
+
+def spread(ref: dict[str, Any], key: str) -> str:
+    """The lowest and highest per-conversation rate."""
+    values = [c[key] for c in ref["per_conversation"]]
+    return f"{min(values):.1f}-{max(values):.1f}"
+
+
+def checks(result: dict[str, Any]) -> list[tuple[str, Any, str, bool | None]]:
+    modes, refusal = result["modes"], result["refusal"]
+    rows: list[tuple[str, Any, str, bool | None]] = []
+    if "hybrid" in modes:
+        hybrid = modes["hybrid"]["1-4"]
+        ref = refusal["hybrid"]
+        rows += [
+            aim_row("hybrid recall@5 (cat 1-4)", hybrid["recall@5"], ">=", 60.0),
+            aim_row("hybrid recall@10 (cat 1-4)", hybrid["recall@10"], ">=", 70.0),
+            aim_row("hybrid MRR (cat 1-4)", hybrid["mrr"], ">=", 0.50),
+            aim_row(
+                "keyword recall@5 (cat 1-4)",
+                modes["keyword"]["1-4"]["recall@5"],
+                "<",
+                hybrid["recall@5"],
+            ),
+            aim_row(
+                "semantic recall@5 (cat 1-4)",
+                modes["semantic"]["1-4"]["recall@5"],
+                "<",
+                hybrid["recall@5"],
+            ),
+            aim_row("foreign questions refused %", ref["foreign_refused_pct"], ">=", 90.0),
+            aim_row("native questions refused %", ref["native_refused_pct"], "<=", 2.0),
+        ]
+    else:
+        keyword = modes["keyword"]["1-4"]
+        rows += [
+            aim_row("keyword recall@5 (cat 1-4)", keyword["recall@5"], ">=", 0.0),
+            aim_row("keyword MRR (cat 1-4)", keyword["mrr"], ">=", 0.0),
+        ]
+    # Keyword-only mode (the model loading or unavailable), issue 19 item 3.
+    ref = refusal["keyword"]
+    rows += [
+        aim_row("keyword-only: foreign refused %", ref["foreign_refused_pct"], ">=", 80.0),
+        aim_row("keyword-only: native refused %", ref["native_refused_pct"], "<=", 5.0),
+        (
+            "keyword-only: foreign refused % per conversation",
+            spread(ref, "foreign_refused_pct"),
+            "",
+            None,
+        ),
+        (
+            "keyword-only: native refused % per conversation",
+            spread(ref, "native_refused_pct"),
+            "",
+            None,
+        ),
+    ]
+    return rows
 
 
 def main() -> int:
@@ -210,13 +294,18 @@ def main() -> int:
         help="LoCoMo JSON (default: $CAIRN_LOCOMO_DATA or ../shared/data/locomo-dev.json)",
     )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument(
+        "--keyword-only",
+        action="store_true",
+        help="no embedding model (CAIRN_EMBED_ENABLED=0): keyword ranking and refusal only",
+    )
     args = parser.parse_args()
     if not args.data.is_file():
         print(f"locomo: no data at {args.data} (pass --data FILE)", file=sys.stderr)
         return 2
     data = json.loads(args.data.read_text())
     with tempfile.TemporaryDirectory(prefix="cairn-locomo-") as tmp:
-        settings = load_settings(home=Path(tmp), embed_enabled=True)
+        settings = load_settings(home=Path(tmp), embed_enabled=not args.keyword_only)
         store = Store(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
         store.open()
         if settings.search_memory_index:  # as the worker does at start; it then follows writes
@@ -224,7 +313,8 @@ def main() -> int:
         service = EmbeddingService(settings, store)
         service.start()
         try:
-            result = run(data, settings, store, service)
+            modes = ("keyword",) if args.keyword_only else MODES
+            result = run(data, settings, store, service, modes)
         finally:
             anyio.run(service.stop)
             store.close()
@@ -236,25 +326,12 @@ def main() -> int:
                 f"{cat:>9} {m['questions']:>5} {m['recall@1']:6.1f} {m['recall@5']:6.1f} "
                 f"{m['recall@10']:6.1f} {m['hit@5']:6.1f} {m['mrr']:6.3f}"
             )
-    hybrid = result["modes"]["hybrid"]["1-4"]
-    ref = result["refusal"]
-    keyword = result["modes"]["keyword"]["1-4"]
-    semantic = result["modes"]["semantic"]["1-4"]
-    checks = [
-        ("hybrid recall@5 (cat 1-4)", hybrid["recall@5"], ">=", 60.0),
-        ("hybrid recall@10 (cat 1-4)", hybrid["recall@10"], ">=", 70.0),
-        ("hybrid MRR (cat 1-4)", hybrid["mrr"], ">=", 0.50),
-        ("keyword recall@5 (cat 1-4)", keyword["recall@5"], "<", hybrid["recall@5"]),
-        ("semantic recall@5 (cat 1-4)", semantic["recall@5"], "<", hybrid["recall@5"]),
-        ("foreign questions refused %", ref["foreign_refused_pct"], ">=", 90.0),
-        ("native questions refused %", ref["native_refused_pct"], "<=", 2.0),
-    ]
-    rows = [aim_row(*check) for check in checks]
+    rows = checks(result)
     print_table("LoCoMo (dev)", rows)
     result["figures"] = [
         {"figure": name, "value": value, "aim": aim, "met": met} for name, value, aim, met in rows
     ]
-    write_result("locomo", result)
+    write_result("locomo_keyword" if args.keyword_only else "locomo", result)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     return 0
