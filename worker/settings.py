@@ -164,6 +164,16 @@ class Settings:
     prompt_item_min_cosine: float = 0.40
     prompt_item_min_coverage: float = 0.7
     prompt_relative_floor: float = 0.7
+    # Keyword-only mode (no query vector: the model loading, disabled or broken): relevance on
+    # words alone, each weighted by its IDF within the project (retrieval/keyword_judgment.py).
+    # Search refuses unless a top keyword hit holds this share of the query's weight; at a
+    # prompt, memories and other items each need a share and a matched weight (sum of IDF).
+    # Tuned on LoCoMo dev (refusal) and bench/coding_memory.py --mode keyword (prompt).
+    keyword_refusal_min_coverage: float = 0.3
+    prompt_keyword_memory_min_coverage: float = 0.15
+    prompt_keyword_memory_min_strength: float = 0.6
+    prompt_keyword_item_min_coverage: float = 0.4
+    prompt_keyword_item_min_strength: float = 1.5
     # De-duplication of near-identical hits (cosine of their vectors)
     dedupe_cosine: float = 0.97
     # Context injection

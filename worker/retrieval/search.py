@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from worker.clock import now_ms
-from worker.retrieval import ranking
+from worker.retrieval import keyword_judgment, ranking
 from worker.retrieval.ranking import Candidate, Ref, Weights
 from worker.retrieval.service import EmbeddingService
 from worker.retrieval.when import date_ranges
@@ -80,6 +80,8 @@ class _KeywordPass:
     hits: list[tuple[Ref, float]]
     df: dict[str, int]
     n_docs: int
+    # Keyword-only mode: the query's frequencies within the searched scope (keyword_judgment).
+    scope: keyword_judgment.ScopeFrequencies | None = None
 
 
 def _keyword_pass(
@@ -291,6 +293,14 @@ async def _judged(
         cosines = await anyio.to_thread.run_sync(lambda: service.plain_cosines(vector, refs))
     kept: list[Candidate] = []
     for cand in top:
+        if kw.scope is not None:  # no query vector: judged on its words alone
+            found = keyword_judgment.evidence(
+                kw.groups, set(indexed.get(cand.ref, "").split()), kw.scope
+            )
+            cand.coverage = found.coverage
+            if keyword_judgment.item_relevant(cand.ref[0], found, settings):
+                kept.append(cand)
+            continue
         cand.plain_cosine = cosines.get(cand.ref)
         cand.coverage = ranking.coverage(
             kw.groups, set(indexed.get(cand.ref, "").split()), kw.df, kw.n_docs
@@ -358,16 +368,23 @@ async def search(
             ref: item for ref, item in q.load_items(conn, refs).items() if _live(item, req, now)
         }
         top_keyword = [ref for ref, _ in kw.hits if ref in items][:COVERAGE_DEPTH]
+        if query_vector is None:
+            kw.scope = keyword_judgment.scope_frequencies(
+                conn, store.keywords, kw.groups, project_id, kw.df
+            )
         return refs, items, q.indexed_terms(conn, top_keyword), stale_refs(conn, items)
 
     refs, items, indexed, stale = await store.read(load)
-    best_coverage = max(
-        (
-            ranking.coverage(kw.groups, set(text.split()), kw.df, kw.n_docs)
-            for text in indexed.values()
-        ),
-        default=0.0,
-    )
+    if kw.scope is not None:
+        best_coverage = keyword_judgment.best_coverage(kw.groups, indexed.values(), kw.scope)
+    else:
+        best_coverage = max(
+            (
+                ranking.coverage(kw.groups, set(text.split()), kw.df, kw.n_docs)
+                for text in indexed.values()
+            ),
+            default=0.0,
+        )
     best_live_cosine: float | None = None
     if query_vector is not None and service is not None:
         close = [ref for ref, _ in vector_hits if ref in items][:REFUSAL_DEPTH]
@@ -376,7 +393,10 @@ async def search(
             lambda: service.best_plain_cosine(vector, close)
         )
         best_cosine = best_live_cosine
-    refuse = not req.judge_items and ranking.refuse(best_coverage, best_live_cosine, settings)
+    if kw.scope is not None:
+        refuse = not req.judge_items and keyword_judgment.refuse(best_coverage, settings)
+    else:
+        refuse = not req.judge_items and ranking.refuse(best_coverage, best_live_cosine, settings)
     if req.apply_refusal and refuse:
         empty.coverage, empty.best_cosine = best_coverage, best_cosine
         return empty

@@ -1,0 +1,106 @@
+"""Relevance on words alone: the judgment search uses when no query vector is at hand.
+
+Keyword-only mode (the model still loading, disabled with CAIRN_EMBED_ENABLED=0, or unable to
+load) has no cosine to tell a relevant item from a chance match. The refusal rule tuned for the
+hybrid case (an item holding 80% of the query's weight, or a close vector) then refuses almost
+every answerable question. Here an item is judged by how much of the prompt it holds, each word
+weighted by its IDF *within the searched scope* (the project's items and the global ones):
+
+- a word common in this project (its name, a speaker's name, "test") weighs little, so an item
+  need not repeat it;
+- a word that occurs nowhere in the project but in other projects (a name from another
+  project) weighs the most, so a prompt about something the project never saw stays unanswered;
+- a word found in no item at all (a date, a typo, a word nobody wrote) tells nothing about
+  this project against any other, and is left out.
+
+Two figures per item: coverage (the matched share of the prompt's weight, 0..1) and strength
+(the matched weight itself: a one-word prompt fully covered by a common word is still weak).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from worker.retrieval.ranking import idf
+from worker.settings import Settings
+from worker.store import search as q
+from worker.store.keyword_index import KeywordIndex
+
+
+@dataclass(frozen=True)
+class ScopeFrequencies:
+    """Document frequencies of the prompt's terms among the rows a search may return."""
+
+    df: Mapping[str, int]
+    rows: int
+    # Frequencies over every project: a word found nowhere weighs nothing.
+    everywhere: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    coverage: float
+    strength: float
+
+
+def scope_frequencies(
+    conn: sqlite3.Connection,
+    index: KeywordIndex | None,
+    groups: list[tuple[str, ...]],
+    project_id: int | None,
+    everywhere: Mapping[str, int],
+) -> ScopeFrequencies:
+    """Frequencies within the project and the global items, from the in-memory keyword index
+    (called after the search's keyword pass, which brought it up to date). Until that index is
+    loaded, the whole index's frequencies stand in."""
+    terms = sorted({t for group in groups for t in group})
+    if index is not None and index.ready:
+        df, rows = index.scope_frequencies(terms, project_id)
+    else:
+        rows = q.index_size(conn)
+        df = q.document_frequencies(conn, terms, None, rows)
+    return ScopeFrequencies(df, rows, everywhere)
+
+
+def evidence(
+    groups: list[tuple[str, ...]], doc_terms: set[str], scope: ScopeFrequencies
+) -> Evidence:
+    """How much of the prompt one item holds. A word part's alternatives (its English and
+    Italian stems) weigh as the most frequent of them, as in ranking.coverage."""
+    total = covered = 0.0
+    for group in groups:
+        if not any(scope.everywhere.get(t, 0) for t in group):
+            continue
+        weight = idf(max(scope.df.get(t, 0) for t in group), scope.rows)
+        total += weight
+        if any(t in doc_terms for t in group):
+            covered += weight
+    return Evidence(covered / total if total > 0 else 0.0, covered)
+
+
+def best_coverage(
+    groups: list[tuple[str, ...]], indexed: Iterable[str], scope: ScopeFrequencies
+) -> float:
+    """The highest coverage among these items (their analysed text, as in the index)."""
+    return max(
+        (evidence(groups, set(text.split()), scope).coverage for text in indexed), default=0.0
+    )
+
+
+def refuse(coverage: float, settings: Settings) -> bool:
+    """A query is unanswered when no top keyword hit holds enough of its scope-weighted words."""
+    return coverage < settings.keyword_refusal_min_coverage
+
+
+def item_relevant(kind: str, found: Evidence, settings: Settings) -> bool:
+    """Whether one item is worth injecting at a prompt on its words alone. Explicit memories
+    (few, high value) pass a looser bar than raw activity (observations, prompts, summaries)."""
+    if kind == "memory":
+        min_coverage = settings.prompt_keyword_memory_min_coverage
+        min_strength = settings.prompt_keyword_memory_min_strength
+    else:
+        min_coverage = settings.prompt_keyword_item_min_coverage
+        min_strength = settings.prompt_keyword_item_min_strength
+    return found.coverage >= min_coverage and found.strength >= min_strength
