@@ -280,6 +280,22 @@ def score_probe(
     }
 
 
+def marked(
+    items: list[dict[str, Any]], probe: dict[str, Any], worker: WorkerProcess, cache: dict[int, str]
+) -> list[dict[str, Any]]:
+    """Preview items, each with the relevant markers its line holds and whether it holds any
+    marker (the scoring rule), so a rule can be tried on recorded evidence."""
+    relevant = [flat(m) for m in probe["relevant"]]
+    markers = relevant + [flat(m) for m in probe["acceptable"]]
+    for item in items:
+        text = flat(str(item.get("text") or ""))
+        if item.get("kind") == "observation":
+            text += " " + observation_text(worker, int(item["id"]), cache)
+        item["found"] = [m for m in relevant if m in text]
+        item["good"] = any(m in text for m in markers)
+    return items
+
+
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     relevant = [r for r in rows if r["category"] != "none"]
     none = [r for r in rows if r["category"] == "none"]
@@ -379,7 +395,7 @@ def run_mode(
                 row["project"] = project["id"]
                 row["context"] = context
                 if preview is not None:
-                    row["preview"] = preview.get("items")
+                    row["preview"] = marked(preview.get("items") or [], probe, worker, cache)
                 rows.append(row)
                 start_rows.append(score_probe(probe, start_context, worker, cache))
     finally:

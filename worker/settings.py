@@ -174,6 +174,11 @@ class Settings:
     prompt_keyword_memory_min_strength: float = 0.6
     prompt_keyword_item_min_coverage: float = 0.4
     prompt_keyword_item_min_strength: float = 1.5
+    # More evidence at a prompt (retrieval/judgment.py): an item holding a code name the prompt
+    # mentions (a file, symbol, setting) with a cosine of at least `prompt_name_min_cosine`; an
+    # item in the top `prompt_agree_depth` of both the keyword and the vector list (0: off).
+    prompt_name_min_cosine: float = 0.15
+    prompt_agree_depth: int = 3
     # De-duplication of near-identical hits (cosine of their vectors)
     dedupe_cosine: float = 0.97
     # Context injection

@@ -55,7 +55,7 @@ class Part:
     score: float | None = None
     signals: dict[str, float] | None = None
     # A prompt item's own evidence: cosine to the prompt, share of its words (preview shows it).
-    evidence: dict[str, float | None] | None = None
+    evidence: dict[str, float | int | None] | None = None
 
     @property
     def tokens(self) -> int:
@@ -310,6 +310,8 @@ async def build_context(
                 evidence={
                     "cosine": None if cand.plain_cosine is None else round(cand.plain_cosine, 4),
                     "coverage": None if cand.coverage is None else round(cand.coverage, 4),
+                    "keyword_rank": cand.keyword_rank,
+                    "vector_rank": cand.vector_rank,
                 },
             )
             composed.add(header, part)

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from worker.clock import now_ms
-from worker.retrieval import keyword_judgment, ranking
+from worker.retrieval import judgment, keyword_judgment, ranking
 from worker.retrieval.ranking import Candidate, Ref, Weights
 from worker.retrieval.service import EmbeddingService
 from worker.retrieval.when import date_ranges
@@ -291,6 +291,7 @@ async def _judged(
     if query_vector is not None and service is not None:
         vector = query_vector
         cosines = await anyio.to_thread.run_sync(lambda: service.plain_cosines(vector, refs))
+    names = judgment.code_names(req.query)
     kept: list[Candidate] = []
     for cand in top:
         if kw.scope is not None:  # no query vector: judged on its words alone
@@ -305,7 +306,9 @@ async def _judged(
         cand.coverage = ranking.coverage(
             kw.groups, set(indexed.get(cand.ref, "").split()), kw.df, kw.n_docs
         )
-        if ranking.item_relevant(cand.ref[0], cand.plain_cosine, cand.coverage, settings):
+        if ranking.item_relevant(
+            cand.ref[0], cand.plain_cosine, cand.coverage, settings
+        ) or judgment.more_evidence(cand, items[cand.ref], names, settings):
             kept.append(cand)
     if kept:
         floor = settings.prompt_relative_floor * kept[0].score

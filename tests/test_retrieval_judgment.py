@@ -1,0 +1,67 @@
+"""worker.retrieval.judgment: code names a prompt mentions, first in both retrievers."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from worker.retrieval import judgment
+from worker.retrieval.ranking import Candidate
+from worker.settings import Settings
+
+S = Settings()
+
+
+def test_code_names_are_files_symbols_and_settings() -> None:
+    prompt = (
+        "What did we change in billing/views.py? Can I use std::sync::LazyLock or call "
+        ".unwrap() in useWishlist, with TRAILMATE_KEYSTORE and --since (github.com/pkg/errors)?"
+    )
+    assert judgment.code_names(prompt) == [
+        "billing/views.py",
+        "std::sync::lazylock",
+        "unwrap",
+        "usewishlist",
+        "trailmate_keystore",
+        "--since",
+        "github.com/pkg/errors",
+    ]
+
+
+def test_plain_words_versions_and_short_names_are_not_code_names() -> None:
+    assert judgment.code_names("How do I merge two dictionaries in Python 3.9+?") == []
+    assert judgment.code_names("Explain the difference between TCP and UDP, e.g. for DNS.") == []
+    assert judgment.code_names("Is i/o slow? Use a.b") == []
+
+
+def test_an_item_shares_a_name_in_its_title_body_or_files() -> None:
+    item = {"title": "Edit", "body": "x", "files": ["/repo/billing/views.py"]}
+    assert judgment.shares_name(["billing/views.py"], item)
+    assert judgment.shares_name(["lazylock"], {"title": "", "body": "use LazyLock::new"})
+    assert not judgment.shares_name(["billing/models.py"], item)
+    assert not judgment.shares_name([], item)
+
+
+def test_first_in_both_needs_both_lists_within_the_depth() -> None:
+    assert judgment.agreed(0, 2, 3)
+    assert not judgment.agreed(0, 3, 3)
+    assert not judgment.agreed(None, 0, 3)
+    assert not judgment.agreed(0, 0, 0)  # depth 0: the rule is off
+
+
+def test_more_evidence_from_a_shared_name_needs_a_weak_cosine_at_least() -> None:
+    item = {"kind": "observation", "title": "Edit src/filter.rs", "body": "", "files": []}
+    names = judgment.code_names("what did we change in src/filter.rs?")
+    weak = Candidate(("observation", 1), plain_cosine=S.prompt_name_min_cosine + 0.01)
+    far = Candidate(("observation", 1), plain_cosine=S.prompt_name_min_cosine - 0.01)
+    assert judgment.more_evidence(weak, item, names, S)
+    assert not judgment.more_evidence(far, item, names, S)
+    assert not judgment.more_evidence(weak, item, [], S)
+    # Without a vector (keyword-only), the name alone.
+    assert judgment.more_evidence(Candidate(("observation", 1)), item, names, S)
+
+
+def test_more_evidence_from_agreement() -> None:
+    item = {"kind": "memory", "title": "", "body": "no Tailwind"}
+    both = Candidate(("memory", 1), keyword_rank=0, vector_rank=1, plain_cosine=0.1)
+    assert judgment.more_evidence(both, item, [], replace(S, prompt_agree_depth=3))
+    assert not judgment.more_evidence(both, item, [], replace(S, prompt_agree_depth=0))

@@ -1,0 +1,100 @@
+"""Extra evidence that an item is relevant at a prompt, beyond its own cosine and word share.
+
+Coding prompts name things: a file (`billing/views.py`), a symbol (`useWishlist`,
+`std::sync::LazyLock`, `.unwrap()`), a setting (`TRAILMATE_KEYSTORE`). An item that holds the same
+name is about the same thing even when the rest of its text is far from the prompt's words, so it
+counts as relevant on a weaker cosine. Pure functions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from worker.retrieval.ranking import Candidate
+from worker.settings import Settings
+
+# Characters around a name in prose: quotes, brackets, sentence punctuation.
+_EDGE = "`'\"()[]{}<>,;:?!*"
+_CAMEL = re.compile(r"[a-z0-9][A-Z]")
+_LETTERS = re.compile(r"[^\W\d_].*[^\W\d_]", re.DOTALL)
+# Shorter than this, a "name" is mostly noise (`a.b`, `i/o`).
+MIN_NAME_CHARS = 4
+
+
+def _strip(token: str) -> str:
+    token = token.strip(_EDGE)
+    while token.endswith((".", "()")):
+        token = token[:-2] if token.endswith("()") else token[:-1]
+        token = token.strip(_EDGE)
+    return token.lstrip(".")
+
+
+def _code_like(token: str) -> bool:
+    """A file path, dotted or `::` name, snake_case, camelCase, or a `--flag`."""
+    if token.startswith("--") and len(token) > 3:
+        return True
+    if "::" in token or "_" in token.strip("_"):
+        return True
+    if re.search(r"\w[./]\w", token):
+        return True
+    return bool(_CAMEL.search(token))
+
+
+def code_names(prompt: str) -> list[str]:
+    """The code names a prompt mentions (files, symbols, settings), lower-cased, in order."""
+    names: list[str] = []
+    for raw in prompt.split():
+        called = raw.rstrip(_EDGE.replace("(", "").replace(")", "") + ".").endswith("()")
+        token = _strip(raw)
+        if len(token) < MIN_NAME_CHARS or not _LETTERS.search(token):
+            continue
+        if not (called or _code_like(token)):
+            continue
+        name = token.lower()
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def item_text(item: Mapping[str, Any]) -> str:
+    """An item's searchable text (title, body, files), lower-cased, for name matching."""
+    files = item.get("files") or []
+    parts = [str(item.get("title") or ""), str(item.get("body") or ""), *map(str, files)]
+    return "\n".join(parts).lower()
+
+
+def shares_name(names: Iterable[str], item: Mapping[str, Any]) -> bool:
+    """Whether the item holds one of the prompt's code names."""
+    names = list(names)
+    if not names:
+        return False
+    text = item_text(item)
+    return any(name in text for name in names)
+
+
+def agreed(keyword_rank: int | None, vector_rank: int | None, depth: int) -> bool:
+    """First in both: the item is among the top `depth` of the keyword list and of the vector
+    list. Two retrievers that fail in different ways agreeing is evidence on its own."""
+    return (
+        depth > 0
+        and keyword_rank is not None
+        and vector_rank is not None
+        and keyword_rank < depth
+        and vector_rank < depth
+    )
+
+
+def more_evidence(
+    cand: Candidate, item: Mapping[str, Any], names: list[str], settings: Settings
+) -> bool:
+    """Relevant on evidence other than the item's own floors (ranking.item_relevant): first in
+    both retrievers, or a code name of the prompt held with at least a weak cosine (no vector:
+    the name alone)."""
+    if agreed(cand.keyword_rank, cand.vector_rank, settings.prompt_agree_depth):
+        return True
+    if not names:
+        return False
+    close = cand.plain_cosine is None or cand.plain_cosine >= settings.prompt_name_min_cosine
+    return close and shares_name(names, item)
