@@ -200,6 +200,11 @@ def event_id(kind: str, payload: dict[str, object], *parts: object) -> str:
     tool_use = payload.get("tool_use_id")
     if kind == "tool" and isinstance(tool_use, str) and tool_use:
         return f"cc:{session}:{tool_use[:80]}"
+    # Claude Code names each prompt (`prompt_id`, `promptId` in the transcript): the id the
+    # transcript import gives the same prompt, so a session recorded live is not stored twice.
+    prompt_id = payload.get("prompt_id")
+    if kind == "prompt" and isinstance(prompt_id, str) and prompt_id:
+        return f"cc:{session}:prompt:{prompt_id[:80]}"
     return f"cc:{session}:{kind}:{_digest(session, kind, transcript_size(payload), *parts)}"
 
 

@@ -214,6 +214,18 @@ def test_prompt_event_id_changes_as_the_transcript_grows(tmp_path: Path) -> None
     assert events.event_id("prompt", p, "continue") != first  # same words, a new turn
 
 
+def test_a_prompt_with_a_prompt_id_is_named_by_it_whatever_the_transcript_size(
+    tmp_path: Path,
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("{}\n")
+    p = {"session_id": "s1", "transcript_path": str(transcript), "prompt_id": "p-7"}
+    first = events.event_id("prompt", p, "continue")
+    transcript.write_text("{}\n{}\n")
+    # The transcript import names the prompt from the transcript's promptId alone.
+    assert events.event_id("prompt", p, "continue") == first == "cc:s1:prompt:p-7"
+
+
 def _git(*args: str, cwd: Path) -> None:
     subprocess.run(
         ["git", *args],

@@ -297,6 +297,17 @@ class SpoolReplayer:
     async def _replay_file(self, path: Path, result: ReplayResult) -> bool:
         lines, corrupt = await asyncio.to_thread(read_lines, path)
         result.corrupt += corrupt
+        i = await self.deliver(lines, result)
+        if i < len(lines):
+            result.kept += len(lines) - i
+            await asyncio.to_thread(keep_rest, path, lines[i:])
+            return False
+        await asyncio.to_thread(path.unlink, True)
+        return True
+
+    async def deliver(self, lines: list[SpoolLine], result: ReplayResult) -> int:
+        """Send `lines` in order (runs of observations as batches); how many were delivered
+        before the worker could take no more (all of them unless a 5xx or 429 stopped it)."""
         i = 0
         max_batch = self.settings.max_batch
         while i < len(lines):
@@ -311,14 +322,10 @@ class SpoolReplayer:
                     and "observations" not in (lines[i + len(group)].body or {})
                 ):
                     group.append(lines[i + len(group)])
-            ok = await self._deliver(group, result)
-            if not ok:
-                result.kept += len(lines) - i
-                await asyncio.to_thread(keep_rest, path, lines[i:])
-                return False
+            if not await self._deliver(group, result):
+                return i
             i += len(group)
-        await asyncio.to_thread(path.unlink, True)
-        return True
+        return i
 
     async def _deliver(self, group: list[SpoolLine], result: ReplayResult) -> bool:
         """Send one line (or a batch of observations); False when the worker must retry later."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from worker.api.endpoint import Call, Endpoint, with_status
-from worker.errors import ServiceUnavailable
+from worker.errors import BadRequest, ServiceUnavailable
 from worker.settings import Settings
-from worker.spool import SpoolReplayer, backlog
+from worker.spool import ROUTES, ReplayResult, SpoolLine, SpoolReplayer, backlog
 
 TAG = "spool"
 
@@ -34,6 +34,43 @@ async def replay_now(call: Call) -> Any:
     return {**result.as_dict(), "backlog": backlog(call.cairn.settings)}
 
 
+def _event_line(raw: Any, index: int) -> SpoolLine:
+    where = f"events[{index}]"
+    if not isinstance(raw, dict):
+        raise BadRequest(f"'{where}' must be an object {{method, path, body}}", field=where)
+    method, path, body = raw.get("method"), raw.get("path"), raw.get("body")
+    if not isinstance(method, str) or not isinstance(path, str) or len(path) > 2048:
+        raise BadRequest(f"'{where}' needs a method and a path", field=where)
+    if ".." in path or not any(m == method and p.fullmatch(path) for m, p in ROUTES):
+        raise BadRequest(
+            f"'{where}': {method} {path[:200]} is not a request the hooks send", field=where
+        )
+    if body is not None and not isinstance(body, dict):
+        raise BadRequest(f"'{where}.body' must be an object", field=f"{where}.body")
+    return SpoolLine(index, method, path, body)
+
+
+async def receive_events(call: Call) -> Any:
+    """A batch of hook requests (an import of history): delivered in order as a spool replay
+    is, so each meets the validation and idempotency (event_id) of a live one."""
+    replayer = _replayer(call)
+    if replayer is None:
+        raise ServiceUnavailable("the spool replayer is not running")
+    lines = [_event_line(raw, i) for i, raw in enumerate(call.body["events"])]
+    result = ReplayResult()
+    delivered = await replayer.deliver(lines, result)
+    out = {
+        "delivered": delivered,
+        "stored": result.replayed,
+        "duplicates": result.duplicates,
+        "rejected": result.rejected,
+        "errors": result.errors[:10],
+    }
+    if delivered < len(lines):
+        return with_status(out, 503)
+    return out
+
+
 def endpoints(s: Settings) -> list[Endpoint]:
     return [
         Endpoint(
@@ -58,5 +95,28 @@ def endpoints(s: Settings) -> list[Endpoint]:
             },
             body_required=False,
             extra_statuses=(202, 503),
+        ),
+        Endpoint(
+            "POST",
+            "/api/spool/events",
+            receive_events,
+            "Deliver a batch of hook requests ({method, path, body}, as the hooks spool them) in "
+            "order, exactly once by event_id: what `cairn import claude-code` sends. Answers "
+            "{delivered, stored, duplicates, rejected, errors}; 503 with `delivered` when the "
+            "worker could take no more (send the rest again)",
+            TAG,
+            body={
+                "type": "object",
+                "required": ["events"],
+                "properties": {
+                    "events": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": s.max_batch,
+                        "items": {"type": "object"},
+                    }
+                },
+            },
+            extra_statuses=(503,),
         ),
     ]

@@ -66,6 +66,7 @@ def _checkpoint_from(
     trigger: str | None,
     last_assistant_message: str | None = None,
     custom_instructions: str | None = None,
+    at: int | None = None,
 ) -> tuple[dict[str, Any], bool]:
     session = activity["session"]
     draft = build_checkpoint(
@@ -91,6 +92,7 @@ def _checkpoint_from(
         open_questions=draft.open_questions,
         files=draft.files,
         meta=meta,
+        at=at,
     )
 
 
@@ -100,6 +102,11 @@ def summarize_schema(s: Settings) -> Schema:
         "properties": {
             "last_assistant_message": text_field(s),
             "event_id": EVENT_ID,
+            "at": {
+                **DATETIME,
+                "description": "When the turn ended (an import gives the transcript's time; "
+                "default now)",
+            },
         },
     }
 
@@ -110,6 +117,7 @@ def _remember_facts(
     session: dict[str, Any],
     facts: list[str],
     already: list[str],
+    at: int | None = None,
 ) -> tuple[list[dict[str, Any]], list[int]]:
     """Learned items become `fact` memories of the project (write-time merge de-duplicates).
 
@@ -130,6 +138,8 @@ def _remember_facts(
                 "project": session["project"],
                 "session_id": session["id"],
                 "meta": {"source": "session_summary", "session_id": session["id"]},
+                # Imported history keeps its date (and does not supersede newer memories).
+                "created_at_ms": at,
             },
             s,
         )
@@ -145,6 +155,7 @@ async def summarize(call: Call) -> Any:
     body = call.body or {}
     s = call.cairn.settings
     message = body.get("last_assistant_message")
+    at = time_ms(body, "at")
 
     def write(conn: sqlite3.Connection) -> dict[str, Any]:
         seen = received.seen(conn, body.get("event_id"))
@@ -182,11 +193,12 @@ async def summarize(call: Call) -> Any:
             learned=draft.learned,
             next_steps=draft.next_steps,
             meta=meta,
+            at=at,
         )
         checkpoint, checkpoint_new = _checkpoint_from(
-            conn, s, activity, trigger="stop", last_assistant_message=message
+            conn, s, activity, trigger="stop", last_assistant_message=message, at=at
         )
-        changed, new_ids = _remember_facts(conn, s, session, draft.facts, previous_facts)
+        changed, new_ids = _remember_facts(conn, s, session, draft.facts, previous_facts, at)
         received.record(conn, body.get("event_id"), "summary", sid)
         # Warm the profile cache now so the next SessionStart finds it fresh.
         try:

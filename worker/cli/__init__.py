@@ -35,14 +35,25 @@ COMMAND_MODULES = {
 }
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+# `cairn import FILE` imports an export (portability); `cairn import <source>` history (imports).
+IMPORT_SOURCES = ("claude-code",)
+
+
+def group_of(words: Sequence[str]) -> str | None:
+    """The command group module for a command line, when it names a known command."""
+    if len(words) > 1 and words[0] == "import" and words[1] in IMPORT_SOURCES:
+        return "imports"
+    return COMMAND_MODULES.get(words[0]) if words else None
+
+
+def build_parser(command: str | None = None, group: str | None = None) -> argparse.ArgumentParser:
     """The whole CLI, or only the group that registers `command` when it is a known one."""
     parser = argparse.ArgumentParser(
         prog="cairn", description="Cairn: local-first long-term memory for AI coding agents."
     )
     parser.add_argument("--version", action="version", version=f"cairn {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    group = COMMAND_MODULES.get(command or "")
+    group = group or COMMAND_MODULES.get(command or "")
     for name in (group,) if group else MODULES:
         importlib.import_module(f"worker.cli.{name}").register(sub)
     return parser
@@ -50,7 +61,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(words[0] if words else None)
+    parser = build_parser(words[0] if words else None, group_of(words))
     args = parser.parse_args(words)
     try:
         return int(args.func(args))

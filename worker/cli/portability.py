@@ -341,8 +341,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("import", help="import an export; importing twice changes nothing")
-    p.add_argument("file", help="export file, or - for stdin")
+    p = sub.add_parser(
+        "import",
+        help="import an export (FILE), or history: `cairn import claude-code` (see its --help); "
+        "importing twice changes nothing",
+    )
+    p.add_argument("file", help="export file, or - for stdin (claude-code: Claude Code history)")
     p.add_argument(
         "--on-conflict",
         choices=["fail", "skip", "replace"],

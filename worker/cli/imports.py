@@ -1,0 +1,214 @@
+"""import claude-code: the history a developer already has, stored as the hooks would have.
+
+`cairn import FILE` (an export) lives in portability; `cairn import <source>` with a source name
+below comes here (worker/cli/__init__.py routes on the second word).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import UTC, datetime
+from typing import IO, TYPE_CHECKING, Any
+
+from worker.client import ApiError, WorkerDown, request
+from worker.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from worker.imports.run import Totals
+
+SOURCES = ("claude-code",)
+RETRIES = 20
+
+
+def parse_since(text: str) -> int:
+    """An ISO date or date-time (UTC unless it says otherwise) as epoch milliseconds."""
+    try:
+        stamp = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--since {text!r} is not a date (use 2026-01-31 or 2026-01-31T09:00)"
+        ) from None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    return int(stamp.timestamp() * 1000)
+
+
+class Progress:
+    """One line on stderr, redrawn in place on a terminal: files, events, rate, time left."""
+
+    def __init__(self, stream: IO[str] | None = None, *, enabled: bool = True) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.live = enabled and self.stream.isatty()
+        self.started = time.monotonic()
+        self._last = 0.0
+
+    def line(self, totals: Totals) -> str:
+        elapsed = max(1e-6, time.monotonic() - self.started)
+        rate = totals.events / elapsed
+        share = totals.bytes_done / totals.bytes_total if totals.bytes_total else 1.0
+        left = elapsed * (1 - share) / share if share > 0 else 0.0
+        return (
+            f"claude-code: {totals.files_done}/{totals.files} files {share * 100:5.1f}% · "
+            f"{totals.events:,} events · {rate:,.0f}/s · {int(left) // 60}:{int(left) % 60:02d} left"
+        )
+
+    def __call__(self, totals: Totals) -> None:
+        now = time.monotonic()
+        if self.live and now - self._last >= 0.2:
+            self._last = now
+            self.stream.write("\r\x1b[K" + self.line(totals))
+            self.stream.flush()
+
+    def finish(self) -> None:
+        if self.live:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def ensure_worker(settings: Settings) -> None:
+    """The worker that takes the import: the running one, else one started now."""
+    try:
+        request(settings, "GET", "/health", timeout=2)
+        return
+    except (WorkerDown, ApiError):
+        pass
+    from worker.spawn import spawn_detached, wait_healthy
+
+    spawn_detached(settings)
+    if wait_healthy(settings, 60) is None:
+        raise WorkerDown(f"the worker did not start (see {settings.logs_dir / 'worker.log'})")
+
+
+def sender(settings: Settings) -> Any:
+    def send(events: list[dict[str, Any]]) -> dict[str, Any]:
+        """One batch; a 503 (the worker took part of it) sends the rest again."""
+        totals = {"stored": 0, "duplicates": 0, "rejected": 0}
+        rest = events
+        for attempt in range(RETRIES):
+            try:
+                result = request(
+                    settings, "POST", "/api/spool/events", {"events": rest}, timeout=300
+                )
+            except ApiError as exc:
+                if exc.status not in (429, 503) or attempt == RETRIES - 1:
+                    raise
+                part = exc.body if isinstance(exc.body, dict) else {}
+                for key in totals:
+                    totals[key] += int(part.get(key, 0))
+                rest = rest[int(part.get("delivered", 0)) :]
+                time.sleep(min(5.0, 0.2 * 2**attempt))
+                continue
+            for key in totals:
+                totals[key] += int(result.get(key, 0))
+            break
+        return totals
+
+    return send
+
+
+def summary(totals: Totals, *, dry_run: bool) -> str:
+    verb = "would import" if dry_run else "imported"
+    data = totals.as_dict()
+    lines = [
+        f"{verb} {data['sessions']:,} sessions in {data['projects']:,} projects: "
+        f"{data['observations']:,} observations, {data['prompts']:,} prompts, "
+        f"{data['summaries']:,} summaries, {data['plans']:,} plan updates"
+    ]
+    if not dry_run and (data["duplicates"] or data["rejected"]):
+        lines.append(
+            f"  {data['duplicates']:,} already stored (recorded live or imported before)"
+            + (f", {data['rejected']:,} rejected (see the worker log)" if data["rejected"] else "")
+        )
+    skipped = data["skipped"]
+    if skipped:
+        parts = ", ".join(f"{reason} {n:,}" for reason, n in skipped.items())
+        lines.append(f"  skipped: {parts}")
+    return "\n".join(lines)
+
+
+def run_import(
+    settings: Settings,
+    *,
+    project: str | None = None,
+    since_ms: int | None = None,
+    dry_run: bool = False,
+    quiet: bool = False,
+    root: str | None = None,
+) -> Totals:
+    from pathlib import Path
+
+    from worker.imports.claude_code import projects_dir
+    from worker.imports.hook_builder import HookBuilder
+    from worker.imports.run import ClaudeCodeImport, Options
+    from worker.imports.state import ImportState
+
+    options = Options(
+        root=Path(root) if root else projects_dir(),
+        project=project,
+        since_ms=since_ms,
+        dry_run=dry_run,
+        batch_events=settings.max_batch,
+        batch_bytes=int(settings.max_body_bytes * 0.75),
+    )
+    state = ImportState.load(settings.home / "imports" / "claude-code.json")
+    send = None
+    if not dry_run:
+        ensure_worker(settings)
+        send = sender(settings)
+    builder = HookBuilder(_hook_config(settings))
+    progress = Progress(enabled=not quiet)
+    try:
+        return ClaudeCodeImport(options, state, builder, send, progress).run()
+    finally:
+        progress.finish()
+        builder.close()
+
+
+def _hook_config(settings: Settings) -> dict[str, Any]:
+    import json
+
+    try:
+        value = json.loads((settings.home / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def cmd_claude_code(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    try:
+        totals = run_import(
+            settings,
+            project=args.project,
+            since_ms=args.since,
+            dry_run=args.dry_run,
+            quiet=args.quiet,
+            root=args.transcripts,
+        )
+    except (WorkerDown, ApiError) as exc:
+        print(f"cairn: {exc}", file=sys.stderr)
+        return 1
+    print(summary(totals, dry_run=args.dry_run))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("import", help="import history from another tool")
+    sources = p.add_subparsers(dest="source", required=True, metavar="SOURCE")
+    cc = sources.add_parser(
+        "claude-code",
+        help="Claude Code's transcripts (~/.claude/projects), stored as the hooks would have",
+    )
+    cc.add_argument("--project", help="only the project at this path")
+    cc.add_argument("--since", type=parse_since, help="only events from this date (ISO 8601)")
+    cc.add_argument("--dry-run", action="store_true", help="count what would be stored")
+    cc.add_argument("--quiet", action="store_true", help="no progress line")
+    cc.add_argument(
+        "--transcripts",
+        metavar="DIR",
+        help="the projects folder to read (default: $CLAUDE_CONFIG_DIR/projects or "
+        "~/.claude/projects)",
+    )
+    cc.set_defaults(func=cmd_claude_code)

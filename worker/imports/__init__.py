@@ -1,0 +1,1 @@
+"""Importing history recorded before Cairn was installed (Claude Code transcripts)."""
