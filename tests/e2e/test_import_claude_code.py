@@ -1,0 +1,141 @@
+"""`cairn import claude-code` on transcripts the real Claude Code CLI wrote, against what the live
+hooks stored for the same sessions.
+
+The CLI (oldest and newest supported) runs real sessions with Cairn's hooks installed (the
+harness of test_claude_code.py); then its transcripts are imported into a second, fresh
+CAIRN_HOME, and what that worker stores must equal, item for item, what the hooks stored (times
+aside). Importing again stores nothing, and importing into the home the hooks wrote to stores
+nothing either: those sessions were recorded live.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.messages_api import Text, ToolUse
+from tests.e2e.test_claude_code import Setup, fix_calc_session, setup  # noqa: F401 - fixture
+from tests.e2e.worker_process import free_port
+
+pytestmark = [pytest.mark.e2e, pytest.mark.claude_code]
+
+
+def plan_session(s: Setup) -> str:
+    """Task tools (the plan) and a delegation to an agent (in the background on 2.1.332)."""
+    s.api.script(
+        [
+            [ToolUse("TaskCreate", {"subject": "Fix calc.add", "description": "off by one"})],
+            [ToolUse("TaskUpdate", {"taskId": "1", "status": "completed"})],
+            [
+                ToolUse(
+                    "Agent",
+                    {
+                        "description": "Find callers",
+                        "prompt": "Find the callers of calc.add",
+                        "subagent_type": "general-purpose",
+                    },
+                )
+            ],
+            [Text("calc.add is called from check_calc.py only.")],
+            [Text("Planned.")],
+            [Text("The agent found one caller.")],
+        ]
+    )
+    events = s.claude("-p", "plan the calc fix; my token is sk-ant-api03-" + "x7" * 20)
+    return str(next(e["session_id"] for e in events if e.get("session_id")))
+
+
+def get(home: Path, path: str, **query: str) -> Any:
+    info = json.loads((home / "worker.json").read_text())
+    url = f"http://127.0.0.1:{info['port']}{path}"
+    if query:
+        url += "?" + urllib.parse.urlencode(query)
+    request = urllib.request.Request(url)
+    request.add_header("Authorization", "Bearer " + (home / "token").read_text().strip())
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def stored(home: Path, session_id: str) -> dict[str, Any]:
+    """What a user sees of a session: its observations, prompts, plan and summary."""
+    observations = get(home, "/api/observations", session_id=session_id, limit="200")["items"]
+    session = get(home, f"/api/sessions/{session_id}")
+    summary = get(home, f"/api/sessions/{session_id}/summary")
+    plan = session["plan"]
+    plan = plan.get("plan", plan) if isinstance(plan, dict) else plan
+    return {
+        "observations": sorted(
+            (o["type"], o["title"], o["body"], tuple(o["files"]), o["tool_name"])
+            for o in observations
+        ),
+        "prompts": [p["text"] for p in session["prompts"]],
+        "project": session["project"],
+        "plan": plan,
+        "summary": {k: summary[k] for k in ("request", "completed", "files")},
+    }
+
+
+def cairn_import(home: Path, user_home: Path, *extra: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
+    env.update(
+        {
+            "HOME": str(user_home),
+            "CAIRN_HOME": str(home),
+            "CAIRN_EMBED_ENABLED": "0",
+            "CAIRN_PORT": str(free_port()),
+        }
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "worker", "import", "claude-code", "--quiet", *extra],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def stop_worker(home: Path) -> None:
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        os.kill(int(json.loads((home / "worker.json").read_text())["pid"]), signal.SIGTERM)
+
+
+def test_the_import_stores_what_the_live_hooks_stored(
+    setup: Setup,  # noqa: F811 - the fixture
+    user_home: Path,
+    tmp_path: Path,
+) -> None:
+    sessions = [fix_calc_session(setup), plan_session(setup)]
+    setup.settle()
+    live = {sid: stored(setup.home, sid) for sid in sessions}
+    assert live[sessions[0]]["observations"] and live[sessions[1]]["plan"]
+    assert "sk-ant-api03" not in json.dumps(live)
+
+    fresh = tmp_path / "imported-home"
+    try:
+        first = cairn_import(fresh, user_home)
+        assert "imported 2 sessions in 1 projects" in first, first
+        imported = {sid: stored(fresh, sid) for sid in sessions}
+        for sid in sessions:
+            assert imported[sid] == live[sid], sid
+        again = cairn_import(fresh, user_home)
+        assert again.startswith("imported 0 sessions"), again
+        assert {sid: stored(fresh, sid) for sid in sessions} == imported
+    finally:
+        stop_worker(fresh)
+
+    # Into the home the hooks recorded to: nothing new (matched by session and event ids).
+    (setup.home / "imports").mkdir(exist_ok=True)
+    out = cairn_import(setup.home, user_home)
+    assert {sid: stored(setup.home, sid) for sid in sessions} == live, out
