@@ -153,6 +153,12 @@ def discover(root: Path) -> list[SessionFiles]:
     return [s for s in sessions.values() if s.main is not None or s.agents]
 
 
+def _kind(item: dict[str, Any]) -> str:
+    """A line's or block's `type` ('' when it is not a string)."""
+    value = item.get("type")
+    return value if isinstance(value, str) else ""
+
+
 def time_ms(value: object) -> int | None:
     if not isinstance(value, str) or not value:
         return None
@@ -225,7 +231,7 @@ class TranscriptEvents:
     def events(self, lines: Iterable[Line]) -> Iterator[HookEvent]:
         for line in lines:
             record = line.record
-            kind = record.get("type")
+            kind = _kind(record)
             if kind not in ("user", "assistant", "attachment"):
                 if kind not in IGNORED_TYPES:
                     self.skips.add(UNKNOWN_TYPE)
@@ -277,7 +283,7 @@ class TranscriptEvents:
         for block in content:
             if not isinstance(block, dict):
                 continue
-            btype = block.get("type")
+            btype = _kind(block)
             if btype not in ASSISTANT_BLOCKS:
                 self.skips.add(UNKNOWN_BLOCK)
             elif btype == "tool_use":
@@ -315,7 +321,7 @@ class TranscriptEvents:
             return
         results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
         for block in blocks:
-            if isinstance(block, dict) and block.get("type") not in USER_BLOCKS:
+            if isinstance(block, dict) and _kind(block) not in USER_BLOCKS:
                 self.skips.add(UNKNOWN_BLOCK)
         for block in results:
             tid = block.get("tool_use_id")
