@@ -44,7 +44,7 @@ CHANGE_WORDS = word_set(
     "old prefer preferred going forward anymore longer latest current currently going decided "
     "decide decision let's lets we our will shall should start started bump bumped raise raised "
     "lower lowered increase increased decrease decreased reverse reversed rename renamed remove "
-    "removed deprecate deprecated retire retired rather chose choose"
+    "removed deprecate deprecated retire retired rather chose choose set"
 )
 # Words that date a statement ("last week", "since March"): neither subject nor value.
 TIME_WORDS = word_set(
