@@ -94,13 +94,21 @@ def refuse(coverage: float, settings: Settings) -> bool:
     return coverage < settings.keyword_refusal_min_coverage
 
 
-def item_relevant(kind: str, found: Evidence, settings: Settings) -> bool:
+# Below this many items in scope, IDF cannot tell a common word from a rare one (in a project of
+# three items about one subject every word of that subject is "common"), so the matched-weight
+# bar grows from nothing to its setting as the scope grows to this size.
+STRENGTH_FULL_AT_ROWS = 50
+
+
+def item_relevant(kind: str, found: Evidence, settings: Settings, rows: int) -> bool:
     """Whether one item is worth injecting at a prompt on its words alone. Explicit memories
-    (few, high value) pass a looser bar than raw activity (observations, prompts, summaries)."""
+    (few, high value) pass a looser bar than raw activity (observations, prompts, summaries).
+    `rows` is the size of the searched scope (ScopeFrequencies.rows)."""
     if kind == "memory":
         min_coverage = settings.prompt_keyword_memory_min_coverage
         min_strength = settings.prompt_keyword_memory_min_strength
     else:
         min_coverage = settings.prompt_keyword_item_min_coverage
         min_strength = settings.prompt_keyword_item_min_strength
+    min_strength *= min(1.0, rows / STRENGTH_FULL_AT_ROWS)
     return found.coverage >= min_coverage and found.strength >= min_strength

@@ -299,7 +299,7 @@ async def _judged(
                 kw.groups, set(indexed.get(cand.ref, "").split()), kw.scope
             )
             cand.coverage = found.coverage
-            if keyword_judgment.item_relevant(cand.ref[0], found, settings):
+            if keyword_judgment.item_relevant(cand.ref[0], found, settings, kw.scope.rows):
                 kept.append(cand)
             continue
         cand.plain_cosine = cosines.get(cand.ref)
