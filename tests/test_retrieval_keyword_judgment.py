@@ -23,5 +23,18 @@ def test_memories_pass_a_looser_bar_than_observations() -> None:
     s = load_settings(env={})
     scope = ScopeFrequencies({"unwrap": 2, "tests": 10}, 100, {"unwrap": 2, "tests": 10})
     found = evidence([("unwrap",), ("tests",), ("file",)], {"tests"}, scope)
-    assert item_relevant("memory", found, s) and not item_relevant("observation", found, s)
+    assert item_relevant("memory", found, s, 100) and not item_relevant(
+        "observation", found, s, 100
+    )
+
+
+def test_a_small_scope_lowers_the_strength_bar() -> None:
+    """Three items about one subject: its words are in every item, so their IDF is near zero; a
+    prompt they fully cover is still relevant there, and not in a large project."""
+    s = load_settings(env={})
+    scope = ScopeFrequencies({"stripe": 3, "webhook": 3}, 3, {"stripe": 3, "webhook": 3})
+    found = evidence([("stripe",), ("webhook",)], {"stripe", "webhook"}, scope)
+    assert found.coverage == 1.0 and found.strength < s.prompt_keyword_item_min_strength
+    assert item_relevant("observation", found, s, 3)
+    assert not item_relevant("observation", found, s, 500)
     assert refuse(0.1, s) and not refuse(0.5, s)
