@@ -84,6 +84,8 @@ class Hook:
         self.pending: list[Request] = []
         self.worker: io.Worker | None = None
         self.spawned = False
+        self.writing = False  # a spool write in progress: the budget alarm waits for its end
+        self.overdue = False  # the alarm came while writing
         # CAIRN_AUTOSTART=0 (or "autostart": false in config.json): never start the worker.
         self.autostart = os.environ.get("CAIRN_AUTOSTART", "1").strip().lower() not in (
             "0",
@@ -91,6 +93,13 @@ class Hook:
             "no",
             "off",
         )
+
+    def on_alarm(self, signum: int, frame: object) -> None:
+        """The budget timer's handler: ends the hook, unless a spool write is under way."""
+        if self.writing:
+            self.overdue = True
+            return
+        raise BudgetExceeded
 
     def remaining(self) -> float:
         return self.deadline - SAFETY - time.monotonic()
@@ -180,8 +189,18 @@ class Hook:
         if not self.pending:
             return
         records = [r.record(self.event) for r in self.pending]
-        io.spool_append(self.home, records)
-        self.pending = []
+        # The budget alarm waits while the records go to disk and leave `pending`: an alarm in
+        # between (a slow fsync under load) spooled them again from the handler, or lost them
+        # when it struck in the grace write.
+        self.writing = True
+        try:
+            io.spool_append(self.home, records)
+            self.pending = []
+        finally:
+            self.writing = False
+        if self.overdue:
+            self.overdue = False
+            raise BudgetExceeded
         if not self.spawned and self.autostart and io.find_worker(self.home) is None:
             self.spawned = True
             try:
@@ -467,10 +486,7 @@ def run(argv: list[str]) -> str:
     try:
         import _signal
 
-        def on_alarm(signum: int, frame: object) -> None:
-            raise BudgetExceeded
-
-        _signal.signal(_signal.SIGALRM, on_alarm)
+        _signal.signal(_signal.SIGALRM, hook.on_alarm)
         _signal.setitimer(_signal.ITIMER_REAL, max(0.05, hook.deadline - time.monotonic()))
     except (ImportError, AttributeError, ValueError, OSError):
         pass

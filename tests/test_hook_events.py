@@ -514,3 +514,39 @@ def test_failure_event_reads_is_interrupt_at_top_level() -> None:
     obs = events.observation(payload, ROOT, ROOT)
     assert obs is not None and obs["title"] == "Run: sleep 100 (interrupted)"
     assert "error: Interrupted by user" in str(obs["body"])
+
+
+def test_a_budget_alarm_during_the_spool_write_spools_each_event_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The alarm strikes while the records are being fsynced (a loaded machine): the handler's
+    grace write must find nothing pending, so the spool holds the event once, not twice."""
+    import signal
+    import time
+
+    home = str(tmp_path / "home")
+    hook = run.Hook("PostToolUse", home)
+    hook.autostart = False
+    hook.pending = [run.Request("POST", "/api/observations", {"title": "Run: make"})]
+    real_append = hook_io.spool_append
+
+    def slow_append(home: str, records: list[dict[str, object]]) -> int:
+        written = real_append(home, records)
+        time.sleep(0.3)  # the alarm comes due here, after the write
+        return written
+
+    monkeypatch.setattr(hook_io, "spool_append", slow_append)
+
+    previous = signal.signal(signal.SIGALRM, hook.on_alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        try:
+            hook.spool_pending()
+            time.sleep(0.5)
+        except run.BudgetExceeded:
+            hook.spool_pending()  # what run() does when the budget runs out
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    lines = (tmp_path / "home" / "spool" / "events.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and hook.pending == []
