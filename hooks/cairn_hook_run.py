@@ -44,6 +44,10 @@ MAX_SUMMARY_CHARS = 10_000
 SAFETY = 0.15  # seconds kept back from the budget to spool and exit
 
 
+# Seconds a spool write caught by the budget alarm still gets to finish.
+WRITE_GRACE = 2.0
+
+
 class BudgetExceeded(BaseException):
     """Raised by the interval timer when the event's budget runs out."""
 
@@ -95,9 +99,17 @@ class Hook:
         )
 
     def on_alarm(self, signum: int, frame: object) -> None:
-        """The budget timer's handler: ends the hook, unless a spool write is under way."""
-        if self.writing:
+        """The budget timer's handler: ends the hook. A spool write under way gets one extension
+        of WRITE_GRACE seconds to finish (ending it midway spooled events twice or lost them);
+        a write still stuck after that (a lock never released) is given up: the agent never hangs."""
+        if self.writing and not self.overdue:
             self.overdue = True
+            try:
+                import _signal
+
+                _signal.setitimer(_signal.ITIMER_REAL, WRITE_GRACE)
+            except (ImportError, AttributeError, ValueError, OSError):
+                pass
             return
         raise BudgetExceeded
 
@@ -188,12 +200,12 @@ class Hook:
     def spool_pending(self) -> None:
         if not self.pending:
             return
-        records = [r.record(self.event) for r in self.pending]
-        # The budget alarm waits while the records go to disk and leave `pending`: an alarm in
-        # between (a slow fsync under load) spooled them again from the handler, or lost them
-        # when it struck in the grace write.
+        # The budget alarm waits while the records go to disk and leave `pending` (on_alarm): an
+        # alarm in between (a slow fsync under load) spooled them again from the handler, or lost
+        # them when it struck in the grace write.
         self.writing = True
         try:
+            records = [r.record(self.event) for r in self.pending]
             io.spool_append(self.home, records)
             self.pending = []
         finally:

@@ -550,3 +550,28 @@ def test_a_budget_alarm_during_the_spool_write_spools_each_event_once(
         signal.signal(signal.SIGALRM, previous)
     lines = (tmp_path / "home" / "spool" / "events.jsonl").read_text().splitlines()
     assert len(lines) == 1 and hook.pending == []
+
+
+def test_a_spool_write_stuck_past_its_grace_is_given_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that never ends (a lock nobody releases) still ends the hook: one extension of
+    WRITE_GRACE, then the alarm is final, so the agent is never hung."""
+    import signal
+    import time
+
+    hook = run.Hook("PostToolUse", str(tmp_path / "home"))
+    hook.autostart = False
+    hook.pending = [run.Request("POST", "/api/observations", {"title": "Run: make"})]
+    monkeypatch.setattr(run, "WRITE_GRACE", 0.1)
+    monkeypatch.setattr(hook_io, "spool_append", lambda home, records: time.sleep(30))
+    previous = signal.signal(signal.SIGALRM, hook.on_alarm)
+    started = time.monotonic()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        with pytest.raises(run.BudgetExceeded):
+            hook.spool_pending()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert hook.overdue and time.monotonic() - started < 25
