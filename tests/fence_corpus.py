@@ -63,6 +63,21 @@ def corpus_observations(project: str) -> list[dict[str, Any]]:
     ]
 
 
+def other_work(project: str, n: int = 40) -> list[dict[str, Any]]:
+    """Other notes of the project, so "fencepost" is a word that tells the corpus notes apart
+    (with every item holding a prompt's words, keyword-only judgment rightly finds no evidence)."""
+    return [
+        {
+            "project": project,
+            "session_id": "sess-other",
+            "type": "note",
+            "title": f"chore {i}",
+            "body": f"bumped dependency number {i} in the lockfile",
+        }
+        for i in range(n)
+    ]
+
+
 def corpus_memories(project: str) -> list[dict[str, Any]]:
     """Pinned facts that end with a corpus entry (session start shows every pinned memory)."""
     return [

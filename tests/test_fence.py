@@ -22,6 +22,7 @@ from tests.fence_corpus import (
     corpus_memories,
     corpus_observations,
     fence_markers,
+    other_work,
 )
 from tests.hook_modules import fence as hook_fence
 from tests.hook_modules import run as hook_run
@@ -145,18 +146,7 @@ def test_worker_context_and_preview_hold_no_marker(client: TestClient) -> None:
     assert all(fact in start["text"] for fact in FACTS)
     assert "fencepost 0 " in start["text"] and f"fencepost {len(CORPUS) - 1} " in start["text"]
     assert fence_markers(start["text"]) == []
-    # Other work in the project, so "fencepost" is a word that tells its notes apart (with every
-    # item holding the prompt's words, keyword-only judgment rightly finds no evidence).
-    other = [
-        {
-            "project": PROJECT,
-            "session_id": "sess-other",
-            "type": "note",
-            "title": f"chore {i}",
-            "body": f"bumped dependency number {i} in the lockfile",
-        }
-        for i in range(40)
-    ]
+    other = other_work(PROJECT)
     assert client.post("/api/observations", json={"observations": other}).status_code == 201
     prompt = {"project": PROJECT, "session_id": "s2", "query": "fencepost body"}
     preview = client.get("/api/context/preview", params=prompt).json()

@@ -49,6 +49,10 @@ def test_stored_fence_markers_never_escape_the_injected_block(
     assert all(fact in block for fact in corpus.FACTS)
     assert all(f"fencepost {i} " in block for i in range(len(corpus.CORPUS)))
 
+    status, body = worker.request(
+        "POST", "/api/observations", {"observations": corpus.other_work(str(project))}
+    )
+    assert status == 201, body
     # Each prompt brings the next relevant items this session was not given yet.
     seen: set[int] = set()
     prompt = {**base("sess-fence-2", project, "UserPromptSubmit"), "prompt": "fencepost body end"}
