@@ -16,7 +16,7 @@ from tests.conftest import BASE_URL
 from worker.app import create_app
 from worker.retrieval.embedder import FakeEmbedder
 from worker.settings import Settings, load_settings
-from worker.store import terms
+from worker.store import sql_terms
 from worker.store.vectors import to_blob
 
 P = "/repo/life"
@@ -222,7 +222,7 @@ def test_6000_observations_under_a_cap_of_5000_archive_exactly_1000_chatter_firs
         types = ["command", "mcp", "research", "other", "command"] + ["file_write"] * 15
         types += ["note", "web", "delegation", "file_write", "note"]
         with db(settings) as conn:
-            terms.register(conn)  # the keyword-index trigger's function
+            sql_terms.register(conn)  # the keyword-index trigger's function
             pid = conn.execute("SELECT id FROM projects WHERE key = ?", (P,)).fetchone()[0]
             now = int(datetime.now(UTC).timestamp() * 1000)
             conn.executemany(

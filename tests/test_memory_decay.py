@@ -16,7 +16,7 @@ import pytest
 from worker.memory.decay import DAY_MS, ActivityClock, DecayPolicy, cap_evictions, run_pass
 from worker.pages.stats import retention_histogram
 from worker.settings import load_settings
-from worker.store import Store, lifecycle, migrations, terms
+from worker.store import Store, lifecycle, migrations, sql_terms
 from worker.store.migrations import MIGRATIONS
 
 T0 = 1_709_251_200_000  # 2024-03-01T00:00:00Z
@@ -215,7 +215,7 @@ def test_expired_memories_are_archived_but_never_pinned_ones(store: Store) -> No
 def test_migration_12_fills_the_active_days_of_an_existing_database(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path, isolation_level=None)
-    terms.register(conn)
+    sql_terms.register(conn)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(migrations, "MIGRATIONS", [s for s in MIGRATIONS if s[0] <= 11])
         migrations.apply_migrations(conn)

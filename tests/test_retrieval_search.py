@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from worker.retrieval.search import one_stem_per_part, selective_terms
-from worker.store.terms import query_groups, query_terms
+from worker.terms import query_groups, query_terms
 
 
 def test_one_stem_per_part_keeps_the_stem_found_in_more_items() -> None:

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from worker.settings import Settings
 from worker.store import Store, memories, observations
 from worker.store.keyword_index import KeywordIndex
-from worker.store.terms import match_expression, query_terms
+from worker.terms import match_expression, query_terms
 
 WORDS = [
     "deploy",

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from worker.store import Store, migrations, projects, sessions, terms
+from worker.store import Store, migrations, projects, sessions, sql_terms
 from worker.store import observations as q
 from worker.store.migrations import MIGRATIONS
 from worker.store.rows import VALUES_CHUNK
-from worker.store.terms import batch_indexing, index_text
+from worker.store.sql_terms import batch_indexing
+from worker.terms import index_text
 
 INDEX_COLUMNS = "rowid, title, body, scope, kind, item_id, project_id"
 
@@ -200,7 +201,7 @@ def test_a_database_from_before_migration_11_upgrades_and_keeps_indexing(tmp_pat
     opening it applies 11, and both insert paths then index exactly once."""
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path, isolation_level=None)
-    terms.register(conn)
+    sql_terms.register(conn)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA foreign_keys = ON")
     old_steps = [step for step in MIGRATIONS if step[0] <= 10]

@@ -78,7 +78,7 @@ def test_neighbour_lookups_do_not_grow_with_the_session(tmp_path: Path) -> None:
 
 def _candidates(store: Store, project: str | None, kinds: list[str] | None = None) -> list[Any]:
     from worker.store import projects
-    from worker.store.terms import keyword_expression, query_terms
+    from worker.terms import keyword_expression, query_terms
 
     def run(conn: sqlite3.Connection) -> list[Any]:
         pid = projects.find(conn, project) if project is not None else None

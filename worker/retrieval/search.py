@@ -26,7 +26,7 @@ from worker.store import search as q
 from worker.store.frequencies import FrequencyCache
 from worker.store.keyword_index import KeywordIndex
 from worker.store.m002_retrieval import KIND_CODES, KIND_NAMES
-from worker.store.terms import keyword_expression, query_groups, query_terms
+from worker.terms import keyword_expression, query_groups, query_terms
 
 Mode = Literal["hybrid", "keyword", "semantic"]
 MODES: tuple[Mode, ...] = ("hybrid", "keyword", "semantic")

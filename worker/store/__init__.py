@@ -194,7 +194,7 @@ class Store:
 
     # ------------------------------------------------------------------ lifecycle
     def _connect(self) -> sqlite3.Connection:
-        from worker.store import terms
+        from worker.store import sql_terms
 
         conn = sqlite3.connect(
             self.path,
@@ -203,8 +203,8 @@ class Store:
             timeout=self.busy_timeout_ms / 1000,
         )
         conn.row_factory = sqlite3.Row
-        # The keyword index triggers analyse text with this Python function (store/terms.py).
-        terms.register(conn)
+        # The keyword index triggers analyse text with this Python function (store/sql_terms.py).
+        sql_terms.register(conn)
         conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = NORMAL")

@@ -1,12 +1,12 @@
 """Migration 2: the analysed keyword index over every searchable kind, and context injections.
 
-`search_index` holds, per item, its title and body as analysed terms (see store/terms.py): code
+`search_index` holds, per item, its title and body as analysed terms (see worker/terms.py): code
 identifiers split, English and Italian stems. Triggers call the SQL function `cairn_terms()`, which
 the Store registers on every connection, so any write path keeps the index in sync.
 """
 
-from worker.store.terms import SQL_FUNCTION as F
-from worker.store.terms import SQL_NEW_TERMS as N
+from worker.store.sql_terms import SQL_FUNCTION as F
+from worker.store.sql_terms import SQL_NEW_TERMS as N
 
 # rowid = item id * 8 + kind code: one FTS table, one BM25 scale across kinds.
 KIND_CODES = {"observation": 1, "memory": 2, "prompt": 3, "summary": 4}

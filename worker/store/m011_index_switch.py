@@ -4,7 +4,7 @@ Migration 9 lets `observations.insert_many` write the keyword-index rows of its 
 with the insert trigger switched off through `cairn_auto_index()`, a Python function: SQLite
 called it for every inserted row, and each call had to retake Python's GIL in the middle of the
 statement, which under load the event loop holds most of the time. The switch is now a one-row
-table that the trigger reads in SQL. `terms.batch_indexing` flips it inside the caller's
+table that the trigger reads in SQL. `sql_terms.batch_indexing` flips it inside the caller's
 transaction, so no other connection ever sees it off, and a rolled-back batch leaves it on.
 """
 

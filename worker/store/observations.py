@@ -21,7 +21,8 @@ from worker.store.rows import (
     newest_first_page,
     placeholders,
 )
-from worker.store.terms import batch_indexing, index_text
+from worker.store.sql_terms import batch_indexing
+from worker.terms import index_text
 
 TYPES = ("file_write", "command", "research", "web", "delegation", "mcp", "note", "other")
 

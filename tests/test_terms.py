@@ -7,7 +7,7 @@ import sqlite3
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.store.terms import (
+from worker.terms import (
     index_text,
     keyword_expression,
     match_expression,

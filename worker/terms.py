@@ -1,28 +1,20 @@
 """Text analysis for the keyword index: identifier splitting, stop words, English+Italian stems.
 
 SQLite's FTS5 tokenizers cannot split `getUserById` or stem Italian, so the words are analysed
-here, in Python, and the FTS table indexes the resulting space-separated terms. The same function
-runs as the SQL function `cairn_terms()` inside the index triggers (so every write path is indexed)
-and on the query side (so a query is read exactly as the documents were).
+here, in Python, and the FTS table indexes the resulting space-separated terms. The same functions
+run as SQL functions inside the index triggers (store/sql_terms.py, so every write path is indexed)
+and on the query side (retrieval, so a query is read exactly as the documents were). A leaf: it
+imports nothing from worker.
 """
 
 from __future__ import annotations
 
 import re
-import sqlite3
 import unicodedata
-from collections.abc import Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Collection
 from functools import lru_cache
 
 import snowballstemmer
-
-SQL_FUNCTION = "cairn_terms"
-SQL_NEW_TERMS = "cairn_new_terms"
-# `cairn_auto_index()` was migration 9's switch for the observation insert trigger; since
-# migration 11 the trigger reads the `index_switch` table instead. The function stays registered
-# for migration 9's trigger, which exists until migration 11 replaces it.
-SQL_AUTO_INDEX = "cairn_auto_index"
 
 # Runs of letters, digits and `_`; `-`, `.`, `/` and everything else separate words.
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -180,41 +172,8 @@ def keyword_expression(terms: list[str], broad: Collection[str] = ()) -> str | N
     return f"({{title body}} : ({wide} OR {narrow})) NOT ({body_only})"
 
 
-def _sql_terms(*texts: object) -> str:
-    return index_text(*(t if isinstance(t, str) else None for t in texts))
-
-
-def _sql_new_terms(extra: object, *base: object) -> str:
+def new_terms(extra: str | None, *base: str) -> list[str]:
     """Terms of `extra` that `base` does not already contain (tags picked from a memory's own
     words add nothing; a tag that is not in the text does)."""
-    have = set(analyse(" ".join(t for t in base if isinstance(t, str))))
-    return " ".join(t for t in analyse(extra if isinstance(extra, str) else None) if t not in have)
-
-
-def register(conn: sqlite3.Connection) -> None:
-    """Make `cairn_terms(text, ...)`, `cairn_new_terms(extra, text, ...)` and
-    `cairn_auto_index([on])` available to the index triggers on this connection."""
-    conn.create_function(SQL_FUNCTION, -1, _sql_terms, deterministic=True)
-    conn.create_function(SQL_NEW_TERMS, -1, _sql_new_terms, deterministic=True)
-    auto = [1]
-
-    def auto_index(*switch: object) -> int:
-        if switch:
-            auto[0] = 1 if switch[0] else 0
-        return auto[0]
-
-    conn.create_function(SQL_AUTO_INDEX, -1, auto_index)
-
-
-@contextmanager
-def batch_indexing(conn: sqlite3.Connection) -> Iterator[None]:
-    """The caller writes the index rows of the observations it inserts: the insert trigger is
-    off meanwhile (migration 11), within the caller's transaction only."""
-    if not conn.in_transaction:
-        raise RuntimeError("batch_indexing needs a write transaction")
-    conn.execute("UPDATE index_switch SET auto = 0 WHERE id = 1")
-    try:
-        yield
-    finally:
-        if conn.in_transaction:  # else SQLite rolled it back, the switch with it
-            conn.execute("UPDATE index_switch SET auto = 1 WHERE id = 1")
+    have = set(analyse(" ".join(base)))
+    return [t for t in analyse(extra) if t not in have]
