@@ -184,7 +184,10 @@ async def similar_memories(cairn: Cairn, item: dict[str, Any]) -> dict[int, floa
         project_id = await cairn.store.read(lambda c: projects.find(c, item["project"]))
         if project_id is None:
             return {}
-    hits = service.search(vector, project_id=project_id, kinds=["memory"], limit=10)
+    index = service.index
+    if index is None:
+        return {}
+    hits = index.search(vector, project_id=project_id, kinds=["memory"], limit=10)
     return {int(ref[1]): float(score) for ref, score in hits}
 
 

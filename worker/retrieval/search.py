@@ -338,9 +338,9 @@ async def search(
     found: list[tuple[npt.NDArray[np.float32] | None, list[tuple[Ref, float]]]] = [(None, [])]
 
     def vector_pass(model: EmbeddingService) -> None:
-        vector = model.embed_query(req.query)
-        if vector is not None:
-            hits = model.search(
+        vector, index = model.embed_query(req.query), model.index
+        if vector is not None and index is not None:
+            hits = index.search(
                 vector, project_id=project_id, kinds=req.kinds, limit=settings.search_candidates
             )
             found[0] = (vector, hits)

@@ -170,18 +170,6 @@ class EmbeddingService:
         first: npt.NDArray[np.float32] = vectors[0]
         return first
 
-    def search(
-        self,
-        query: npt.NDArray[np.float32],
-        *,
-        project_id: int | None,
-        kinds: list[str] | None,
-        limit: int,
-    ) -> list[tuple[Ref, float]]:
-        if self.index is None:
-            return []
-        return self.index.search(query, project_id=project_id, kinds=kinds, limit=limit)
-
     def vector(self, ref: Ref) -> npt.NDArray[np.float32] | None:
         return self.index.vector(ref) if self.index is not None else None
 
