@@ -45,6 +45,26 @@ def latest(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
     return to_dict(row) if row is not None else None
 
 
+def latest_as_written(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
+    """The session's last checkpoint as the session detail shows it: texts as written, no ids."""
+    row = conn.execute(
+        "SELECT trigger, task, progress, next_steps, open_questions, files, created_at "
+        "FROM checkpoints WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    return {
+        "trigger": row["trigger"],
+        "task": row["task"],
+        "progress": row["progress"],
+        "next_steps": row["next_steps"],
+        "open_questions": row["open_questions"],
+        "files": load_json(row["files"], [], field="checkpoints.files"),
+        "created_at": iso(row, "created_at"),
+    }
+
+
 def of_session(conn: sqlite3.Connection, session_id: str, limit: int) -> list[dict[str, Any]]:
     """The session's checkpoints, newest first."""
     rows = conn.execute(

@@ -87,6 +87,26 @@ def get(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
     return to_dict(row) if row is not None else None
 
 
+def as_written(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
+    """The session's summary as the session detail shows it: its texts as written, no ids."""
+    row = conn.execute(
+        "SELECT request, completed, learned, files, next_steps, created_at, updated_at "
+        "FROM summaries WHERE session_id = ?",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    return {
+        "request": row["request"],
+        "completed": row["completed"],
+        "learned": row["learned"],
+        "files": load_json(row["files"], [], field="summaries.files"),
+        "next_steps": row["next_steps"],
+        "created_at": iso(row, "created_at"),
+        "updated_at": iso(row, "updated_at"),
+    }
+
+
 def upsert(
     conn: sqlite3.Connection,
     session_id: str,
