@@ -23,12 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.common import print_table, write_result  # noqa: E402
-from worker.api.import_rows import row_check  # noqa: E402
-from worker.api.report import make_report  # noqa: E402
 from worker.clock import now_ms  # noqa: E402
 from worker.memory.checkpoint import build_checkpoint  # noqa: E402
 from worker.memory.profile import compute_profile, load_profile, refresh_profile  # noqa: E402
 from worker.memory.summary import build_summary  # noqa: E402
+from worker.ops.import_rows import row_check  # noqa: E402
+from worker.ops.report import make_report  # noqa: E402
 from worker.settings import load_settings  # noqa: E402
 from worker.store import Store, observations, portability, projects, sessions, summaries  # noqa: E402
 

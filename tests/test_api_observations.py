@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from worker.api.observations import create_schema, item_schema
+from worker.api.observations import create_schema
+from worker.ops.fields import observation_schema as item_schema
 from worker.settings import Settings
 
 JSON = {"Content-Type": "application/json"}

@@ -17,9 +17,9 @@ from starlette.testclient import TestClient
 from tests.conftest import BASE_URL
 from tests.examples import examples
 from worker import __version__
-from worker.api.import_rows import row_check
 from worker.app import create_app
 from worker.errors import BadRequest, Conflict
+from worker.ops.import_rows import row_check
 from worker.settings import Settings, load_settings
 from worker.store import Store, portability
 

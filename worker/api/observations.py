@@ -8,15 +8,12 @@ from worker.api.endpoint import Call, Endpoint, with_status
 from worker.errors import BadRequest, NotFound
 from worker.ops.fields import (
     DATETIME,
-    EVENT_ID,
-    NEW_SESSION_ID,
     SESSION_ID,
     int_cursor,
-    meta_field,
+    observation_schema,
     page_query,
     parse_ids,
     project_field,
-    text_field,
     time_ms,
 )
 from worker.schema import Schema, check_required, validate
@@ -26,32 +23,8 @@ from worker.store import observations as q
 TAG = "observations"
 
 
-def item_schema(s: Settings) -> Schema:
-    return {
-        "type": "object",
-        "required": ["project", "type", "title"],
-        "properties": {
-            "project": project_field(s),
-            "session_id": NEW_SESSION_ID,
-            "type": {"type": "string", "enum": list(q.TYPES)},
-            "title": text_field(s, s.max_title_chars, min_length=1),
-            "body": text_field(s),
-            "files": {
-                "type": "array",
-                "maxItems": s.max_files,
-                "items": {"type": "string", "minLength": 1, "maxLength": 4096},
-            },
-            "tool_name": {"type": "string", "maxLength": 200},
-            "importance": {"type": "integer", "minimum": 1, "maximum": 5},
-            "created_at": DATETIME,
-            "event_id": EVENT_ID,
-            "meta": meta_field(s),
-        },
-    }
-
-
 def create_schema(s: Settings) -> Schema:
-    single = item_schema(s)
+    single = observation_schema(s)
     return {
         "type": "object",
         "description": "One observation, or {'observations': [...]} for a batch.",
@@ -71,7 +44,7 @@ def _prepare(item: dict[str, Any]) -> dict[str, Any]:
 async def create_observations(call: Call) -> Any:
     s = call.cairn.settings
     body: dict[str, Any] = call.body
-    schema = item_schema(s)
+    schema = observation_schema(s)
     if "observations" in body:
         items = []
         for i, raw in enumerate(body["observations"]):

@@ -15,9 +15,9 @@ from starlette.responses import StreamingResponse
 
 from worker import __version__
 from worker.api.endpoint import Call, Endpoint, with_status
-from worker.api.import_rows import row_check
 from worker.clock import now_ms, to_iso
 from worker.errors import BadRequest, InsufficientStorage
+from worker.ops.import_rows import row_check
 from worker.settings import Settings
 from worker.store import portability
 

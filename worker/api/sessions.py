@@ -11,6 +11,7 @@ from worker.ops.fields import (
     EVENT_ID,
     NEW_SESSION_ID,
     SESSION_ID,
+    SESSION_STATUSES,
     meta_field,
     project_field,
     text_field,
@@ -21,7 +22,6 @@ from worker.settings import Settings
 from worker.store import projects, received, sessions
 
 TAG = "sessions"
-STATUSES = ("active", "ended")
 
 
 def start_schema(s: Settings) -> dict[str, Any]:
@@ -229,7 +229,7 @@ def endpoints(s: Settings) -> list[Endpoint]:
             TAG,
             query={
                 "project": project_field(s),
-                "status": {"type": "string", "enum": list(STATUSES)},
+                "status": {"type": "string", "enum": list(SESSION_STATUSES)},
                 **page_query(s),
             },
         ),

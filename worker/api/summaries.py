@@ -19,7 +19,7 @@ from worker.ops.fields import (
     DATETIME,
     EVENT_ID,
     NEW_SESSION_ID,
-    project_field,
+    plan_schema,
     text_field,
     time_ms,
 )
@@ -38,7 +38,6 @@ from worker.store import (
 
 TAG = "sessions"
 log = logging.getLogger(__name__)
-PLAN_STATUSES = ("pending", "in_progress", "completed")
 
 
 def _unknown(session_id: str) -> NotFound:
@@ -314,37 +313,6 @@ async def list_checkpoints(call: Call) -> Any:
         call, lambda c, sid: {"items": checkpoints.of_session(c, sid, limit)}, "checkpoints"
     )
     return items
-
-
-def plan_schema(s: Settings) -> Schema:
-    return {
-        "type": "object",
-        "required": ["plan"],
-        "properties": {
-            "plan": {
-                "type": "array",
-                "maxItems": s.plan_max_items,
-                "items": {
-                    "type": "object",
-                    "required": ["content", "status"],
-                    "properties": {
-                        "content": text_field(s, 2000, min_length=1),
-                        "status": {"type": "string", "enum": list(PLAN_STATUSES)},
-                        "activeForm": {"type": "string", "maxLength": 2000},
-                        "id": {"type": ["string", "integer"]},
-                        "priority": {"type": "string", "maxLength": 32},
-                    },
-                },
-            },
-            "project": project_field(s),
-            "updated_at": {
-                **DATETIME,
-                "description": "When the agent wrote this plan; an older plan than the stored "
-                "one is ignored (late spool replays).",
-            },
-            "event_id": EVENT_ID,
-        },
-    }
 
 
 async def put_plan(call: Call) -> Any:

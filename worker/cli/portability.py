@@ -218,7 +218,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         return _fail(f"{args.file} is empty: expected a Cairn export (JSON lines)")
     lines = [line for line in lines if line.strip()]
     bar = ProgressBar("import", enabled=not args.quiet)
-    from worker.api.import_rows import row_check
+    from worker.ops.import_rows import row_check
 
     check = row_check(settings)
     try:
@@ -300,7 +300,7 @@ def _project_key(text: str | None) -> str | None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from worker.api.report import make_report
+    from worker.ops.report import make_report
 
     settings = load_settings()
     store = _open_existing(settings)

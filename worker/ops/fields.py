@@ -9,6 +9,7 @@ from worker.clock import parse_iso
 from worker.errors import BadRequest
 from worker.schema import Schema
 from worker.settings import Settings
+from worker.store.observations import TYPES as OBSERVATION_TYPES
 
 EVENT_ID: Schema = {
     "type": "string",
@@ -16,6 +17,9 @@ EVENT_ID: Schema = {
     "maxLength": 200,
     "description": "Client-generated id; a repeat is accepted and ignored (idempotent retries).",
 }
+SESSION_STATUSES = ("active", "ended")
+PLAN_STATUSES = ("pending", "in_progress", "completed")
+
 DATETIME: Schema = {"type": "string", "format": "date-time", "maxLength": 64}
 SESSION_ID: Schema = {"type": "string", "minLength": 1, "maxLength": 200}
 # What may follow a session id in /api/sessions/{id}/<name> (tests/test_session_ids.py checks
@@ -98,3 +102,60 @@ def parse_ids(raw: str, limit: int, name: str = "ids") -> list[int]:
     if len(parts) > limit:
         raise BadRequest(f"'{name}' allows at most {limit} ids", field=name)
     return [int(p) for p in parts]
+
+
+def observation_schema(s: Settings) -> Schema:
+    """One observation as the API takes it (also the rule for imported observation rows)."""
+    return {
+        "type": "object",
+        "required": ["project", "type", "title"],
+        "properties": {
+            "project": project_field(s),
+            "session_id": NEW_SESSION_ID,
+            "type": {"type": "string", "enum": list(OBSERVATION_TYPES)},
+            "title": text_field(s, s.max_title_chars, min_length=1),
+            "body": text_field(s),
+            "files": {
+                "type": "array",
+                "maxItems": s.max_files,
+                "items": {"type": "string", "minLength": 1, "maxLength": 4096},
+            },
+            "tool_name": {"type": "string", "maxLength": 200},
+            "importance": {"type": "integer", "minimum": 1, "maximum": 5},
+            "created_at": DATETIME,
+            "event_id": EVENT_ID,
+            "meta": meta_field(s),
+        },
+    }
+
+
+def plan_schema(s: Settings) -> Schema:
+    """A session plan as the API takes it (also the rule for imported plans)."""
+    return {
+        "type": "object",
+        "required": ["plan"],
+        "properties": {
+            "plan": {
+                "type": "array",
+                "maxItems": s.plan_max_items,
+                "items": {
+                    "type": "object",
+                    "required": ["content", "status"],
+                    "properties": {
+                        "content": text_field(s, 2000, min_length=1),
+                        "status": {"type": "string", "enum": list(PLAN_STATUSES)},
+                        "activeForm": {"type": "string", "maxLength": 2000},
+                        "id": {"type": ["string", "integer"]},
+                        "priority": {"type": "string", "maxLength": 32},
+                    },
+                },
+            },
+            "project": project_field(s),
+            "updated_at": {
+                **DATETIME,
+                "description": "When the agent wrote this plan; an older plan than the stored "
+                "one is ignored (late spool replays).",
+            },
+            "event_id": EVENT_ID,
+        },
+    }

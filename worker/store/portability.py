@@ -450,7 +450,7 @@ def import_lines(
 ) -> ImportResult:
     """Import an export inside the caller's write transaction. Re-importing changes nothing.
 
-    Every row passes `check` (the live API's rules, worker/api/import_rows.py) before it is
+    Every row passes `check` (the live API's rules, worker/ops/import_rows.py) before it is
     written; one bad row fails the whole import (400 naming its line and column), and the
     caller's transaction rolls back, so nothing is stored.
     Rows whose key exists and whose values are equal are left alone; a differing row is a

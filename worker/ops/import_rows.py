@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from worker.api import observations, sessions, summaries
 from worker.errors import BadRequest
 from worker.memory.relations import RELATION_KINDS
 from worker.ops import memories as memory_ops
-from worker.ops.fields import meta_field
+from worker.ops.fields import SESSION_STATUSES, meta_field, observation_schema, plan_schema
 from worker.schema import Schema, validate
 from worker.settings import Settings
 from worker.store.portability import RowCheck, TableInfo
@@ -50,9 +49,9 @@ def _unbounded(schema: Schema) -> Schema:
 @lru_cache(maxsize=8)
 def column_rules(s: Settings) -> dict[str, dict[str, ColumnRule]]:
     """Per table, the columns whose rule comes from an API schema."""
-    obs = observations.item_schema(s)["properties"]
+    obs = observation_schema(s)["properties"]
     mem = memory_ops.create_schema(s)["properties"]
-    plan = summaries.plan_schema(s)["properties"]["plan"]
+    plan = plan_schema(s)["properties"]["plan"]
     meta = ColumnRule(_unbounded(meta_field(s)), json=True)
     files = ColumnRule(_unbounded(obs["files"]), json=True)
     rules: dict[str, dict[str, ColumnRule]] = {
@@ -67,7 +66,7 @@ def column_rules(s: Settings) -> dict[str, dict[str, ColumnRule]]:
             "importance": ColumnRule({**_unbounded(mem["importance"]), "type": "integer"}),
         },
         "sessions": {
-            "status": ColumnRule({"type": "string", "enum": list(sessions.STATUSES)}),
+            "status": ColumnRule({"type": "string", "enum": list(SESSION_STATUSES)}),
             "plan": ColumnRule(_unbounded(plan), json=True),
         },
         "memory_relations": {"kind": ColumnRule({"type": "string", "enum": list(RELATION_KINDS)})},
