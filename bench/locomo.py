@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import print_table, write_result
 from worker.memory.merge import save
+from worker.retrieval.keyword_index import KeywordIndex
 from worker.retrieval.search import MODES, SearchRequest, search
 from worker.retrieval.service import EmbeddingService
 from worker.settings import Settings, load_settings
@@ -118,6 +119,7 @@ async def ask(
     store: Store,
     settings: Settings,
     service: EmbeddingService,
+    keywords: KeywordIndex,
     project: str,
     question: str,
     mode: str,
@@ -135,6 +137,7 @@ async def ask(
             limit=10,
             apply_refusal=refusal,
         ),
+        keywords=keywords,
     )
     dia = [str((outcome.items[c.ref].get("meta") or {}).get("dia_id")) for c in outcome.hits]
     return dia, outcome.refused
@@ -146,6 +149,7 @@ def refusal_test(
     store: Store,
     settings: Settings,
     service: EmbeddingService,
+    keywords: KeywordIndex,
     mode: str,
 ) -> dict[str, Any]:
     """Each conversation's questions (categories 1-4) asked of the next conversation's project
@@ -161,7 +165,9 @@ def refusal_test(
                 continue
             question = str(qa["question"])
             for side, project in (("foreign", other), ("native", projects[i])):
-                _, refused = anyio.run(ask, store, settings, service, project, question, mode, True)
+                _, refused = anyio.run(
+                    ask, store, settings, service, keywords, project, question, mode, True
+                )
                 counts[side] += 1
                 counts[f"{side}_refused"] += int(refused)
         for key, value in counts.items():
@@ -182,6 +188,7 @@ def run(
     settings: Settings,
     store: Store,
     service: EmbeddingService,
+    keywords: KeywordIndex,
     modes: tuple[str, ...] = MODES,
 ) -> dict[str, Any]:
     projects = [f"locomo/{conv.get('sample_id', i)}" for i, conv in enumerate(data)]
@@ -205,7 +212,15 @@ def run(
                 if not evidence:
                     continue
                 ranked, _ = anyio.run(
-                    ask, store, settings, service, projects[i], str(qa["question"]), mode, False
+                    ask,
+                    store,
+                    settings,
+                    service,
+                    keywords,
+                    projects[i],
+                    str(qa["question"]),
+                    mode,
+                    False,
                 )
                 row = metrics(ranked, evidence)
                 by_cat.setdefault(str(qa["category"]), []).append(row)
@@ -214,7 +229,7 @@ def run(
         per_mode[mode] = {cat: average(rows) for cat, rows in sorted(by_cat.items())}
 
     refusal = {
-        mode: refusal_test(data, projects, store, settings, service, mode)
+        mode: refusal_test(data, projects, store, settings, service, keywords, mode)
         for mode in ("hybrid", "keyword")
         if mode in modes
     }
@@ -308,13 +323,13 @@ def main() -> int:
         settings = load_settings(home=Path(tmp), embed_enabled=not args.keyword_only)
         store = Store(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
         store.open()
-        if settings.search_memory_index:  # as the worker does at start; it then follows writes
-            store.read_sync(store.keywords.load)
+        keywords = KeywordIndex()  # loaded as the worker does at start; it then follows writes
+        store.read_sync(keywords.load)
         service = EmbeddingService(settings, store)
         service.start()
         try:
             modes = ("keyword",) if args.keyword_only else MODES
-            result = run(data, settings, store, service, modes)
+            result = run(data, settings, store, service, keywords, modes)
         finally:
             anyio.run(service.stop)
             store.close()

@@ -15,7 +15,7 @@ import pytest
 from worker.settings import Settings
 from worker.store import Store
 
-HEAVY = ("numpy", "onnxruntime", "worker.store.keyword_index", "anyio", "starlette", "limits")
+HEAVY = ("numpy", "onnxruntime", "worker.retrieval.keyword_index", "anyio", "starlette", "limits")
 HANG_GUARD = 60  # seconds; only to turn a hang into a failure
 
 PROBE = """

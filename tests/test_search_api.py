@@ -218,52 +218,6 @@ def test_observation_about_a_file_changed_since_is_stale(client: TestClient) -> 
     assert staleness.get("Edit src/billing/invoice.py", 0) == 0  # the write itself is current
 
 
-def test_a_term_in_very_many_items_matches_only_titles_or_beside_a_rarer_term(
-    settings: Any,
-) -> None:
-    """search_broad_term_rows (the FTS5 path, used when the in-memory index is off or still
-    loading): past it a word selects items where it is in the title or next to a rarer query
-    word; an item that has it only in its body (and nothing rarer) is not scored. Set to 2 here
-    so three items of 15 are 'very many' (thread neighbours off: they would bring the left-out
-    item back as a neighbour of a hit)."""
-    from dataclasses import replace
-
-    from worker.app import create_app
-
-    narrow = replace(
-        settings,
-        search_broad_term_rows=2,
-        fusion_prev_weight=0.0,
-        fusion_next_weight=0.0,
-        search_memory_index=False,
-    )
-    with TestClient(create_app(narrow), base_url="http://127.0.0.1") as client:
-        client.headers["Authorization"] = f"Bearer {narrow.token_path.read_text().strip()}"
-        items = [
-            {"type": "note", "title": "deploy checklist", "body": "steps"},
-            {"type": "note", "title": "release notes", "body": "deploy went fine"},
-            {"type": "note", "title": "nginx reload", "body": "deploy after nginx change"},
-        ] + [{"type": "note", "title": f"filler {i}", "body": "nothing here"} for i in range(12)]
-        assert (
-            client.post(
-                "/api/observations",
-                json={"observations": [{"project": PROJECT, **i} for i in items]},
-            ).status_code
-            == 201
-        )
-        only_broad = _titles(
-            client.get("/api/search", params={"q": "deploy", "project": PROJECT, "mode": "keyword"})
-        )
-        assert only_broad == ["deploy checklist"]
-        with_rarer = _titles(
-            client.get(
-                "/api/search", params={"q": "deploy nginx", "project": PROJECT, "mode": "keyword"}
-            )
-        )
-        assert set(with_rarer) == {"deploy checklist", "nginx reload"}
-        assert with_rarer[0] == "nginx reload"
-
-
 def test_a_file_modified_on_disk_since_makes_its_observation_stale(
     client: TestClient, tmp_path: Any
 ) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 from worker.store import Store, observations
 from worker.store import search as q
@@ -74,41 +73,3 @@ def test_neighbour_lookups_do_not_grow_with_the_session(tmp_path: Path) -> None:
         finally:
             st.close()
     assert work[1] <= work[0] + 2, work
-
-
-def _candidates(store: Store, project: str | None, kinds: list[str] | None = None) -> list[Any]:
-    from worker.store import projects
-    from worker.terms import keyword_expression, query_terms
-
-    def run(conn: sqlite3.Connection) -> list[Any]:
-        pid = projects.find(conn, project) if project is not None else None
-        return q.keyword_candidates(
-            conn,
-            keyword_expression(query_terms("cache", 8)) or "",
-            project_id=pid,
-            kinds=kinds,
-            limit=5,
-            title_weight=3.0,
-            body_weight=1.0,
-        )
-
-    return store.read_sync(run)
-
-
-def test_project_filter_holds_whether_applied_in_the_query_or_after_it(store: Store) -> None:
-    """A project with most of the index is filtered after the FTS query (over-fetched), a small
-    one inside it; either way only that project's items come back, best first, up to the limit."""
-    items = [
-        {"project": "/big", "type": "note", "title": f"cache note {i}", "body": "x " * i}
-        for i in range(12)
-    ] + [{"project": "/small", "type": "note", "title": f"cache small {i}"} for i in range(3)]
-    rows = store.write_sync(lambda c: observations.insert_many(c, items))
-    ids = {row["title"]: int(row["id"]) for row, _ in rows}
-    big = _candidates(store, "/big")
-    small = _candidates(store, "/small")
-    assert len(big) == 5 and {ids[f"cache note {i}"] for i in range(12)} >= {r[1] for r in big}
-    assert [r[2] for r in big] == sorted((r[2] for r in big), reverse=True)
-    assert {r[1] for r in small} == {ids[f"cache small {i}"] for i in range(3)}
-    assert len(_candidates(store, None)) == 5
-    assert _candidates(store, "/big", kinds=["memory"]) == []
-    assert len(_candidates(store, "/big", kinds=["observation", "memory"])) == 5

@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 
 from worker.terms import (
     index_text,
-    keyword_expression,
     match_expression,
     query_groups,
     query_terms,
@@ -75,39 +74,6 @@ def _index(rows: list[tuple[str, str]]) -> sqlite3.Connection:
 def _scores(conn: sqlite3.Connection, expression: str) -> dict[int, float]:
     sql = "SELECT rowid, bm25(t, 3, 1) FROM t WHERE t MATCH ?"
     return {int(r[0]): float(r[1]) for r in conn.execute(sql, (expression,))}
-
-
-def test_broad_terms_select_title_rows_and_rows_with_a_narrow_term_with_exact_scores() -> None:
-    rows = [
-        ("deploy timeout", "retry the deploy"),  # 1 broad in title
-        ("fix parser", "the deploy timed out"),  # 2 broad only in body: left out
-        ("nginx", "deploy nginx config"),  # 3 broad in body + narrow term: kept
-        ("nginx", "reload"),  # 4 narrow only
-        ("unrelated", "words"),  # 5 nothing
-    ]
-    conn = _index(rows)
-    exact = _scores(conn, keyword_expression(["deploy", "nginx"]) or "")
-    assert set(exact) == {1, 2, 3, 4}
-    narrowed = _scores(conn, keyword_expression(["deploy", "nginx"], {"deploy"}) or "")
-    assert set(narrowed) == {1, 3, 4}
-    assert all(abs(narrowed[r] - exact[r]) < 1e-9 for r in narrowed)
-    # Only broad terms: title rows only; nothing broad: the plain expression.
-    assert set(_scores(conn, keyword_expression(["deploy"], {"deploy"}) or "")) == {1}
-    assert keyword_expression([], set()) is None
-    assert keyword_expression(["nginx"]) == '{title body} : ("nginx")'
-
-
-@given(st.lists(st.text(max_size=12), max_size=6), st.data())
-def test_any_terms_and_any_broad_subset_make_a_valid_expression(
-    words: list[str], data: st.DataObject
-) -> None:
-    conn = _index([("some title", index_text("some getUserById text"))])
-    terms = query_terms(" ".join(words), 48)
-    broad = set(data.draw(st.lists(st.sampled_from(terms), unique=True))) if terms else set()
-    expression = keyword_expression(terms, broad)
-    assert (expression is None) == (not terms)
-    if expression is not None:
-        conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (expression,)).fetchall()
 
 
 def test_the_c_stemmer_is_used_and_stems_exactly_like_pure_python_snowball() -> None:

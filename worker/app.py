@@ -210,11 +210,10 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
             port=port or settings.port,
             logins=logins,
         )
-        if settings.search_memory_index:
-            # The in-memory BM25 index loads in its own thread; searches use FTS5 until then.
-            keyword_service = KeywordIndexService(store)
-            cairn.keyword_index = keyword_service
-            keyword_service.start()
+        # The in-memory BM25 index loads in its own thread (a search before then waits for it).
+        keyword_service = KeywordIndexService(store, cairn.keywords)
+        cairn.keyword_index = keyword_service
+        keyword_service.start()
         # Background embedder: loads the model in its own thread, so /health answers at once.
         embedder_service = EmbeddingService(settings, store)
         cairn.embeddings = embedder_service

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from worker.auth import DashboardLogins, LoginLinks, TokenKeeper
 from worker.memory.scheduler import DecayService
+from worker.retrieval.keyword_index import KeywordIndex
 from worker.retrieval.keyword_service import KeywordIndexService
 from worker.retrieval.service import EmbeddingService
 from worker.settings import Settings
@@ -47,6 +48,8 @@ class Cairn:
     started_at_ms: int
     port: int
     logins: DashboardLogins
+    # The keyword scorer: an in-memory copy of the keyword index (loaded by `keyword_index`).
+    keywords: KeywordIndex = field(default_factory=KeywordIndex)
     # Listeners told about new items (kind, ids), e.g. the background embedder.
     item_listeners: list[ItemListener] = field(default_factory=list)
     # Background services, attached in the lifespan (None: not running in this app).

@@ -109,15 +109,6 @@ class Settings:
     search_candidates: int = 100
     # Query terms found in more than this share of all items are left out of the keyword match.
     search_common_term_share: float = 0.2
-    # A query term found in more items than this selects only items where it is in the title or
-    # beside a rarer query term: bm25 costs ~2.5 us per selected row and such a term adds the
-    # least evidence (see terms.keyword_expression). Scores of the rows kept stay exact; at
-    # 100k items it cut keyword p95 ~40%, keeping ~93% of the exact BM25 top 10.
-    search_broad_term_rows: int = 5000
-    # Score keyword matches with the in-memory copy of the index (store/keyword_index.py; exact
-    # BM25 over every matching row, ~10x faster at 100k items, ~6 bytes per term occurrence).
-    # Off, or until it has loaded at start: FTS5's bm25() with the broad-term rule above.
-    search_memory_index: bool = True
     search_title_weight: float = 3.0
     search_body_weight: float = 1.0
     # Hybrid fusion of the keyword and vector lists: "convex" = weighted sum of min-max

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Collection
 from functools import lru_cache
 
 import snowballstemmer
@@ -149,27 +148,6 @@ def match_expression(terms: list[str]) -> str | None:
     if not terms:
         return None
     return " OR ".join(quote(t) for t in terms)
-
-
-def keyword_expression(terms: list[str], broad: Collection[str] = ()) -> str | None:
-    """The FTS5 expression over the title and body columns for a query's `terms`.
-
-    A `broad` term (one found in very many rows) selects only rows where it is in the title or
-    where a narrower query term is present: FTS5 computes bm25() for every row it selects (about
-    2.5 us each), and a word in 15k of 100k rows would otherwise dominate a search's time while
-    adding the least evidence. Rows are selected with NOT, so their bm25() still counts every
-    term, broad ones included, in both columns: scores of the rows kept are exact."""
-    narrow = match_expression([t for t in terms if t not in broad])
-    wide = match_expression([t for t in terms if t in broad])
-    if wide is None:
-        return None if narrow is None else f"{{title body}} : ({narrow})"
-    if narrow is None:
-        return f"{{title}} : ({wide})"
-    # body-only broad rows without a narrow term are the ones left out
-    body_only = (
-        f"(({{body}} : ({wide})) NOT ({{title}} : ({wide}))) NOT ({{title body}} : ({narrow}))"
-    )
-    return f"({{title body}} : ({wide} OR {narrow})) NOT ({body_only})"
 
 
 def new_terms(extra: str | None, *base: str) -> list[str]:

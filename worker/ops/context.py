@@ -52,4 +52,6 @@ async def context_answer(cairn: Cairn, qp: dict[str, Any], *, preview: bool) -> 
         source=qp.get("source"),
         preview=preview,
     )
-    return await build_context(cairn.store, cairn.settings, cairn.embeddings, request)
+    return await build_context(
+        cairn.store, cairn.settings, cairn.embeddings, request, keywords=cairn.keywords
+    )

@@ -129,5 +129,5 @@ async def search_answer(cairn: Cairn, qp: dict[str, Any]) -> dict[str, Any]:
         include_archived=qp.get("include_archived", False),
         count_retrieval=True,
     )
-    outcome = await search(cairn.store, s, cairn.embeddings, req)
+    outcome = await search(cairn.store, s, cairn.embeddings, req, keywords=cairn.keywords)
     return outcome_dict(outcome, query, bool(qp.get("explain", False)))

@@ -18,6 +18,7 @@ from worker.fence import neutralise
 from worker.memory.profile import load_profile_to_cache, render_profile
 from worker.retrieval import ranking
 from worker.retrieval.context_lines import Said, failure_excerpt, fresh_lines, labelled_items
+from worker.retrieval.keyword_index import KeywordIndex
 from worker.retrieval.search import SearchRequest, search
 from worker.retrieval.service import EmbeddingService
 from worker.retrieval.tokens import estimate_tokens, truncate_to_tokens
@@ -264,7 +265,12 @@ def _session_start(rows: _StartRows, req: ContextRequest, budget: int) -> Compos
 
 
 async def build_context(
-    store: Store, settings: Settings, service: EmbeddingService | None, req: ContextRequest
+    store: Store,
+    settings: Settings,
+    service: EmbeddingService | None,
+    req: ContextRequest,
+    *,
+    keywords: KeywordIndex,
 ) -> dict[str, Any]:
     now = now_ms()
     if req.query is None or not req.query.strip():
@@ -294,6 +300,7 @@ async def build_context(
                 exclude_session_prompts=req.session_id,
                 judge_items=True,
             ),
+            keywords=keywords,
         )
         composed = Composer(budget)
         refused = outcome.refused

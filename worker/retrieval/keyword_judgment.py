@@ -19,14 +19,12 @@ Two figures per item: coverage (the matched share of the prompt's weight, 0..1) 
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from worker.retrieval.keyword_index import KeywordIndex
 from worker.retrieval.ranking import idf
 from worker.settings import Settings
-from worker.store import search as q
-from worker.store.keyword_index import KeywordIndex
 
 
 @dataclass(frozen=True)
@@ -46,21 +44,15 @@ class Evidence:
 
 
 def scope_frequencies(
-    conn: sqlite3.Connection,
-    index: KeywordIndex | None,
+    index: KeywordIndex,
     groups: list[tuple[str, ...]],
     project_id: int | None,
     everywhere: Mapping[str, int],
 ) -> ScopeFrequencies:
     """Frequencies within the project and the global items, from the in-memory keyword index
-    (called after the search's keyword pass, which brought it up to date). Until that index is
-    loaded, the whole index's frequencies stand in."""
+    (called after the search's keyword pass, which loaded it and brought it up to date)."""
     terms = sorted({t for group in groups for t in group})
-    if index is not None and index.ready:
-        df, rows = index.scope_frequencies(terms, project_id)
-    else:
-        rows = q.index_size(conn)
-        df = q.document_frequencies(conn, terms, None, rows)
+    df, rows = index.scope_frequencies(terms, project_id)
     return ScopeFrequencies(df, rows, everywhere)
 
 

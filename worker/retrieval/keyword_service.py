@@ -1,7 +1,7 @@
-"""Loads the store's in-memory keyword index in the background and keeps it in step.
+"""Loads the in-memory keyword index in the background and keeps it in step.
 
-At start the index is built from the whole table (seconds at 100k items; searches use FTS5
-meanwhile). Then, every second, it applies the writes committed since (so a query seldom has
+At start the index is built from the whole table (seconds at 100k items; a search arriving
+meanwhile waits for it). Then, every second, it applies the writes committed since (so a query seldom has
 any left to apply itself) and builds a fresh copy when removed and added rows have piled up.
 """
 
@@ -12,6 +12,7 @@ import threading
 
 import anyio.to_thread
 
+from worker.retrieval.keyword_index import KeywordIndex
 from worker.store import Store
 
 log = logging.getLogger(__name__)
@@ -20,8 +21,11 @@ FOLLOW_SECONDS = 1.0
 
 
 class KeywordIndexService:
-    def __init__(self, store: Store, *, interval: float = FOLLOW_SECONDS) -> None:
+    def __init__(
+        self, store: Store, index: KeywordIndex, *, interval: float = FOLLOW_SECONDS
+    ) -> None:
         self.store = store
+        self.index = index
         self.interval = interval
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -31,7 +35,7 @@ class KeywordIndexService:
         self._thread.start()
 
     def status(self) -> dict[str, object]:
-        return self.store.keywords.status()
+        return self.index.status()
 
     async def stop(self) -> None:
         self._stop.set()
@@ -41,7 +45,7 @@ class KeywordIndexService:
     def _run(self) -> None:
         self._load()
         while not self._stop.wait(self.interval):
-            index = self.store.keywords
+            index = self.index
             try:
                 if index.wants_rebuild or not index.ready:
                     self._load()
@@ -53,7 +57,7 @@ class KeywordIndexService:
                 log.exception("keyword index: applying changes failed")
 
     def _load(self) -> None:
-        index = self.store.keywords
+        index = self.index
         try:
             self.store.read_sync(index.load)
         except Exception as exc:
@@ -65,5 +69,5 @@ class KeywordIndexService:
                 log.exception("keyword index not rebuilt; the loaded copy stays in use")
             else:
                 index.state, index.error = "failed", str(exc)
-                log.exception("keyword index not loaded; keyword search uses FTS5 alone")
+                log.exception("keyword index not loaded; the next search tries again")
                 self._stop.set()  # not retried every second: restart the worker to try again

@@ -17,16 +17,15 @@ import numpy.typing as npt
 
 from worker.clock import now_ms
 from worker.retrieval import judgment, keyword_judgment, ranking
+from worker.retrieval.keyword_index import KeywordIndex
 from worker.retrieval.ranking import Candidate, Ref, Weights
 from worker.retrieval.service import EmbeddingService
 from worker.retrieval.when import date_ranges
 from worker.settings import Settings
 from worker.store import Store, projects
 from worker.store import search as q
-from worker.store.frequencies import FrequencyCache
-from worker.store.keyword_index import KeywordIndex
 from worker.store.m002_retrieval import KIND_CODES, KIND_NAMES
-from worker.terms import keyword_expression, query_groups, query_terms
+from worker.terms import query_groups, query_terms
 
 Mode = Literal["hybrid", "keyword", "semantic"]
 MODES: tuple[Mode, ...] = ("hybrid", "keyword", "semantic")
@@ -90,41 +89,18 @@ def _keyword_pass(
     s: Settings,
     project_id: int | None,
     want_keyword: bool,
-    cache: FrequencyCache | None = None,
-    index: KeywordIndex | None = None,
+    index: KeywordIndex,
 ) -> _KeywordPass:
     groups = query_groups(req.query, s.search_max_query_terms)
     terms = query_terms(req.query, s.search_max_query_terms)
     wanted = sorted({t for g in groups for t in g} | set(terms))
-    memory = index if index is not None and index.ready and s.search_memory_index else None
-    if memory is not None:
-        df, index_rows = memory.frequencies(conn, wanted)
-    else:
-        index_rows = q.index_size(conn)
-        df = q.document_frequencies(conn, wanted, cache, index_rows)
+    df, index_rows = index.frequencies(conn, wanted)
     terms = one_stem_per_part(terms, groups, df)
     n_docs = index_rows if terms else 0
     chosen = selective_terms(terms, df, n_docs, s.search_common_term_share)
-    if memory is not None:
-        hits: list[tuple[Ref, float]] = []
-        if chosen and want_keyword:
-            hits = _memory_hits(memory, chosen, req, s, project_id)
-        return _KeywordPass(groups, hits, df, n_docs)
-    match = keyword_expression(chosen, broad_terms(chosen, df, s.search_broad_term_rows))
-    hits = []
-    if match is not None and want_keyword:
-        rows = q.keyword_candidates(
-            conn,
-            match,
-            project_id=project_id,
-            kinds=req.kinds,
-            limit=s.search_candidates,
-            title_weight=s.search_title_weight,
-            body_weight=s.search_body_weight,
-            cache=cache,
-            index_rows=index_rows,
-        )
-        hits = [((kind, item_id), score) for kind, item_id, score in rows]
+    hits: list[tuple[Ref, float]] = []
+    if chosen and want_keyword:
+        hits = _memory_hits(index, chosen, req, s, project_id)
     return _KeywordPass(groups, hits, df, n_docs)
 
 
@@ -158,8 +134,8 @@ def one_stem_per_part(
     the one found in more items (the corpus's language conflates more forms; ties keep English).
 
     Every document word is indexed under both its stems, so matching both would score each
-    such part twice, outweighing parts whose stems agree, and make FTS5 merge two doclists
-    that hold nearly the same rows. Whole compound identifiers are kept as they are."""
+    such part twice, outweighing parts whose stems agree, and make the index add up two
+    posting lists that hold nearly the same rows. Whole compound identifiers are kept as they are."""
     keep: set[str] = set()
     alternatives: set[str] = set()
     for group in groups:
@@ -175,7 +151,7 @@ def selective_terms(
     terms: list[str], df: dict[str, int], n_docs: int, common_share: float
 ) -> list[str]:
     """The terms worth matching: present somewhere, and not in most documents (a word found
-    everywhere barely moves BM25 but makes FTS5 score every row). If every term is common,
+    everywhere barely moves BM25 but makes the index score every row). If every term is common,
     the rarest few still match."""
     present = [t for t in terms if df.get(t, 0) > 0]
     limit = max(1.0, common_share * n_docs)
@@ -183,12 +159,6 @@ def selective_terms(
     if not chosen:
         chosen = sorted(present, key=lambda t: df[t])[:3]
     return chosen
-
-
-def broad_terms(terms: list[str], df: dict[str, int], max_rows: int) -> set[str]:
-    """Terms found in more than `max_rows` items: they match only in titles or beside a rarer
-    query term (see terms.keyword_expression)."""
-    return {t for t in terms if df.get(t, 0) > max_rows}
 
 
 def _live(item: dict[str, Any], req: SearchRequest, now: int) -> bool:
@@ -317,7 +287,12 @@ async def _judged(
 
 
 async def search(
-    store: Store, settings: Settings, service: EmbeddingService | None, req: SearchRequest
+    store: Store,
+    settings: Settings,
+    service: EmbeddingService | None,
+    req: SearchRequest,
+    *,
+    keywords: KeywordIndex,
 ) -> SearchOutcome:
     now = now_ms()
     ready = service is not None and service.ready
@@ -349,9 +324,7 @@ async def search(
         if embedder is not None:
             tasks.start_soon(anyio.to_thread.run_sync, vector_pass, embedder)
         kw = await store.read(
-            lambda c: _keyword_pass(
-                c, req, settings, project_id, want_keyword, store.frequencies, store.keywords
-            )
+            lambda c: _keyword_pass(c, req, settings, project_id, want_keyword, keywords)
         )
     query_vector, vector_hits = found[0]
     best_cosine = vector_hits[0][1] if vector_hits else None
@@ -372,9 +345,7 @@ async def search(
         }
         top_keyword = [ref for ref, _ in kw.hits if ref in items][:COVERAGE_DEPTH]
         if query_vector is None:
-            kw.scope = keyword_judgment.scope_frequencies(
-                conn, store.keywords, kw.groups, project_id, kw.df
-            )
+            kw.scope = keyword_judgment.scope_frequencies(keywords, kw.groups, project_id, kw.df)
         return refs, items, q.indexed_terms(conn, top_keyword), stale_refs(conn, items)
 
     refs, items, indexed, stale = await store.read(load)

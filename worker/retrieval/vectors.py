@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from worker.store.idmap import IdMap
+from worker.retrieval.idmap import IdMap
 from worker.store.m002_retrieval import KIND_CODES, KIND_NAMES
 
 Ref = tuple[str, int]

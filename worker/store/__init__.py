@@ -23,16 +23,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from worker.errors import BadRequest, InsufficientStorage, ServiceUnavailable
 from worker.home import ensure_private_dir, make_private
-from worker.store.frequencies import FrequencyCache
 
 if TYPE_CHECKING:
     import asyncio
 
     import anyio
 
-    from worker.store.keyword_index import KeywordIndex
-
-# numpy (the keyword index), anyio, asyncio, the stemmer and the migrations are imported where a
+# anyio, asyncio, the stemmer and the migrations are imported where a
 # Store is built or used, not with this package: `cairn doctor` and other CLI commands that only
 # import a module of it (integrity, kv) start without them.
 
@@ -185,12 +182,6 @@ class Store:
         self.writes_committed = 0
         self.recovered_from: Path | None = None
         self._write_listeners: list[Callable[[], None]] = []
-        # Document frequencies of search terms (see frequencies.py): shared by all readers.
-        self.frequencies = FrequencyCache()
-        # In-memory BM25 copy of the keyword index, loaded by the worker at start.
-        from worker.store.keyword_index import KeywordIndex
-
-        self.keywords: KeywordIndex = KeywordIndex()
 
     # ------------------------------------------------------------------ lifecycle
     def _connect(self) -> sqlite3.Connection:
@@ -214,7 +205,6 @@ class Store:
     def open(self) -> None:
         """Open (creating if needed), check integrity, migrate. A corrupt file is moved aside."""
         ensure_private_dir(self.path.parent)
-        self.keywords.unload()
         try:
             self._open_checked()
         except CorruptDatabase as exc:
@@ -280,7 +270,6 @@ class Store:
                 self._writer = None
         for conn in self._all_readers:
             conn.close()
-        self.frequencies.clear()
         self._all_readers.clear()
         self._readers = queue.SimpleQueue()
 

@@ -1,6 +1,6 @@
 """Migration 10: a log of which keyword-index rows changed, for the in-memory BM25 index.
 
-The in-memory index (store/keyword_index.py) copies `search_index` and must learn about every
+The in-memory index (retrieval/keyword_index.py) copies `search_index` and must learn about every
 later change, whichever path made it (the m002/m009 triggers, `observations.insert_many`,
 imports). Every index row belongs to an item of one of the SOURCES tables, and is written when
 that item is inserted, deleted, or updated in a watched column: triggers on those tables record

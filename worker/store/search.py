@@ -7,8 +7,7 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
-from worker.store.frequencies import FrequencyCache
-from worker.store.m002_retrieval import KIND_CODES, KIND_NAMES, SOURCES
+from worker.store.m002_retrieval import KIND_CODES
 from worker.store.rows import content_hash, load_json, ms, placeholders
 
 KINDS = tuple(KIND_CODES)
@@ -17,136 +16,6 @@ TABLES = {"observation": "observations", "memory": "memories", "prompt": "prompt
 Ref = tuple[str, int]
 
 _TITLE_CHARS = 120
-
-
-# A project or kind filter that keeps at least this share of the index is applied after the
-# FTS query instead of inside it: bm25() computes a document frequency for every phrase of the
-# expression, and a `p<id>` scope token held by most rows costs a scan of its whole doclist
-# (~15 ms at 100k rows) to filter out almost nothing.
-SCOPE_IN_QUERY_BELOW = 0.5
-
-
-def keyword_candidates(
-    conn: sqlite3.Connection,
-    match: str,
-    *,
-    project_id: int | None,
-    kinds: Iterable[str] | None,
-    limit: int,
-    title_weight: float,
-    body_weight: float,
-    cache: FrequencyCache | None = None,
-    index_rows: int | None = None,
-) -> list[tuple[str, int, float]]:
-    """(kind, id, score) best first; score = -bm25 (higher is better). Global items included.
-
-    `match` is an FTS5 expression over the title and body of analysed terms (see
-    terms.keyword_expression). Selective project and kind filters are added as `scope` tokens
-    so FTS5 intersects doclists instead of reading rows; filters that keep most rows are
-    applied to an over-fetched result instead (SCOPE_IN_QUERY_BELOW). `index_rows`: the
-    caller's index_size(), when it has read it."""
-    kind_list = [k for k in (kinds or ()) if k in KIND_CODES]
-    if kinds is not None and not kind_list:
-        return []
-    n_rows = max(1, index_size(conn) if index_rows is None else index_rows)
-    expression = f"({match})"
-    fetch = float(limit)
-
-    def in_query(tokens: list[str]) -> bool:
-        """Add the scope filter to the expression if it is selective; else over-fetch."""
-        nonlocal expression, fetch
-        share = sum(document_frequencies(conn, tokens, cache, n_rows).values()) / n_rows
-        if share < SCOPE_IN_QUERY_BELOW:
-            expression += " AND scope : (" + " OR ".join(f'"{t}"' for t in tokens) + ")"
-            return True
-        fetch /= min(1.0, share)
-        return False
-
-    post_project: int | None = None
-    if project_id is not None and not in_query([f"p{int(project_id)}", "pglobal"]):
-        post_project = int(project_id)
-    post_kinds: set[int] | None = None
-    if kinds is not None and not in_query([f"k{k}" for k in kind_list]):
-        post_kinds = {KIND_CODES[k] for k in kind_list}
-    # The rowid encodes kind and id: selecting the UNINDEXED kind/item_id columns instead would
-    # read every matching row's content before the sort (~1/3 of the query's time).
-    rows = conn.execute(
-        "SELECT rowid, bm25(search_index, ?, ?, 0, 0, 0, 0) AS rank FROM search_index "
-        "WHERE search_index MATCH ? ORDER BY rank LIMIT ?",
-        (title_weight, body_weight, expression, int(fetch) + (10 if fetch > limit else 0)),
-    ).fetchall()
-    found = [
-        (KIND_NAMES[int(r[0]) % 8], int(r[0]) // 8, -float(r[1]))
-        for r in rows
-        if int(r[0]) % 8 in KIND_NAMES and (post_kinds is None or int(r[0]) % 8 in post_kinds)
-    ]
-    if post_project is not None:
-        owners = project_ids(conn, [(kind, item_id) for kind, item_id, _ in found])
-        found = [row for row in found if owners.get((row[0], row[1]), -1) in (post_project, None)]
-    return found[:limit]
-
-
-def project_ids(conn: sqlite3.Connection, refs: list[Ref]) -> dict[Ref, int | None]:
-    """The project of each item (None for a global memory); missing items are left out."""
-    by_kind: dict[str, list[int]] = {}
-    for kind, item_id in refs:
-        by_kind.setdefault(kind, []).append(item_id)
-    out: dict[Ref, int | None] = {}
-    for kind, ids in by_kind.items():
-        rows = conn.execute(
-            f"SELECT id, project_id FROM {SOURCES[kind][0]} "
-            "WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(ids),),
-        )
-        out.update({(kind, int(r[0])): r[1] for r in rows})
-    return out
-
-
-def document_frequencies(
-    conn: sqlite3.Connection,
-    terms: list[str],
-    cache: FrequencyCache | None = None,
-    index_rows: int | None = None,
-) -> dict[str, int]:
-    """How many indexed items contain each analysed term (for query coverage weights); with a
-    cache, a count a few writes old may be reused (see frequencies.py), judged against
-    `index_rows` (read here if not given)."""
-    if cache is not None:
-        rows = index_size(conn) if index_rows is None else index_rows
-        return cache.lookup(terms, rows, lambda missing: _count(conn, missing))
-    return _count(conn, terms)
-
-
-def _count(conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for term in terms:
-        row = conn.execute("SELECT doc FROM search_vocab WHERE term = ?", (term,)).fetchone()
-        out[term] = int(row[0]) if row is not None else 0
-    return out
-
-
-def index_size(conn: sqlite3.Connection) -> int:
-    """Rows in search_index. FTS5 keeps the count as the first varint of its "averages" record
-    (id 1 in %_data); reading it is O(1) where COUNT(*) walks every row (27 ms at 100k, most of
-    a keyword search). Falls back to COUNT(*) if the record is missing or unreadable."""
-    row = conn.execute("SELECT block FROM search_index_data WHERE id = 1").fetchone()
-    if row is not None and isinstance(row[0], bytes) and row[0]:
-        count = _sqlite_varint(row[0])
-        if count is not None:
-            return count
-    return int(conn.execute("SELECT COUNT(*) FROM search_index").fetchone()[0])
-
-
-def _sqlite_varint(blob: bytes) -> int | None:
-    """Decode SQLite's big-endian varint (1-9 bytes) at the start of `blob`."""
-    value = 0
-    for k, byte in enumerate(blob[:9]):
-        if k == 8:
-            return (value << 8) | byte
-        value = (value << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            return value
-    return None
 
 
 def indexed_terms(conn: sqlite3.Connection, refs: list[Ref]) -> dict[Ref, str]:

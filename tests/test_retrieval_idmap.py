@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.examples import examples
-from worker.store.idmap import IdMap
+from worker.retrieval.idmap import IdMap
 
 KEYS = st.tuples(st.integers(1, 4), st.one_of(st.integers(0, 3000), st.integers(0, 10**15)))
 OPS = st.lists(

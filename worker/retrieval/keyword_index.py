@@ -1,4 +1,4 @@
-"""An in-memory copy of the keyword index that scores BM25 with numpy (FTS5 stays the truth).
+"""The keyword scorer: an in-memory copy of the FTS5 keyword index that scores BM25 with numpy.
 
 FTS5 computes bm25() row by row through its auxiliary-function API: about 2 us for every row a
 query selects, so a search whose words are in 10k of 100k items spent 20+ ms there. This index
@@ -10,12 +10,13 @@ token count over all columns, idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-
 It follows `search_index` through the `search_changes` log (migration 10): before each query it
 re-reads the rows changed since it last looked, so a search sees every committed write, whatever
 path wrote it. Removed rows are only marked dead; `load()` (at worker start) builds a compact copy.
-Until it is loaded, callers use FTS5 (store/search.py).
+A search that comes before the first load waits for it (`ensure_loaded`). FTS5 stays the truth
+the copy is built from (the triggers analyse and store every write); its bm25() is no longer on
+the search path (README, "Search").
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import sqlite3
@@ -27,7 +28,8 @@ import numpy as np
 import numpy.typing as npt
 
 from worker.heap import release_freed_memory
-from worker.store.idmap import IdMap
+from worker.retrieval.idmap import IdMap
+from worker.store import index_rows
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,8 @@ IntArray = npt.NDArray[np.int32]
 class KeywordIndex:
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        # Held while a copy is built: a search needing the first copy waits for that build.
+        self._load_lock = threading.Lock()
         self.ready = False
         self.generation = 0
         # "idle" (not asked to load), "loading", "ready" or "failed" (see `error`).
@@ -88,7 +92,7 @@ class KeywordIndex:
 
     # ------------------------------------------------------------------ loading
     def unload(self) -> None:
-        """Forget everything (the database file was replaced); callers fall back to FTS5."""
+        """Forget everything (the database file was replaced); the next search loads again."""
         with self._lock:
             self.ready = False
             self.state, self.error = "idle", None
@@ -97,6 +101,18 @@ class KeywordIndex:
 
     def load(self, conn: sqlite3.Connection) -> None:
         """Build from the whole table (seconds at 100k rows), then swap in and mark ready."""
+        with self._load_lock:
+            self._load(conn)
+
+    def ensure_loaded(self, conn: sqlite3.Connection) -> None:
+        """Load now unless a copy is in use; a load under way elsewhere is waited for."""
+        if self.ready:
+            return
+        with self._load_lock:
+            if not self.ready:
+                self._load(conn)
+
+    def _load(self, conn: sqlite3.Connection) -> None:
         with self._lock:
             generation = self.generation
             self.state, self.error = ("rebuilding" if self.ready else "loading"), None
@@ -106,19 +122,15 @@ class KeywordIndex:
         with self._lock:
             if generation != self.generation:
                 return  # unloaded meanwhile: this copy belongs to another file
-            kept = ("_lock", "generation", "state", "error")
+            kept = ("_lock", "_load_lock", "generation", "state", "error")
             self.__dict__.update({k: v for k, v in fresh.__dict__.items() if k not in kept})
             self.ready, self.state = True, "ready"
             self._sync(conn)
         log.info("keyword index loaded: %d rows", self._live)
 
     def _build(self, conn: sqlite3.Connection) -> None:
-        row = conn.execute("SELECT MAX(seq) FROM search_changes").fetchone()
-        self._seq = int(row[0] or 0)
-        chunks: list[tuple[Any, Any, Any, Any]] = []
-        rows = conn.execute("SELECT rowid, title, body, project_id FROM search_index")
-        while batch := rows.fetchmany(BUILD_BATCH):
-            chunks.append(self._analyse(batch))
+        self._seq = index_rows.last_change(conn)
+        chunks = [self._analyse(batch) for batch in index_rows.all_rows(conn, BUILD_BATCH)]
         if not chunks:
             return
         terms = np.concatenate([c[0] for c in chunks])
@@ -170,19 +182,13 @@ class KeywordIndex:
 
     # ------------------------------------------------------------------ following changes
     def _sync(self, conn: sqlite3.Connection) -> None:
-        changed = conn.execute(
-            "SELECT rid, seq FROM search_changes WHERE seq > ? ORDER BY seq", (self._seq,)
-        ).fetchall()
+        changed = index_rows.changes_since(conn, self._seq)
         if not changed:
             return
-        rids = sorted({int(r[0]) for r in changed})
+        rids = sorted({rid for rid, _ in changed})
         for rid in rids:
             self._remove(rid)
-        rows = conn.execute(
-            "SELECT rowid, title, body, project_id FROM search_index "
-            "WHERE rowid IN (SELECT value FROM json_each(?))",
-            (json.dumps(rids),),
-        ).fetchall()
+        rows = index_rows.rows_of(conn, rids)
         if rows:
             terms, slots, title, body = self._analyse(rows)
             packed = (slots.astype(np.int64) << 16) | (title.astype(np.int64) << 8) | body
@@ -195,7 +201,7 @@ class KeywordIndex:
                     extra = self._delta[tid] = array("q")
                 extra.frombytes(packed[a:b].tobytes())
             self._delta_postings += len(terms)
-        self._seq = max(self._seq, int(changed[-1][1]))  # read in seq order
+        self._seq = max(self._seq, changed[-1][1])  # read in seq order
         if not self.wants_rebuild and self._stale():
             self.wants_rebuild = True
 
@@ -267,7 +273,9 @@ class KeywordIndex:
         return slots[live], title[live], body[live]
 
     def frequencies(self, conn: sqlite3.Connection, terms: list[str]) -> tuple[dict[str, int], int]:
-        """(rows holding each term, rows in the index), after applying committed changes."""
+        """(rows holding each term, rows in the index), after applying committed changes (and
+        loading, for the first search)."""
+        self.ensure_loaded(conn)
         with self._lock:
             self._sync(conn)
             return {t: len(self._postings(t)[0]) for t in terms}, self._live

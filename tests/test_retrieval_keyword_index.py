@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from worker.settings import Settings
+from worker.retrieval.keyword_index import KeywordIndex
 from worker.store import Store, memories, observations
-from worker.store.keyword_index import KeywordIndex
 from worker.terms import match_expression, query_terms
 
 WORDS = [
@@ -90,7 +89,7 @@ def _fts(conn: sqlite3.Connection, terms: list[str], weights: tuple[float, float
     return [(int(r[0]), -float(r[1])) for r in rows]
 
 
-def _top(store: Store, terms: list[str], **kw: Any) -> list[tuple[int, float]]:
+def _top(store: Store, index: KeywordIndex, terms: list[str], **kw: Any) -> list[tuple[int, float]]:
     args: dict[str, Any] = {
         "project_id": None,
         "kind_codes": None,
@@ -99,28 +98,35 @@ def _top(store: Store, terms: list[str], **kw: Any) -> list[tuple[int, float]]:
         "body_weight": 1.0,
     }
     args.update(kw)
-    store.read_sync(store.keywords.refresh)
-    return store.keywords.top(terms, **args)
+    store.read_sync(index.refresh)
+    return index.top(terms, **args)
 
 
 @pytest.fixture
-def loaded(store: Store) -> Store:
+def keywords() -> KeywordIndex:
+    return KeywordIndex()
+
+
+@pytest.fixture
+def loaded(store: Store, keywords: KeywordIndex) -> Store:
     rng = random.Random(3)
     _fill(store, rng, 400)
     for i in range(30):
         _memory(store, _text(rng, 12) + f" memo{i}", None if i % 5 == 0 else "/repo")
-    store.read_sync(store.keywords.load)
-    assert store.keywords.ready
+    store.read_sync(keywords.load)
+    assert keywords.ready
     return store
 
 
 @pytest.mark.parametrize("weights", [(3.0, 1.0), (1.0, 1.0), (5.0, 0.5)])
-def test_scores_and_order_equal_fts5_bm25(loaded: Store, weights: tuple[float, float]) -> None:
+def test_scores_and_order_equal_fts5_bm25(
+    loaded: Store, weights: tuple[float, float], keywords: KeywordIndex
+) -> None:
     rng = random.Random(9)
     for _ in range(60):
         terms = query_terms(_text(rng, rng.randint(1, 4)), 48)
         want = loaded.read_sync(lambda c, t=terms: _fts(c, t, weights))
-        got = _top(loaded, terms, title_weight=weights[0], body_weight=weights[1])
+        got = _top(loaded, keywords, terms, title_weight=weights[0], body_weight=weights[1])
         _same_ranking(got, want)
 
 
@@ -139,9 +145,9 @@ def _same_ranking(got: list[tuple[int, float]], want: list[tuple[int, float]]) -
     assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9)
 
 
-def test_frequencies_equal_the_fts5_vocabulary(loaded: Store) -> None:
+def test_frequencies_equal_the_fts5_vocabulary(loaded: Store, keywords: KeywordIndex) -> None:
     terms = sorted({t for w in WORDS for t in query_terms(w, 48)})
-    got, rows = loaded.read_sync(lambda c: loaded.keywords.frequencies(c, terms))
+    got, rows = loaded.read_sync(lambda c: keywords.frequencies(c, terms))
     for term in terms:
         row = loaded.read_sync(
             lambda c, t=term: c.execute(
@@ -154,7 +160,9 @@ def test_frequencies_equal_the_fts5_vocabulary(loaded: Store) -> None:
     )
 
 
-def test_follows_inserts_updates_and_deletes_after_loading(loaded: Store) -> None:
+def test_follows_inserts_updates_and_deletes_after_loading(
+    loaded: Store, keywords: KeywordIndex
+) -> None:
     # A batch insert (observations write their index rows themselves) ...
     _fill(loaded, random.Random(5), 50)
     oid = loaded.write_sync(
@@ -169,16 +177,18 @@ def test_follows_inserts_updates_and_deletes_after_loading(loaded: Store) -> Non
     loaded.write_sync(lambda c: c.execute("DELETE FROM memories WHERE id = ?", (gone,)))
     loaded.write_sync(lambda c: c.execute("DELETE FROM observations WHERE id = 1"))
 
-    assert [r for r, _ in _top(loaded, ["quokka"])] == [oid * 8 + 1]
-    assert _top(loaded, ["wombat"]) == [] and _top(loaded, ["axolotl"]) == []
-    assert [r for r, _ in _top(loaded, ["platypus"])] == [mid * 8 + 2]
+    assert [r for r, _ in _top(loaded, keywords, ["quokka"])] == [oid * 8 + 1]
+    assert _top(loaded, keywords, ["wombat"]) == [] and _top(loaded, keywords, ["axolotl"]) == []
+    assert [r for r, _ in _top(loaded, keywords, ["platypus"])] == [mid * 8 + 2]
     # Everything still scores as FTS5 does (row count and lengths followed the changes).
     for terms in (["deploy"], ["retri", "cach"], ["platypus", "nginx"]):
         want = loaded.read_sync(lambda c, t=terms: _fts(c, t))
-        _same_ranking(_top(loaded, terms), want)
+        _same_ranking(_top(loaded, keywords, terms), want)
 
 
-def test_project_filter_keeps_global_items_and_kind_filter(loaded: Store) -> None:
+def test_project_filter_keeps_global_items_and_kind_filter(
+    loaded: Store, keywords: KeywordIndex
+) -> None:
     _fill(loaded, random.Random(8), 40, project="/other")
     rows = loaded.read_sync(
         lambda c: dict(c.execute("SELECT rowid, project_id FROM search_index").fetchall())
@@ -186,40 +196,20 @@ def test_project_filter_keeps_global_items_and_kind_filter(loaded: Store) -> Non
     repo = loaded.read_sync(
         lambda c: c.execute("SELECT id FROM projects WHERE key = '/repo'").fetchone()[0]
     )
-    hits = _top(loaded, ["deploy", "nginx", "memo0"], project_id=repo)
+    hits = _top(loaded, keywords, ["deploy", "nginx", "memo0"], project_id=repo)
     assert hits and all(rows[r] in (repo, None) for r, _ in hits)
     assert any(rows[r] is None for r, _ in hits)  # memo0 is a global memory
-    only_memories = _top(loaded, ["deploy", "nginx"], kind_codes=[2])
+    only_memories = _top(loaded, keywords, ["deploy", "nginx"], kind_codes=[2])
     assert only_memories and all(r % 8 == 2 for r, _ in only_memories)
-    assert len(_top(loaded, ["deploy"], limit=3)) == 3
+    assert len(_top(loaded, keywords, ["deploy"], limit=3)) == 3
 
 
-def test_unload_forgets_and_a_fresh_index_is_not_ready(loaded: Store) -> None:
-    loaded.keywords.unload()
-    assert not loaded.keywords.ready
-    assert not KeywordIndex().ready
-
-
-def test_search_gives_the_same_hits_with_the_index_as_with_fts5(
-    loaded: Store, settings: Settings
+def test_unload_forgets_and_a_fresh_index_is_not_ready(
+    loaded: Store, keywords: KeywordIndex
 ) -> None:
-    import asyncio
-    from dataclasses import replace
-
-    from worker.retrieval.search import SearchRequest, search
-
-    def hits(memory: bool, query: str) -> list[tuple[Any, float]]:
-        s = replace(settings, search_memory_index=memory)
-        req = SearchRequest(query=query, project="/repo", mode="keyword", limit=20)
-        out = asyncio.run(search(loaded, s, None, req))
-        return [(h.ref, h.score) for h in out.hits]
-
-    rng = random.Random(11)
-    for _ in range(25):
-        query = _text(rng, rng.randint(1, 3))
-        memory, fts = hits(True, query), hits(False, query)
-        assert [r for r, _ in memory] == [r for r, _ in fts], query
-        assert [s for _, s in memory] == pytest.approx([s for _, s in fts], rel=1e-6)
+    keywords.unload()
+    assert not keywords.ready
+    assert not KeywordIndex().ready
 
 
 def test_the_worker_loads_it_reports_it_and_finds_a_write_at_once(client: TestClient) -> None:
@@ -242,38 +232,40 @@ def test_the_worker_loads_it_reports_it_and_finds_a_write_at_once(client: TestCl
 
 
 def test_many_removed_rows_ask_for_a_fresh_copy_which_drops_them(
-    loaded: Store, monkeypatch: pytest.MonkeyPatch
+    loaded: Store, monkeypatch: pytest.MonkeyPatch, keywords: KeywordIndex
 ) -> None:
-    import worker.store.keyword_index as module
+    import worker.retrieval.keyword_index as module
 
     monkeypatch.setattr(module, "REBUILD_DEAD_ROWS", 10)
-    index = loaded.keywords
+    index = keywords
     loaded.write_sync(lambda c: c.execute("DELETE FROM observations WHERE id <= 5"))
     loaded.read_sync(index.refresh)
     assert not index.wants_rebuild
     loaded.write_sync(lambda c: c.execute("DELETE FROM observations WHERE id <= 150"))
-    _top(loaded, ["deploy"])
+    _top(loaded, keywords, ["deploy"])
     assert index.wants_rebuild
     loaded.read_sync(index.load)
     assert not index.wants_rebuild
     assert index._used == index._live == 280 and index.status()["status"] == "ready"
     for terms in (["deploy"], ["retri", "cach"]):
-        _same_ranking(_top(loaded, terms), loaded.read_sync(lambda c, t=terms: _fts(c, t)))
+        _same_ranking(
+            _top(loaded, keywords, terms), loaded.read_sync(lambda c, t=terms: _fts(c, t))
+        )
 
 
 def test_the_service_loads_then_applies_writes_and_rebuilds_in_the_background(
-    store: Store, monkeypatch: pytest.MonkeyPatch
+    store: Store, monkeypatch: pytest.MonkeyPatch, keywords: KeywordIndex
 ) -> None:
     import asyncio
 
-    import worker.store.keyword_index as module
+    import worker.retrieval.keyword_index as module
     from worker.retrieval.keyword_service import KeywordIndexService
 
     monkeypatch.setattr(module, "REBUILD_DEAD_ROWS", 10)
     _fill(store, random.Random(2), 100)
-    service = KeywordIndexService(store, interval=0.02)
+    service = KeywordIndexService(store, keywords, interval=0.02)
     service.start()
-    index = store.keywords
+    index = keywords
 
     def wait_for(check: Any) -> None:
         deadline = time.monotonic() + 20
@@ -293,7 +285,9 @@ def test_the_service_loads_then_applies_writes_and_rebuilds_in_the_background(
     assert service._thread is not None and not service._thread.is_alive()
 
 
-def test_an_upsert_that_rewrites_a_summary_is_followed(loaded: Store) -> None:
+def test_an_upsert_that_rewrites_a_summary_is_followed(
+    loaded: Store, keywords: KeywordIndex
+) -> None:
     """Summaries are written with INSERT ... ON CONFLICT DO UPDATE, whose conflict policy
     SQLite applies to the statements of the triggers it fires (an INSERT OR REPLACE in the
     change-log trigger then failed on its second entry for the row)."""
@@ -311,19 +305,21 @@ def test_an_upsert_that_rewrites_a_summary_is_followed(loaded: Store) -> None:
 
     write("migrate the quokka cache")
     write("migrate the wallaby cache")
-    assert _top(loaded, ["quokka"]) == []
-    assert [r % 8 for r, _ in _top(loaded, ["wallabi"])] == [4]
-    _same_ranking(_top(loaded, ["cach"]), loaded.read_sync(lambda c: _fts(c, ["cach"])))
+    assert _top(loaded, keywords, ["quokka"]) == []
+    assert [r % 8 for r, _ in _top(loaded, keywords, ["wallabi"])] == [4]
+    _same_ranking(_top(loaded, keywords, ["cach"]), loaded.read_sync(lambda c: _fts(c, ["cach"])))
 
 
-def test_rows_without_a_single_word_are_followed(loaded: Store) -> None:
+def test_rows_without_a_single_word_are_followed(loaded: Store, keywords: KeywordIndex) -> None:
     """Stop words and symbols only: the row is indexed with no terms (the fuzzer's 'D\U0001523a'
     once made applying such a batch raise)."""
-    before = loaded.read_sync(lambda c: loaded.keywords.frequencies(c, ["deploy"]))[1]
+    before = loaded.read_sync(lambda c: keywords.frequencies(c, ["deploy"]))[1]
     loaded.write_sync(
         lambda c: observations.insert_many(
             c, [{"project": "/repo", "type": "note", "title": "the \U0001523a", "body": "a"}]
         )
     )
-    assert loaded.read_sync(lambda c: loaded.keywords.frequencies(c, ["deploy"]))[1] == before + 1
-    _same_ranking(_top(loaded, ["deploy"]), loaded.read_sync(lambda c: _fts(c, ["deploy"])))
+    assert loaded.read_sync(lambda c: keywords.frequencies(c, ["deploy"]))[1] == before + 1
+    _same_ranking(
+        _top(loaded, keywords, ["deploy"]), loaded.read_sync(lambda c: _fts(c, ["deploy"]))
+    )
