@@ -14,9 +14,9 @@ from worker.retrieval.ranking import Candidate
 from worker.retrieval.search import MODES, SearchOutcome, SearchRequest, search
 from worker.schema import Schema
 from worker.settings import Settings
+from worker.store.items import KINDS
 from worker.store.memories import KINDS as MEMORY_KINDS
 from worker.store.observations import TYPES
-from worker.store.search import KINDS
 
 SNIPPET_CHARS = 240
 

@@ -16,7 +16,7 @@ from worker.pages.render import is_htmx, render
 from worker.retrieval.search import MODES
 from worker.schema import coerce_params
 from worker.store import observations, projects
-from worker.store.search import KINDS
+from worker.store.items import KINDS
 
 STEP = 20
 MAX_LIMIT = 200

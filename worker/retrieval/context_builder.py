@@ -24,7 +24,8 @@ from worker.retrieval.service import EmbeddingService
 from worker.retrieval.tokens import estimate_tokens, truncate_to_tokens
 from worker.settings import Settings
 from worker.store import Store, profiles, projects
-from worker.store import search as q
+from worker.store import context_rows as q
+from worker.store.items import KINDS
 
 log = logging.getLogger(__name__)
 
@@ -329,9 +330,7 @@ async def build_context(
         # list, and a prompt that needs one of its memories gets it again, as the one that
         # applies now. Index lines are pointers, not content: a later prompt may still bring
         # the details.
-        refs = [
-            (p.kind, p.id) for p in composed.parts if p.kind in q.KINDS and p.section != "recent"
-        ]
+        refs = [(p.kind, p.id) for p in composed.parts if p.kind in KINDS and p.section != "recent"]
         if refs:
             session_id = req.session_id
             await store.write(lambda c: q.record_injections(c, session_id, refs, now))

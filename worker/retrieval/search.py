@@ -23,6 +23,7 @@ from worker.retrieval.service import EmbeddingService
 from worker.retrieval.when import date_ranges
 from worker.settings import Settings
 from worker.store import Store, projects
+from worker.store import items as item_rows
 from worker.store import search as q
 from worker.store.m002_retrieval import KIND_CODES, KIND_NAMES
 from worker.terms import query_groups, query_terms
@@ -338,10 +339,14 @@ async def search(
     ) -> tuple[list[Ref], dict[Ref, dict[str, Any]], dict[Ref, str], set[Ref]]:
         if weights.prev > 0 or weights.next > 0:
             top = sorted(candidates.values(), key=lambda c: -c.fused)[:THREAD_DEPTH]
-            ranking.spread(candidates, q.neighbours(conn, [c.ref for c in top], window_ms), weights)
+            ranking.spread(
+                candidates, item_rows.neighbours(conn, [c.ref for c in top], window_ms), weights
+            )
         refs = [r for r in candidates if r not in req.exclude]
         items = {
-            ref: item for ref, item in q.load_items(conn, refs).items() if _live(item, req, now)
+            ref: item
+            for ref, item in item_rows.load_items(conn, refs).items()
+            if _live(item, req, now)
         }
         top_keyword = [ref for ref, _ in kw.hits if ref in items][:COVERAGE_DEPTH]
         if query_vector is None:

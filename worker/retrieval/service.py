@@ -26,7 +26,7 @@ from worker.retrieval.embedder import Embedder, EmbedderUnavailable, load_embedd
 from worker.retrieval.vectors import Ref, VectorIndex
 from worker.settings import Settings
 from worker.store import Store
-from worker.store import search as search_q
+from worker.store import items as item_rows
 from worker.store import vectors as vector_q
 from worker.store.vectors import from_blob, to_blob
 
@@ -291,15 +291,15 @@ class EmbeddingService:
         def read(
             conn: Any,
         ) -> tuple[dict[Ref, dict[str, Any]], dict[Ref, Ref], dict[Ref, bytes]]:
-            items = search_q.load_items(conn, batch)
+            items = item_rows.load_items(conn, batch)
             previous: dict[Ref, Ref] = {}
             stored: dict[Ref, bytes] = {}
             if context > 0:
-                links = search_q.neighbours(conn, list(items), window_ms)
+                links = item_rows.neighbours(conn, list(items), window_ms)
                 previous = {ref: prev for ref, (prev, _) in links.items() if prev is not None}
                 outside = [p for p in previous.values() if p not in items]
                 stored = vector_q.plain_vectors(conn, model, outside)
-                items.update(search_q.load_items(conn, [p for p in outside if p not in stored]))
+                items.update(item_rows.load_items(conn, [p for p in outside if p not in stored]))
             return items, previous, stored
 
         items, previous, stored = self.store.read_sync(read)

@@ -1,4 +1,4 @@
-"""store/search.py queries that must stay correct and index-driven on a real SQLite file."""
+"""store/items.py queries that must stay correct and index-driven on a real SQLite file."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 from worker.store import Store, observations
-from worker.store import search as q
+from worker.store import items as q
 
 
 def _session(store: Store, n: int, created: list[int]) -> list[int]:
