@@ -11,6 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from worker.retrieval.keyword_index import KeywordIndex
+from worker.settings import Settings
 from worker.store import Store, memories, observations
 from worker.terms import match_expression, query_terms
 
@@ -323,3 +324,25 @@ def test_rows_without_a_single_word_are_followed(loaded: Store, keywords: Keywor
     _same_ranking(
         _top(loaded, keywords, ["deploy"]), loaded.read_sync(lambda c: _fts(c, ["deploy"]))
     )
+
+
+def test_a_search_before_the_first_load_loads_it_and_finds_the_items(
+    store: Store, settings: Settings
+) -> None:
+    """The index is the one keyword scorer: a search that comes before the worker's background
+    load builds it there and then (no empty answer while it loads)."""
+    import asyncio
+
+    from worker.retrieval.search import SearchRequest, search
+
+    _fill(store, random.Random(5), 50)
+    oid = store.write_sync(
+        lambda c: observations.insert_many(
+            c, [{"project": "/repo", "type": "note", "title": "quokka cache warmed", "body": ""}]
+        )
+    )[0][0]["id"]
+    index = KeywordIndex()
+    req = SearchRequest(query="quokka", project="/repo", mode="keyword", limit=5)
+    out = asyncio.run(search(store, settings, None, req, keywords=index))
+    assert index.ready and index.status()["rows"] == 51
+    assert [h.ref for h in out.hits] == [("observation", oid)]
