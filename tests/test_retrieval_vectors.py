@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 from worker.retrieval.embedder import EmbedderUnavailable, FakeEmbedder
+from worker.retrieval.keyword_index import KeywordIndex
 from worker.retrieval.search import SearchRequest, search
 from worker.retrieval.service import EmbeddingService, context_vector
 from worker.retrieval.vectors import VectorIndex
@@ -99,7 +101,7 @@ def test_service_catches_up_then_embeds_new_items(tmp_path: Path) -> None:
         done, total = store.read_sync(lambda c: vector_q.coverage_counts(c, "fake-hash-64"))
         assert (done, total) == (2, 2)
         outcome = anyio.run(
-            search,
+            partial(search, keywords=KeywordIndex()),
             store,
             settings,
             service,
@@ -179,7 +181,11 @@ def test_missing_model_degrades_to_keyword_with_status(tmp_path: Path) -> None:
             time.sleep(0.02)
         assert service.status()["error"] == "no model files here"
         outcome = anyio.run(
-            search, store, settings, service, SearchRequest(query="keyword", mode="semantic")
+            partial(search, keywords=KeywordIndex()),
+            store,
+            settings,
+            service,
+            SearchRequest(query="keyword", mode="semantic"),
         )
         assert outcome.mode == "keyword" and outcome.hits
     finally:
@@ -246,7 +252,7 @@ def test_reindex_while_a_batch_embeds_keeps_index_and_table_together(tmp_path: P
         for item_id in [*old, new]:
             assert index.vector(("observation", item_id)) is not None
         outcome = anyio.run(
-            search,
+            partial(search, keywords=KeywordIndex()),
             store,
             settings,
             service,
