@@ -60,8 +60,31 @@ def test_more_evidence_from_a_shared_name_needs_a_weak_cosine_at_least() -> None
     assert judgment.more_evidence(Candidate(("observation", 1)), item, names, S)
 
 
-def test_more_evidence_from_agreement() -> None:
+def test_more_evidence_from_agreement_needs_a_weak_cosine_at_least() -> None:
     item = {"kind": "memory", "title": "", "body": "no Tailwind"}
-    both = Candidate(("memory", 1), keyword_rank=0, vector_rank=1, plain_cosine=0.1)
+    floor = S.prompt_agree_min_cosine
+    both = Candidate(("memory", 1), keyword_rank=0, vector_rank=1, plain_cosine=floor + 0.01)
+    far = Candidate(("memory", 1), keyword_rank=0, vector_rank=1, plain_cosine=floor - 0.01)
     assert judgment.more_evidence(both, item, [], replace(S, prompt_agree_depth=3))
     assert not judgment.more_evidence(both, item, [], replace(S, prompt_agree_depth=0))
+    assert not judgment.more_evidence(far, item, [], replace(S, prompt_agree_depth=3))
+    # Without a vector (keyword-only), the ranks alone.
+    ranks_only = Candidate(("memory", 1), keyword_rank=0, vector_rank=1)
+    assert judgment.more_evidence(ranks_only, item, [], replace(S, prompt_agree_depth=3))
+
+
+def _cand(kind: str, item_id: int, score: float) -> Candidate:
+    return Candidate((kind, item_id), score=score)
+
+
+def test_relative_floor_is_within_each_group() -> None:
+    kept = [
+        _cand("observation", 1, 1.2),
+        _cand("summary", 2, 1.0),
+        _cand("memory", 3, 0.8),  # the best memory: kept though far below the observation
+        _cand("observation", 4, 0.7),  # under 0.7 x 1.2
+        _cand("memory", 5, 0.5),  # under 0.7 x 0.8
+    ]
+    assert [c.ref[1] for c in judgment.within_floor(kept, 0.7)] == [1, 2, 3]
+    assert [c.ref[1] for c in judgment.within_floor(kept, 0.0)] == [1, 2, 3, 4, 5]
+    assert judgment.within_floor([], 0.7) == []

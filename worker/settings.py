@@ -148,8 +148,9 @@ class Settings:
     # Prompt context: each item judged on its own (ranking.item_relevant) instead of the one
     # refusal above, which was tuned on chat and silenced the rules that matter in coding work.
     # Explicit memories (few, high value) pass a looser floor than raw activity; an item also
-    # needs a score within `prompt_relative_floor` of the best hit's (tuned on
-    # bench/coding_memory.py, dev half, with leave-one-project-out cross-validation).
+    # needs a score within `prompt_relative_floor` of the best hit of its group, memories or
+    # activity (tuned on bench/coding_memory.py, dev half, with leave-one-project-out
+    # cross-validation).
     prompt_memory_min_cosine: float = 0.30
     prompt_memory_min_coverage: float = 0.4
     prompt_item_min_cosine: float = 0.40
@@ -167,9 +168,11 @@ class Settings:
     prompt_keyword_item_min_strength: float = 1.5
     # More evidence at a prompt (retrieval/judgment.py): an item holding a code name the prompt
     # mentions (a file, symbol, setting) with a cosine of at least `prompt_name_min_cosine`; an
-    # item in the top `prompt_agree_depth` of both the keyword and the vector list (0: off).
+    # item in the top `prompt_agree_depth` of both the keyword and the vector list (0: off)
+    # with a cosine of at least `prompt_agree_min_cosine`.
     prompt_name_min_cosine: float = 0.15
     prompt_agree_depth: int = 3
+    prompt_agree_min_cosine: float = 0.15
     # De-duplication of near-identical hits (cosine of their vectors)
     dedupe_cosine: float = 0.97
     # Context injection

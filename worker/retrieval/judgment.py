@@ -90,11 +90,29 @@ def more_evidence(
     cand: Candidate, item: Mapping[str, Any], names: list[str], settings: Settings
 ) -> bool:
     """Relevant on evidence other than the item's own floors (ranking.item_relevant): first in
-    both retrievers, or a code name of the prompt held with at least a weak cosine (no vector:
-    the name alone)."""
-    if agreed(cand.keyword_rank, cand.vector_rank, settings.prompt_agree_depth):
+    both retrievers, or a code name of the prompt held, each with at least a weak cosine of the
+    item's own (no vector: the ranks or the name alone). Some list always comes first, also for
+    a prompt nothing stored concerns (a general question whose one common word tops both lists
+    with an unrelated edit at a cosine near 0.1), so agreement alone is not enough."""
+    cosine = cand.plain_cosine
+    if agreed(cand.keyword_rank, cand.vector_rank, settings.prompt_agree_depth) and (
+        cosine is None or cosine >= settings.prompt_agree_min_cosine
+    ):
         return True
     if not names:
         return False
-    close = cand.plain_cosine is None or cand.plain_cosine >= settings.prompt_name_min_cosine
+    close = cosine is None or cosine >= settings.prompt_name_min_cosine
     return close and shares_name(names, item)
+
+
+def within_floor(kept: list[Candidate], ratio: float) -> list[Candidate]:
+    """The kept items (best first) whose score is at least `ratio` of the best one's *of their
+    group*: explicit memories against memories, raw activity (observations, summaries, earlier
+    prompts) against activity. Ranking scores of the two groups are not comparable (a burst of
+    observations about the prompt's words outscores the one rule that governs them), so a floor
+    across groups dropped the memories that matter most behind a strong observation."""
+    best: dict[bool, float] = {}
+    for cand in kept:
+        group = cand.ref[0] == "memory"
+        best[group] = max(best.get(group, cand.score), cand.score)
+    return [c for c in kept if c.score >= ratio * best[c.ref[0] == "memory"]]

@@ -254,7 +254,7 @@ async def _judged(
     req: SearchRequest,
 ) -> list[Candidate]:
     """The ranked hits that are relevant on their own evidence (best first), each within the
-    relative floor of the best one's score."""
+    relative floor of the best score of its group (judgment.within_floor)."""
     top = [c for c in ranked[: req.limit * JUDGE_DEPTH] if not ranking.said_nothing(items[c.ref])]
     refs = [c.ref for c in top]
     indexed = await store.read(lambda c: q.indexed_terms(c, refs))
@@ -281,10 +281,7 @@ async def _judged(
             cand.ref[0], cand.plain_cosine, cand.coverage, settings
         ) or judgment.more_evidence(cand, items[cand.ref], names, settings):
             kept.append(cand)
-    if kept:
-        floor = settings.prompt_relative_floor * kept[0].score
-        kept = [c for c in kept if c.score >= floor]
-    return kept
+    return judgment.within_floor(kept, settings.prompt_relative_floor)
 
 
 async def search(
