@@ -88,3 +88,13 @@ def test_relative_floor_is_within_each_group() -> None:
     assert [c.ref[1] for c in judgment.within_floor(kept, 0.7)] == [1, 2, 3]
     assert [c.ref[1] for c in judgment.within_floor(kept, 0.0)] == [1, 2, 3, 4, 5]
     assert judgment.within_floor([], 0.7) == []
+
+
+def test_a_title_only_observation_needs_the_prompt_to_name_its_file() -> None:
+    read = {"kind": "observation", "title": "Read src/cli.rs", "body": "", "files": ["src/cli.rs"]}
+    assert judgment.title_only(read, judgment.code_names("is .unwrap() ok when opening a file?"))
+    assert not judgment.title_only(read, judgment.code_names("what changed in src/cli.rs?"))
+    edit = {**read, "title": "Edit src/cli.rs", "body": "old: a new: b"}
+    assert not judgment.title_only(edit, [])
+    memory = {"kind": "memory", "title": "", "body": ""}
+    assert not judgment.title_only(memory, [])

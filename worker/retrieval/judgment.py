@@ -74,6 +74,16 @@ def shares_name(names: Iterable[str], item: Mapping[str, Any]) -> bool:
     return any(name in text for name in names)
 
 
+def title_only(item: Mapping[str, Any], names: Iterable[str]) -> bool:
+    """An observation that holds nothing but its title (a file read: the hooks keep no content)
+    and no code name of the prompt. It records only that a file was looked at, which tells a
+    reader something at a prompt only when the prompt names that file; otherwise it is a line
+    about the prompt's subject that says nothing of it."""
+    if item.get("kind") != "observation" or str(item.get("body") or "").strip():
+        return False
+    return not shares_name(names, item)
+
+
 def agreed(keyword_rank: int | None, vector_rank: int | None, depth: int) -> bool:
     """First in both: the item is among the top `depth` of the keyword list and of the vector
     list. Two retrievers that fail in different ways agreeing is evidence on its own."""

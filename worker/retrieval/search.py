@@ -255,14 +255,18 @@ async def _judged(
 ) -> list[Candidate]:
     """The ranked hits that are relevant on their own evidence (best first), each within the
     relative floor of the best score of its group (judgment.within_floor)."""
-    top = [c for c in ranked[: req.limit * JUDGE_DEPTH] if not ranking.said_nothing(items[c.ref])]
+    names = judgment.code_names(req.query)
+    top = [
+        c
+        for c in ranked[: req.limit * JUDGE_DEPTH]
+        if not ranking.said_nothing(items[c.ref]) and not judgment.title_only(items[c.ref], names)
+    ]
     refs = [c.ref for c in top]
     indexed = await store.read(lambda c: q.indexed_terms(c, refs))
     cosines: dict[Ref, float] = {}
     if query_vector is not None and service is not None:
         vector = query_vector
         cosines = await anyio.to_thread.run_sync(lambda: service.plain_cosines(vector, refs))
-    names = judgment.code_names(req.query)
     kept: list[Candidate] = []
     for cand in top:
         if kw.scope is not None:  # no query vector: judged on its words alone
