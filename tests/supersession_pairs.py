@@ -1,6 +1,6 @@
 """Score the real supersession decision over the pair sets in tests/data/.
 
-Sets: `dev` and `held-out` (tests/data/supersession-pairs.json), `fresh` (a second set the rule
+Sets: `dev` and `held-out` (tests/data/supersession-pairs.json), `fresh` and `extra` (sets the rule
 may be tuned on) and `blind1`..`blind3` (written before the rule was tuned; scored, never tuned
 on, never asserted at tuned values). Each pair is saved through `worker.memory.merge.save` in a project of its own (old, then new),
 as the memories API does: with `similar` (the new text's cosine with the old memory's vector)
@@ -35,12 +35,12 @@ from worker.store import Store
 DATA = Path(__file__).parent / "data"
 PAIRS_PATH = DATA / "supersession-pairs.json"
 SPLITS = ("dev", "held-out")
-EXTRA_SETS = ("fresh", "blind1", "blind2", "blind3")
+EXTRA_SETS = ("fresh", "extra", "blind1", "blind2", "blind3")
 SETS = (*SPLITS, *EXTRA_SETS)
 
 
 def load_pairs(split: str | None = None) -> list[dict[str, str]]:
-    """The pairs of one set (`dev`, `held-out`, `fresh`, `blind1`..), or of the first file."""
+    """The pairs of one set (`dev`, `held-out`, `fresh`, `extra`, `blind1`..), or of the first file."""
     if split in EXTRA_SETS:
         path = DATA / f"supersession-pairs-{split}.json"
         return list(json.loads(path.read_text())["pairs"])
