@@ -56,7 +56,13 @@ UPDATE_CUES = word_set(
     "now instead switch switched switching move moved moving migrate migrated migrating upgrade "
     "upgraded downgrade downgraded change changed replace replaced bump bumped raise raised lower "
     "lowered increase increased decrease decreased reverse reversed rename renamed remove removed "
-    "deprecate deprecated retire retired rather anymore longer dropped drop from"
+    "deprecate deprecated retire retired rather anymore longer dropped drop from relocate relocated "
+    "stop stopped disable disabled"
+)
+# Cues that a thing changed place or means: only these let a new environment or region replace one.
+MOVE_CUES = word_set(
+    "move moved moving migrate migrated migrating switch switched switching change changed "
+    "relocate relocated"
 )
 # A value that only names which one of several: an environment, a region, or a label.
 ENVIRONMENTS = word_set(
@@ -77,12 +83,19 @@ LABEL_NOUNS = word_set(
     "queue tier option plan case group team cohort pool replica partition zone lane slot track "
     "round sprint issue ticket bug pr migration job instance"
 )
+# Numbers written as words are values too: "two approvals" -> "only one approval".
+NUMBER_WORDS = word_set(
+    "zero one two three four five six seven eight nine ten eleven twelve once twice thrice"
+)
 _PREPOSITIONS = word_set("to into in on onto at under")
 _DETERMINERS = word_set("the our a an this that each every its their my your")
 # Identifiers, versions, paths and URLs stay whole: "docs/api.md", "https://api.acme.dev".
 _TOKEN = re.compile(r"[^\W_][\w./+#:~@-]*[\w+#/]|[^\W_]", re.UNICODE)
 _DIGIT = re.compile(r"\d")
+# Where one clause ends and another starts: "; " or a full stop before a capital.
+_CLAUSE = re.compile(r";\s+|(?<=[.!?])\s+(?=[A-Z])")
 _STEMMER = snowballstemmer.stemmer("english")
+REGION_STEMS = frozenset(_STEMMER.stemWords(sorted(REGION_NAMES)))
 
 
 @dataclass(frozen=True)
@@ -91,6 +104,7 @@ class Key:
     value: bool  # a number, version, path, identifier or name
     qualifier: bool  # an environment, region or label: which one, not what it is
     before: str  # the word before it (lower-cased), to tell "moved to eu-west-1"
+    joined: bool = False  # a value that goes on a name: "Hub" in "Docker Hub"
 
 
 @dataclass(frozen=True)
@@ -104,6 +118,7 @@ class Features:
     contrast: bool = False  # "X, not Y" / "instead of Y" / "rather than Y": Y is retired
     headed: bool = False  # starts with a determiner: its first key is the sentence's subject
     retired: frozenset[str] = frozenset()  # keys after "not" / "instead of" / "from ... to"
+    clauses: tuple[Features, ...] = ()  # each clause alone, when there are two or more
 
 
 @dataclass(frozen=True)
@@ -172,6 +187,8 @@ def features(text: str) -> Features:
         if _DIGIT.search(word) or is_name or "_" in word:
             values.add(word)
     keys, cues, retired, headed = _keys(text)
+    parts = [part for part in _CLAUSE.split(text) if part.strip()]
+    clauses = tuple(features(part) for part in parts) if len(parts) > 1 else ()
     return Features(
         tuple(sequence),
         frozenset(terms),
@@ -182,6 +199,7 @@ def features(text: str) -> Features:
         bool(retired) or "instead" in cues or "rather" in cues,
         headed,
         retired,
+        clauses,
     )
 
 
@@ -196,6 +214,7 @@ def _keys(text: str) -> tuple[tuple[Key, ...], frozenset[str], frozenset[str], b
     headed = False
     sentence_start = True
     previous = ""
+    value_end = -1  # where the last key ended, if it was a value
     for position, match in enumerate(_TOKEN.finditer(text)):
         if position >= MAX_WORDS:
             break
@@ -217,7 +236,8 @@ def _keys(text: str) -> tuple[tuple[Key, ...], frozenset[str], frozenset[str], b
         negation = (
             lower in NEGATIONS or lower in ("not", "no") or _contracted_not(text, match.end())
         )
-        filler = not letter and (
+        spelled = lower in NUMBER_WORDS
+        filler = not (letter or spelled) and (
             lower in STOP_WORDS
             or lower in CHANGE_WORDS
             or lower in TIME_WORDS
@@ -230,7 +250,7 @@ def _keys(text: str) -> tuple[tuple[Key, ...], frozenset[str], frozenset[str], b
             continue
         if not keys:
             headed = position == 0 or (position == 1 and before in _DETERMINERS)
-        numeric = bool(_DIGIT.search(token))
+        numeric = spelled or bool(_DIGIT.search(token))
         is_value = (
             numeric
             or letter
@@ -244,7 +264,9 @@ def _keys(text: str) -> tuple[tuple[Key, ...], frozenset[str], frozenset[str], b
         region = lower in REGION_NAMES or _REGION.fullmatch(lower) is not None
         qualifier = label or region or lower in ENVIRONMENTS
         key = _STEMMER.stemWord(lower) if lower.isalpha() else lower
-        keys.append(Key(key, is_value, qualifier, before))
+        joined = is_value and value_end >= 0 and text[value_end : match.start()] == " "
+        value_end = match.end() if is_value else -1
+        keys.append(Key(key, is_value, qualifier, before, joined))
         if retiring is not None:
             retiring.append(key)
         if follows in (",", ";", ".", ":", ")") and retiring is not None:
@@ -262,7 +284,21 @@ def _contracted_not(text: str, end: int) -> bool:
 
 
 def judge(new: Features, old: Features, min_similarity: float = 0.5) -> Verdict:
-    """Does `new` update `old`, state another fact (`distinct`), or can the words not tell?"""
+    """Does `new` update `old`, state another fact (`distinct`), or can the words not tell?
+
+    A text of several clauses updates when one of its clauses alone does ("Pre-commit no longer
+    runs mypy; mypy runs in CI only": the first retires the old statement, the second adds one).
+    """
+    verdict = _judge(new, old, min_similarity)
+    if verdict.kind == "update":
+        return verdict
+    for clause in new.clauses:
+        if (part := _judge(clause, old, min_similarity)).kind == "update":
+            return part
+    return verdict
+
+
+def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     a = [k.key for k in old.keys]
     b = [k.key for k in new.keys]
     mine, theirs = set(b), set(a)
@@ -279,7 +315,8 @@ def judge(new: Features, old: Features, min_similarity: float = 0.5) -> Verdict:
     if qualifiers and not _moved(new, qualifiers & added, removed):
         return DISTINCT  # staging / production, us-east-1 / eu-west-1, suite A / suite B
     valued = {k.key for k in (*old.keys, *new.keys) if k.value}
-    slots = _slots(a, b, theirs, mine, valued)
+    joined = {k.key for k in (*old.keys, *new.keys) if k.joined}
+    slots = _slots(a, b, theirs, mine, valued, joined)
     if len(slots) >= 2:
         return DISTINCT  # two slots differ: which one, and what it is
     if len(shared) / len(mine | theirs) < 0.3:
@@ -289,6 +326,8 @@ def judge(new: Features, old: Features, min_similarity: float = 0.5) -> Verdict:
     announced = bool(new.cues - old.cues) or retires or flipped
     coverage = len(shared) / len(theirs)
     if not slots:
+        if flipped and added - RELATION_STEMS and not (new.cues - old.cues or retires):
+            return DISTINCT  # an exception, not a reversal: "does not cache authenticated GETs"
         if (flipped or retires or (added and announced)) and coverage >= 0.6:
             return Verdict("update", _score(a, b, coverage))
         return DISTINCT  # an elaboration, a subset, or the same words reordered
@@ -311,14 +350,27 @@ def judge(new: Features, old: Features, min_similarity: float = 0.5) -> Verdict:
 def _moved(new: Features, came: set[str], removed: set[str]) -> bool:
     """A location that moved: "migrated the bucket to eu-west-1" (a move cue, each new qualifier
     after a preposition, and the old text lost no more than that: only the place changed)."""
-    movers = new.cues - {"from", "rather", "longer", "anymore"}
+    movers = new.cues & MOVE_CUES
+    if "now" in new.cues and all(_region(k) for k in came):
+        movers = movers | {
+            "now"
+        }  # "the bucket now lives in eu-west-1" (not "now ... in production")
     placed = {k.key for k in new.keys if k.key in came and k.before in _PREPOSITIONS}
     moved = removed - RELATION_STEMS  # "runs in us-west-2" -> "moved ... to us-east-2"
     return bool(movers and came and placed == came and len(moved) <= len(came))
 
 
+def _region(key: str) -> bool:
+    return key in REGION_STEMS or _REGION.fullmatch(key) is not None
+
+
 def _slots(
-    a: list[str], b: list[str], theirs: set[str], mine: set[str], valued: set[str]
+    a: list[str],
+    b: list[str],
+    theirs: set[str],
+    mine: set[str],
+    valued: set[str],
+    joined: frozenset[str] | set[str] = frozenset(),
 ) -> list[tuple[list[str], list[str]]]:
     """Aligned places where the old says one thing and the new another (words that only moved,
     and relation verbs, set aside)."""
@@ -341,6 +393,9 @@ def _slots(
         if gone_values and came_values and gone_words and came_words and not units:
             # "8 on the build server" / "2 on developer laptops": the value and what it is for
             out += [(gone_values, came_values), (gone_words, came_words)]
+        elif _names(gone_values, joined) >= 2 and _names(came_values, joined) >= 2:
+            # "snake_case for Python" / "camelCase for TypeScript": two values, two slots
+            out += [(gone_values[:1], came_values[:1]), (gone_values[1:], came_values[1:])]
         else:
             out.append((gone, came))
     if not out:
@@ -349,6 +404,11 @@ def _slots(
         if gone and came:
             out.append((gone, came))  # a value replaced, the words around it reordered
     return out
+
+
+def _names(values: list[str], joined: frozenset[str] | set[str]) -> int:
+    """How many names the values make ("Docker Hub" is one, "snake_case ... Python" two)."""
+    return sum(1 for i, w in enumerate(values) if i == 0 or w not in joined)
 
 
 def _score(a: list[str], b: list[str], subject: float) -> float:
