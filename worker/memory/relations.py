@@ -87,6 +87,9 @@ LABEL_NOUNS = word_set(
 NUMBER_WORDS = word_set(
     "zero one two three four five six seven eight nine ten eleven twelve once twice thrice"
 )
+# Tools whose names are also common words, and the words that introduce them as a command.
+COMMAND_WORDS = word_set("make")
+_COMMAND_INTRO = word_set("with by via run runs running use uses using then type")
 _PREPOSITIONS = word_set("to into in on onto at under")
 _DETERMINERS = word_set("the our a an this that each every its their my your")
 # Identifiers, versions, paths and URLs stay whole: "docs/api.md", "https://api.acme.dev".
@@ -105,6 +108,7 @@ class Key:
     qualifier: bool  # an environment, region or label: which one, not what it is
     before: str  # the word before it (lower-cased), to tell "moved to eu-west-1"
     joined: bool = False  # a value that goes on a name: "Hub" in "Docker Hub"
+    relation: bool = False  # a verb form that only relates subject and value: "shipped to"
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,13 @@ RELATION_STEMS = frozenset(
     )
 )
 
+# Verb forms (never nouns in these forms) that relate a subject to where or what it is: "shipped
+# to Papertrail" / "send our logs to Datadog" say the same of the subject, only the value changed.
+RELATION_FORMS = word_set(
+    "built shipped sent sends send pushed published publishes exposed documented tracked "
+    "mapped maps called named generated handled managed served hosted stored located deployed "
+    "done kept lives"
+)
 # Units after a number belong to its value: "7 days" -> "24 hours" changes one slot, not two.
 UNIT_STEMS = frozenset(
     _STEMMER.stemWords(
@@ -237,7 +248,9 @@ def _keys(text: str) -> tuple[tuple[Key, ...], frozenset[str], frozenset[str], b
             lower in NEGATIONS or lower in ("not", "no") or _contracted_not(text, match.end())
         )
         spelled = lower in NUMBER_WORDS
-        filler = not (letter or spelled) and (
+        # "make dev", "make deploy": the tool, not the verb (after a word that introduces a command)
+        tool = lower in COMMAND_WORDS and before in _COMMAND_INTRO and follows == " "
+        filler = not (letter or spelled or tool) and (
             lower in STOP_WORDS
             or lower in CHANGE_WORDS
             or lower in TIME_WORDS
@@ -252,7 +265,8 @@ def _keys(text: str) -> tuple[tuple[Key, ...], frozenset[str], frozenset[str], b
             headed = position == 0 or (position == 1 and before in _DETERMINERS)
         numeric = spelled or bool(_DIGIT.search(token))
         is_value = (
-            numeric
+            tool
+            or numeric
             or letter
             or any(c in token for c in "/_@")
             or "." in token.strip(".")
@@ -266,7 +280,8 @@ def _keys(text: str) -> tuple[tuple[Key, ...], frozenset[str], frozenset[str], b
         key = _STEMMER.stemWord(lower) if lower.isalpha() else lower
         joined = is_value and value_end >= 0 and text[value_end : match.start()] == " "
         value_end = match.end() if is_value else -1
-        keys.append(Key(key, is_value, qualifier, before, joined))
+        relation = key in RELATION_STEMS or lower in RELATION_FORMS
+        keys.append(Key(key, is_value, qualifier, before, joined, relation))
         if retiring is not None:
             retiring.append(key)
         if follows in (",", ";", ".", ":", ")") and retiring is not None:
@@ -316,17 +331,19 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
         return DISTINCT  # staging / production, us-east-1 / eu-west-1, suite A / suite B
     valued = {k.key for k in (*old.keys, *new.keys) if k.value}
     joined = {k.key for k in (*old.keys, *new.keys) if k.joined}
-    slots = _slots(a, b, theirs, mine, valued, joined)
+    relations = {k.key for k in (*old.keys, *new.keys) if k.relation}
+    slots = _slots(a, b, theirs, mine, valued, joined, relations)
     if len(slots) >= 2:
         return DISTINCT  # two slots differ: which one, and what it is
-    if len(shared) / len(mine | theirs) < 0.3:
+    wording = relations - shared  # relation verbs only one text has: "shipped to" / "send to"
+    if len(shared) / len((mine | theirs) - wording) < 0.3:
         return UNKNOWN  # too few words in common to align: a paraphrase, or another subject
     # Only what the old text did not already say: "pnpm, not npm" restates "pnpm instead of npm".
     retires = bool((new.retired - old.retired) & theirs)
     announced = bool(new.cues - old.cues) or retires or flipped
     coverage = len(shared) / len(theirs)
     if not slots:
-        if flipped and added - RELATION_STEMS and not (new.cues - old.cues or retires):
+        if flipped and added - relations and not (new.cues - old.cues or retires):
             return DISTINCT  # an exception, not a reversal: "does not cache authenticated GETs"
         if (flipped or retires or (added and announced)) and coverage >= 0.6:
             return Verdict("update", _score(a, b, coverage))
@@ -340,7 +357,7 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
         return DISTINCT  # a value changed AND the polarity: "API must not ..." / "CLI may ..."
     if not (set(gone) & valued or set(came) & valued or announced):
         return DISTINCT  # a plain word swapped without a value or a cue: another subject
-    rest = (mine | theirs) - set(gone) - set(came)
+    rest = (mine | theirs) - set(gone) - set(came) - wording
     subject = len(shared) / len(rest) if rest else 0.0
     if subject < max(0.6, min_similarity):
         return DISTINCT
@@ -371,6 +388,7 @@ def _slots(
     mine: set[str],
     valued: set[str],
     joined: frozenset[str] | set[str] = frozenset(),
+    relations: frozenset[str] | set[str] = RELATION_STEMS,
 ) -> list[tuple[list[str], list[str]]]:
     """Aligned places where the old says one thing and the new another (words that only moved,
     and relation verbs, set aside)."""
@@ -381,14 +399,14 @@ def _slots(
             continue
         gone = [w for w in a[i1:i2] if w not in mine]
         came = [w for w in b[j1:j2] if w not in theirs]
-        if set(gone) <= RELATION_STEMS and set(came) <= RELATION_STEMS:
-            continue
+        gone = [w for w in gone if w not in relations]
+        came = [w for w in came if w not in relations]
         if not (gone and came):
             continue
         gone_values = [w for w in gone if w in valued]
         came_values = [w for w in came if w in valued]
-        gone_words = [w for w in gone if w not in valued and w not in RELATION_STEMS]
-        came_words = [w for w in came if w not in valued and w not in RELATION_STEMS]
+        gone_words = [w for w in gone if w not in valued]
+        came_words = [w for w in came if w not in valued]
         units = set(gone_words + came_words) <= UNIT_STEMS  # "7 days" -> "24 hours": one value
         if gone_values and came_values and gone_words and came_words and not units:
             # "8 on the build server" / "2 on developer laptops": the value and what it is for
