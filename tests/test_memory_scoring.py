@@ -165,6 +165,15 @@ def test_policy_from_settings_rejects_bad_values() -> None:
         ("Format code with black", "Format code with ruff instead of black"),
         ("Use REST for the API, not GraphQL", "The API will be GraphQL, not REST"),
         ("Our bucket is in us-east-1", "We migrated our bucket to eu-west-1"),
+        # numbers in words, a later clause that adds a fact, relation verbs as wording
+        ("Pull requests need two approvals", "Pull requests now need only one approval"),
+        ("Pre-commit runs mypy on every commit", "Pre-commit no longer runs mypy; CI runs it"),
+        ("Logs are shipped to Papertrail", "We send our logs to Datadog now"),
+        ("Start the app with npm run dev", "Start the app with make dev now"),
+        # a clause that says the subject, or the value named, is gone or renamed
+        ("Dependabot opens PRs for every dependency", "Dependabot is disabled; Renovate runs"),
+        ("The CLI is called acmectl", "acmectl was renamed to acme"),
+        ("The env var for the database is DB_URL", "DB_URL was renamed to DATABASE_URL"),
     ],
 )
 def test_supersession_detects_changed_values(old: str, new: str) -> None:
@@ -189,6 +198,14 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         ("The web app uses React 18", "The admin app uses React 17"),
         # restating what the old one retired is not a change
         ("Use pnpm instead of npm", "Use pnpm, not npm, for installing packages"),
+        # "now" does not move a value to another environment; an exception is not a reversal
+        ("Feature flags default to on in development", "Flags now default to off in production"),
+        ("The API caches GET responses for 60 s", "The API does not cache authenticated GETs"),
+        ("Use snake_case for Python function names", "Use camelCase for TypeScript function names"),
+        # a rename leaves what was said of the thing true; a removal with a restriction too
+        ("acmectl deploy needs an API token", "acmectl was renamed to acme"),
+        ("Dependabot opens PRs for every dependency", "Dependabot is disabled for the docs repo"),
+        ("Redis caches sessions for 24 hours", "Redis persistence was disabled"),
     ],
 )
 def test_supersession_leaves_different_subjects_alone(old: str, new: str) -> None:

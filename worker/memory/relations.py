@@ -90,6 +90,11 @@ NUMBER_WORDS = word_set(
 # Tools whose names are also common words, and the words that introduce them as a command.
 COMMAND_WORDS = word_set("make")
 _COMMAND_INTRO = word_set("with by via run runs running use uses using then type")
+# Passive verbs that say a thing is gone or renamed ("Sphinx was dropped", "X was renamed to Y"),
+# and what may follow for the clause to say only that: its end, or the replacement.
+REMOVALS = word_set("removed deleted dropped disabled archived retired renamed replaced")
+_PASSIVE = word_set("was were is are been be got gets")
+_ALONE = re.compile(r"\s*(?:$|[.;,!?)]|(?:to|by|with)\s)")
 _PREPOSITIONS = word_set("to into in on onto at under")
 _DETERMINERS = word_set("the our a an this that each every its their my your")
 # Identifiers, versions, paths and URLs stay whole: "docs/api.md", "https://api.acme.dev".
@@ -123,6 +128,9 @@ class Features:
     headed: bool = False  # starts with a determiner: its first key is the sentence's subject
     retired: frozenset[str] = frozenset()  # keys after "not" / "instead of" / "from ... to"
     clauses: tuple[Features, ...] = ()  # each clause alone, when there are two or more
+    # keys a clause says are gone ("Jest was removed"), or renamed ("=acmectl": "acmectl was
+    # renamed to acme")
+    dropped: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -197,7 +205,7 @@ def features(text: str) -> Features:
         is_name = (token[:1].isupper() and not starts) or token[1:] != token[1:].lower()
         if _DIGIT.search(word) or is_name or "_" in word:
             values.add(word)
-    keys, cues, retired, headed = _keys(text)
+    keys, cues, retired, headed, dropped = _keys(text)
     parts = [part for part in _CLAUSE.split(text) if part.strip()]
     clauses = tuple(features(part) for part in parts) if len(parts) > 1 else ()
     return Features(
@@ -211,15 +219,22 @@ def features(text: str) -> Features:
         headed,
         retired,
         clauses,
+        dropped,
     )
 
 
-def _keys(text: str) -> tuple[tuple[Key, ...], frozenset[str], frozenset[str], bool]:
-    """The text's keys in order, its update cues, the keys it retires ("pnpm, not npm"), and
-    whether it is headed by its subject (a determiner or a key first: "The web app ...")."""
+def _keys(
+    text: str,
+) -> tuple[tuple[Key, ...], frozenset[str], frozenset[str], bool, frozenset[str]]:
+    """The text's keys in order, its update cues, the keys it retires ("pnpm, not npm"), whether
+    it is headed by its subject (a determiner or a key first: "The web app ..."), and the keys of
+    a clause that only says they are gone ("the .env file was deleted", "acmectl was renamed to
+    acme"; not "Dependabot is disabled for the docs repo")."""
     keys: list[Key] = []
     cues: set[str] = set()
     retired: set[str] = set()
+    dropped: set[str] = set()
+    clause: list[str] = []  # keys since the clause began
     retiring: list[str] | None = None  # keys after a retiring word, in this clause
     moving = False  # "from X": X is retired only once "to Y" follows
     headed = False
@@ -237,6 +252,12 @@ def _keys(text: str) -> tuple[tuple[Key, ...], frozenset[str], frozenset[str], b
         before, previous = previous, lower
         if lower in UPDATE_CUES:
             cues.add(lower)
+        if lower in REMOVALS and before in _PASSIVE and clause:
+            retired.update(clause)  # "ESLint and Prettier were removed"
+            if _ALONE.match(text, match.end()):
+                # A rename retires only the name: "acmectl was renamed" leaves "acmectl needs a
+                # token" true of the tool; a removal retires all that was said of the thing.
+                dropped.update(clause if lower != "renamed" else ("=" + k for k in clause))
         if (lower == "not" and before not in AUXILIARIES) or lower in ("instead", "rather", "from"):
             retiring, moving = [], lower == "from"  # "not npm", "instead of black", "from Heroku"
         elif lower in ("to", "with", "into") and retiring is not None:
@@ -278,19 +299,24 @@ def _keys(text: str) -> tuple[tuple[Key, ...], frozenset[str], frozenset[str], b
         region = lower in REGION_NAMES or _REGION.fullmatch(lower) is not None
         qualifier = label or region or lower in ENVIRONMENTS
         key = _STEMMER.stemWord(lower) if lower.isalpha() else lower
+        if hashed and not numeric:
+            key = "#" + lower  # a channel or anchor name: "#alerts" is not "alerts"
         joined = is_value and value_end >= 0 and text[value_end : match.start()] == " "
         value_end = match.end() if is_value else -1
         relation = key in RELATION_STEMS or lower in RELATION_FORMS
         keys.append(Key(key, is_value, qualifier, before, joined, relation))
+        clause.append(key)
         if retiring is not None:
             retiring.append(key)
+        if follows in (",", ";", ".", ":", ")", "!", "?"):
+            clause = []
         if follows in (",", ";", ".", ":", ")") and retiring is not None:
             if not moving:
                 retired.update(retiring)
             retiring = None
     if retiring is not None and not moving:
         retired.update(retiring)
-    return tuple(keys), frozenset(cues), frozenset(retired), headed
+    return tuple(keys), frozenset(cues), frozenset(retired), headed, frozenset(dropped)
 
 
 def _contracted_not(text: str, end: int) -> bool:
@@ -329,6 +355,14 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     }
     if qualifiers and not _moved(new, qualifiers & added, removed):
         return DISTINCT  # staging / production, us-east-1 / eu-west-1, suite A / suite B
+    dropped = {k for k in new.dropped if k[:1] != "="} - old.retired
+    renamed = {k[1:] for k in new.dropped if k[:1] == "="} - old.retired
+    if (dropped and dropped <= theirs and (a[0] in mine or a[-1] in dropped)) or (
+        renamed and renamed <= theirs and a[-1] in renamed
+    ):
+        # A clause says what the old text is about, or the value it names, is gone or renamed:
+        # "Dependabot is disabled", "the .env file was deleted", "acmectl was renamed to acme".
+        return Verdict("update", _score(a, b, len(shared) / len(theirs)))
     valued = {k.key for k in (*old.keys, *new.keys) if k.value}
     joined = {k.key for k in (*old.keys, *new.keys) if k.joined}
     relations = {k.key for k in (*old.keys, *new.keys) if k.relation}
