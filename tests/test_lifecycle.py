@@ -434,3 +434,24 @@ def test_compress_bad_input(client: TestClient) -> None:
 @pytest.mark.parametrize("path", ["/api/decay/run", "/api/compress"])
 def test_lifecycle_routes_need_the_token(anon_client: TestClient, path: str) -> None:
     assert anon_client.post(path, json={}).status_code == 401
+
+
+def test_compress_never_chains_dated_imports(client: TestClient, settings: Settings) -> None:
+    """Imported history (each memory carries its own date) is true at its time: compression
+    neither chains two dated memories into an update nor folds one into the other."""
+    old = memory(
+        client, "Use PostgreSQL 15 for the database server", created_at="2022-03-01T10:00:00Z"
+    )
+    new = memory(
+        client, "Use PostgreSQL 16 for the database server", created_at="2023-03-01T10:00:00Z"
+    )
+    done = client.post("/api/compress", json={"project": P, "dry_run": False}).json()
+    assert done["superseded"] == 0 and done["supersessions"] == [] and done["merged"] == 0
+    for row in (old, new):
+        got = client.get(f"/api/memories/{row['id']}").json()
+        assert got["superseded_by"] is None and got["archived"] is False
+    # Stated live again, the old value is current, no longer only history.
+    assert memory(client, "Use PostgreSQL 15 for the database server")["id"] == old["id"]
+    with db(settings) as conn:
+        dated = dict(conn.execute("SELECT id, dated FROM memories").fetchall())
+    assert dated == {old["id"]: 0, new["id"]: 1}

@@ -198,6 +198,10 @@ def plan_scope(
         first, second = state[a], state[b]
         older, newer = sorted((first, second), key=lambda r: (r["created_at"], r["id"]))
         conflict = supersedes(features(newer["content"]), features(older["content"]))
+        if conflict is not None and (first["dated"] or second["dated"]):
+            # Imported history (dated) is true at its time: never chained into an update, nor
+            # folded ("PostgreSQL 15" in 2022 and "16" in 2023 are both history).
+            continue
         if conflict is not None:
             plan.supersessions.append(
                 {"new_id": newer["id"], "old_id": older["id"], "similarity": round(sim, 4)}

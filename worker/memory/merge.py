@@ -76,6 +76,8 @@ def merge_fields(
         "archived_at": None,
         "archive_reason": None,
     }
+    if incoming.get("created_at_ms") is None and dict(existing).get("dated"):
+        changes["dated"] = 0  # stated live again: no longer only history
     # Only when they change: an update of the tags column drops the stored vector.
     if tags != old_tags:
         changes["tags"] = dump_json(tags)

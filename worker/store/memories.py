@@ -25,7 +25,7 @@ KIND_RANK = {"note": 0, "fact": 1, "lesson": 2, "preference": 3, "decision": 4}
 COLUMNS = """m.id, m.project_id, p.key AS project, m.session_id, m.kind, m.content, m.content_hash,
     m.tags, m.importance, m.importance_auto, m.tags_auto, m.pinned, m.expires_at, m.created_at,
     m.updated_at, m.hit_count, m.retrieval_count, m.access_count, m.last_retrieved_at,
-    m.archived_at, m.archive_reason, m.superseded_by, m.meta"""
+    m.archived_at, m.archive_reason, m.superseded_by, m.meta, m.dated"""
 FROM = "FROM memories m LEFT JOIN projects p ON p.id = m.project_id"
 
 # Columns a caller may change through `update`.
@@ -47,6 +47,7 @@ UPDATABLE = (
     "superseded_by",
     "meta",
     "created_at",
+    "dated",
 )
 
 
@@ -119,8 +120,8 @@ def insert_row(conn: sqlite3.Connection, project_id: int | None, item: dict[str,
     created = item.get("created_at_ms") or now_ms()
     cur = conn.execute(
         "INSERT INTO memories(project_id, session_id, kind, content, content_hash, tags, "
-        "importance, importance_auto, tags_auto, pinned, expires_at, created_at, updated_at, meta) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "importance, importance_auto, tags_auto, pinned, expires_at, created_at, updated_at, meta, "
+        "dated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             project_id,
             item.get("session_id"),
@@ -136,6 +137,7 @@ def insert_row(conn: sqlite3.Connection, project_id: int | None, item: dict[str,
             created,
             max(created, item.get("updated_at_ms") or created),
             dump_json(item.get("meta")),
+            1 if item.get("created_at_ms") else 0,  # imported history carries its own date
         ),
     )
     return int(cur.lastrowid or 0)

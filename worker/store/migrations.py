@@ -15,6 +15,7 @@ from worker.store import (
     m010_search_changes,
     m011_index_switch,
     m012_project_activity,
+    m013_memory_dated,
 )
 
 # (version, name, statements). Append only; never edit a released step.
@@ -28,6 +29,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (10, "search_changes", m010_search_changes.STATEMENTS),
     (11, "index_switch", m011_index_switch.STATEMENTS),
     (12, "project_activity", m012_project_activity.STATEMENTS),
+    (13, "memory_dated", m013_memory_dated.STATEMENTS),
 ]
 
 
