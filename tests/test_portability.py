@@ -233,6 +233,19 @@ def test_conflicts_fail_skip_replace(client: TestClient, settings: Settings) -> 
     assert table_dump(settings.db_path) == original
 
 
+def test_replace_never_revives_a_superseded_memory(client: TestClient, settings: Settings) -> None:
+    """An export taken before a memory was superseded, imported with replace, keeps it superseded
+    (its `updates` relation still stands): a stale export must not bring an old value back."""
+    body = {"kind": "fact", "project": ROOT}
+    old = client.post("/api/memories", json={**body, "content": "The API runs on Node 18"}).json()
+    lines = _export_text(settings)
+    new = client.post("/api/memories", json={**body, "content": "The API runs on Node 20"}).json()
+    assert new["supersedes"] == [old["id"]]
+    _import(settings, lines, "replace")
+    got = client.get(f"/api/memories/{old['id']}").json()
+    assert got["superseded_by"] == new["id"] and got["is_latest"] is False
+
+
 def test_unique_clash_is_a_conflict(client: TestClient, settings: Settings, tmp_path: Path) -> None:
     populate(client, settings)
     lines = _export_text(settings)

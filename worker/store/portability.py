@@ -334,6 +334,12 @@ def _import_row(
     result: ImportResult,
 ) -> None:
     current = _existing(conn, info, row)
+    if current is not None and info.self_ref is not None:
+        ref = info.self_ref[0]
+        if row.get(ref) is None and current[ref] is not None:
+            # A newer row replaced this one since the export (a superseded memory): an older
+            # export must not make it current again while the newer one stands.
+            row = {**row, ref: current[ref]}
     cols = list(row)
     if current is not None and all(current[c] == row[c] for c in cols):
         result.count(info.name, "unchanged")
