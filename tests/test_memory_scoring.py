@@ -174,6 +174,11 @@ def test_policy_from_settings_rejects_bad_values() -> None:
         ("Dependabot opens PRs for every dependency", "Dependabot is disabled; Renovate runs"),
         ("The CLI is called acmectl", "acmectl was renamed to acme"),
         ("The env var for the database is DB_URL", "DB_URL was renamed to DATABASE_URL"),
+        # a version bump may bring another change with it
+        (
+            "The site runs Next.js 13 with the pages router",
+            "The site was upgraded to Next.js 14 with the app router",
+        ),
     ],
 )
 def test_supersession_detects_changed_values(old: str, new: str) -> None:
@@ -206,6 +211,8 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         ("acmectl deploy needs an API token", "acmectl was renamed to acme"),
         ("Dependabot opens PRs for every dependency", "Dependabot is disabled for the docs repo"),
         ("Redis caches sessions for 24 hours", "Redis persistence was disabled"),
+        ("The Android app runs React Native 0.72", "The iOS app was upgraded to React Native 0.74"),
+        ("The web app uses Redux 4 for state", "The web app was upgraded to React 18 with SWC"),
     ],
 )
 def test_supersession_leaves_different_subjects_alone(old: str, new: str) -> None:

@@ -79,13 +79,13 @@ def test_held_out_pairs_do_not_slip(store: Store, settings: Settings, shared_mod
 
 def test_fresh_pairs_by_their_words(store: Store, settings: Settings) -> None:
     """The second dev set (tests/data/supersession-pairs-fresh.json), kept at what the rule reaches
-    (35/37 caught, 0/37 wrong): wrong supersessions must stay at none; the blind sets are only
+    (36/37 caught, 0/37 wrong): wrong supersessions must stay at none; the blind sets are only
     scored (`python -m tests.supersession_pairs --set blind1`), never asserted."""
     fresh = load_pairs("fresh")
     labels = [p["label"] for p in fresh]
     assert len(fresh) >= 70 and labels.count("update") == labels.count("distinct")
     result = score(store, settings, fresh, run="fresh")
-    assert result.caught >= 35 and result.wrong == 0, result.line("fresh, words only")
+    assert result.caught >= 36 and result.wrong == 0, result.line("fresh, words only")
 
 
 def test_extra_pairs_by_their_words(store: Store, settings: Settings) -> None:

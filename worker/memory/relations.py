@@ -64,6 +64,8 @@ MOVE_CUES = word_set(
     "move moved moving migrate migrated migrating switch switched switching change changed "
     "relocate relocated"
 )
+# Cues that announce a new version, which may bring other changes with it.
+BUMP_CUES = word_set("upgrade upgraded bump bumped migrate migrated migrating downgrade downgraded")
 # A value that only names which one of several: an environment, a region, or a label.
 ENVIRONMENTS = word_set(
     "production prod staging stage dev development develop test tests testing qa uat local "
@@ -367,6 +369,8 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     joined = {k.key for k in (*old.keys, *new.keys) if k.joined}
     relations = {k.key for k in (*old.keys, *new.keys) if k.relation}
     slots = _slots(a, b, theirs, mine, valued, joined, relations)
+    if len(slots) == 2 and _bumped(new, old, a, b, slots[0]):
+        slots = slots[:1]  # "Next.js 13 with the pages router" -> "upgraded to Next.js 14 with ..."
     if len(slots) >= 2:
         return DISTINCT  # two slots differ: which one, and what it is
     wording = relations - shared  # relation verbs only one text has: "shipped to" / "send to"
@@ -396,6 +400,21 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     if subject < max(0.6, min_similarity):
         return DISTINCT
     return Verdict("update", _score(a, b, subject))
+
+
+def _bumped(
+    new: Features, old: Features, a: list[str], b: list[str], slot: tuple[list[str], list[str]]
+) -> bool:
+    """A version bump announced as one ("upgraded", "bumped", "migrated"), of the same subject
+    (both texts headed by the same key), the first slot a version after the same name: what
+    else changed came with the bump."""
+    gone, came = slot
+    if not (new.cues - old.cues) & BUMP_CUES or not (old.headed and new.headed and a[0] == b[0]):
+        return False
+    if not (len(gone) == len(came) == 1 and _DIGIT.search(gone[0]) and _DIGIT.search(came[0])):
+        return False
+    i, j = a.index(gone[0]), b.index(came[0])
+    return i > 0 and j > 0 and a[i - 1] == b[j - 1]
 
 
 def _moved(new: Features, came: set[str], removed: set[str]) -> bool:
