@@ -213,6 +213,9 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         ("Redis caches sessions for 24 hours", "Redis persistence was disabled"),
         ("The Android app runs React Native 0.72", "The iOS app was upgraded to React Native 0.74"),
         ("The web app uses Redux 4 for state", "The web app was upgraded to React 18 with SWC"),
+        # "from" alone is no change; a plain-word slot needs a value on both sides (or a cue)
+        ("The docs site is built with Docusaurus", "The docs site is deployed from gh-pages"),
+        ("Branch protection requires the lint job", "Branch protection requires one review"),
     ],
 )
 def test_supersession_leaves_different_subjects_alone(old: str, new: str) -> None:

@@ -56,7 +56,7 @@ UPDATE_CUES = word_set(
     "now instead switch switched switching move moved moving migrate migrated migrating upgrade "
     "upgraded downgrade downgraded change changed replace replaced bump bumped raise raised lower "
     "lowered increase increased decrease decreased reverse reversed rename renamed remove removed "
-    "deprecate deprecated retire retired rather anymore longer dropped drop from relocate relocated "
+    "deprecate deprecated retire retired rather anymore longer dropped drop relocate relocated "
     "stop stopped disable disabled"
 )
 # Cues that a thing changed place or means: only these let a new environment or region replace one.
@@ -393,8 +393,8 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
         return DISTINCT  # another head: "the checkout page uses X" / "the subscription page ..."
     if flipped and not (new.cues - old.cues or retires):
         return DISTINCT  # a value changed AND the polarity: "API must not ..." / "CLI may ..."
-    if not (set(gone) & valued or set(came) & valued or announced):
-        return DISTINCT  # a plain word swapped without a value or a cue: another subject
+    if not ((set(gone) & valued and set(came) & valued) or announced):
+        return DISTINCT  # no value for a value, no cue: another subject ("lint job" / "one review")
     rest = (mine | theirs) - set(gone) - set(came) - wording
     subject = len(shared) / len(rest) if rest else 0.0
     if subject < max(0.6, min_similarity):
