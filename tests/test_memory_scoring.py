@@ -179,6 +179,11 @@ def test_policy_from_settings_rejects_bad_values() -> None:
             "The site runs Next.js 13 with the pages router",
             "The site was upgraded to Next.js 14 with the app router",
         ),
+        # short forms as long ones; a value dropped with a cue; the bump in the second slot
+        ("The maximum request body is 1 MB", "Max request body size increased to 5 MB"),
+        ("Releases are cut every two weeks", "Releases are cut every week now"),
+        ("The mobile team uses Expo SDK 49", "The mobile app was upgraded to Expo SDK 51"),
+        ("In dev, the API uses port 3000", "In development, the API now uses port 3001"),
     ],
 )
 def test_supersession_detects_changed_values(old: str, new: str) -> None:
@@ -216,6 +221,12 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         # "from" alone is no change; a plain-word slot needs a value on both sides (or a cue)
         ("The docs site is built with Docusaurus", "The docs site is deployed from gh-pages"),
         ("Branch protection requires the lint job", "Branch protection requires one review"),
+        # a narrower subject; a move of something that was no place
+        ("Releases are cut every two weeks", "Hotfix releases are cut any day now"),
+        (
+            "The billing service runs Node 18",
+            "The billing service was moved to the payments cluster",
+        ),
     ],
 )
 def test_supersession_leaves_different_subjects_alone(old: str, new: str) -> None:

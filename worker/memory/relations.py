@@ -44,7 +44,7 @@ CHANGE_WORDS = word_set(
     "old prefer preferred going forward anymore longer latest current currently going decided "
     "decide decision let's lets we our will shall should start started bump bumped raise raised "
     "lower lowered increase increased decrease decreased reverse reversed rename renamed remove "
-    "removed deprecate deprecated retire retired rather chose choose set"
+    "removed deprecate deprecated retire retired rather chose choose set update updated"
 )
 # Words that date a statement ("last week", "since March"): neither subject nor value.
 TIME_WORDS = word_set(
@@ -57,7 +57,7 @@ UPDATE_CUES = word_set(
     "upgraded downgrade downgraded change changed replace replaced bump bumped raise raised lower "
     "lowered increase increased decrease decreased reverse reversed rename renamed remove removed "
     "deprecate deprecated retire retired rather anymore longer dropped drop relocate relocated "
-    "stop stopped disable disabled"
+    "stop stopped disable disabled update updated"
 )
 # Cues that a thing changed place or means: only these let a new environment or region replace one.
 MOVE_CUES = word_set(
@@ -98,6 +98,8 @@ REMOVALS = word_set("removed deleted dropped disabled archived retired renamed r
 _PASSIVE = word_set("was were is are been be got gets")
 _ALONE = re.compile(r"\s*(?:$|[.;,!?)]|(?:to|by|with)\s)")
 _PREPOSITIONS = word_set("to into in on onto at under")
+_PLACES = _PREPOSITIONS | word_set("is are was were from")
+PLACE_CUES = word_set("move moved moving relocate relocated")
 _DETERMINERS = word_set("the our a an this that each every its their my your")
 # Identifiers, versions, paths and URLs stay whole: "docs/api.md", "https://api.acme.dev".
 _TOKEN = re.compile(r"[^\W_][\w./+#:~@-]*[\w+#/]|[^\W_]", re.UNICODE)
@@ -160,8 +162,24 @@ RELATION_STEMS = frozenset(
 RELATION_FORMS = word_set(
     "built shipped sent sends send pushed published publishes exposed documented tracked "
     "mapped maps called named generated handled managed served hosted stored located deployed "
-    "done kept lives"
+    "done kept lives read"
 )
+# Short forms compared as their long forms: "max request body" is the "maximum request body".
+ABBREVIATIONS = {
+    "max": "maximum",
+    "min": "minimum",
+    "db": "database",
+    "repo": "repository",
+    "repos": "repositories",
+    "config": "configuration",
+    "env": "environment",
+    "var": "variable",
+    "vars": "variables",
+    "dir": "directory",
+    "k8s": "kubernetes",
+    "dev": "development",
+    "prod": "production",
+}
 # Units after a number belong to its value: "7 days" -> "24 hours" changes one slot, not two.
 UNIT_STEMS = frozenset(
     _STEMMER.stemWords(
@@ -300,7 +318,8 @@ def _keys(
         label = letter or (numeric and (hashed or before in LABEL_NOUNS))
         region = lower in REGION_NAMES or _REGION.fullmatch(lower) is not None
         qualifier = label or region or lower in ENVIRONMENTS
-        key = _STEMMER.stemWord(lower) if lower.isalpha() else lower
+        word = ABBREVIATIONS.get(lower, lower)
+        key = _STEMMER.stemWord(word) if word.isalpha() else word
         if hashed and not numeric:
             key = "#" + lower  # a channel or anchor name: "#alerts" is not "alerts"
         joined = is_value and value_end >= 0 and text[value_end : match.start()] == " "
@@ -369,8 +388,11 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     joined = {k.key for k in (*old.keys, *new.keys) if k.joined}
     relations = {k.key for k in (*old.keys, *new.keys) if k.relation}
     slots = _slots(a, b, theirs, mine, valued, joined, relations)
-    if len(slots) == 2 and _bumped(new, old, a, b, slots[0]):
-        slots = slots[:1]  # "Next.js 13 with the pages router" -> "upgraded to Next.js 14 with ..."
+    bumped = [slot for slot in slots if _bumped(new, old, a, b, slot)]
+    if len(slots) == 2 and bumped:
+        slots = bumped[
+            :1
+        ]  # "Next.js 13 with the pages router" -> "upgraded to Next.js 14 with ..."
     if len(slots) >= 2:
         return DISTINCT  # two slots differ: which one, and what it is
     wording = relations - shared  # relation verbs only one text has: "shipped to" / "send to"
@@ -380,10 +402,14 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     retires = bool((new.retired - old.retired) & theirs)
     announced = bool(new.cues - old.cues) or retires or flipped
     coverage = len(shared) / len(theirs)
+    if new.headed and b[0] not in theirs and a[0] in mine and not (flipped or retires):
+        return DISTINCT  # a narrower subject: "hotfix releases are cut ..." / "releases ..."
     if not slots:
         if flipped and added - relations and not (new.cues - old.cues or retires):
             return DISTINCT  # an exception, not a reversal: "does not cache authenticated GETs"
-        if (flipped or retires or (added and announced)) and coverage >= 0.6:
+        # "every two weeks" -> "every week now": a value dropped, announced as a change
+        changed = added or removed & valued
+        if (flipped or retires or (changed and announced)) and coverage >= 0.6:
             return Verdict("update", _score(a, b, coverage))
         return DISTINCT  # an elaboration, a subset, or the same words reordered
     gone, came = slots[0]
@@ -393,6 +419,10 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
         return DISTINCT  # another head: "the checkout page uses X" / "the subscription page ..."
     if flipped and not (new.cues - old.cues or retires):
         return DISTINCT  # a value changed AND the polarity: "API must not ..." / "CLI may ..."
+    cues = new.cues - old.cues
+    moved = bool(cues) and cues <= PLACE_CUES and not (retires or flipped)
+    if moved and _versioned(gone, came) and not _placed(old, gone[0]):
+        return DISTINCT  # a move, but what changed was no place: "runs Node 18" / "moved to"
     if not ((set(gone) & valued and set(came) & valued) or announced):
         return DISTINCT  # no value for a value, no cue: another subject ("lint job" / "one review")
     rest = (mine | theirs) - set(gone) - set(came) - wording
@@ -415,6 +445,17 @@ def _bumped(
         return False
     i, j = a.index(gone[0]), b.index(came[0])
     return i > 0 and j > 0 and a[i - 1] == b[j - 1]
+
+
+def _versioned(gone: list[str], came: list[str]) -> bool:
+    """The old side holds a number the new side has none of ("Node 18" / "the payments cluster")."""
+    return any(_DIGIT.search(w) for w in gone) and not any(_DIGIT.search(w) for w in came)
+
+
+def _placed(old: Features, key: str) -> bool:
+    """The old text names `key` as a place or a predicate ("lives in X", "is X"), what a move
+    can change; not as what the subject runs or uses ("runs Node 18")."""
+    return any(k.key == key and k.before in _PLACES for k in old.keys)
 
 
 def _moved(new: Features, came: set[str], removed: set[str]) -> bool:
