@@ -244,3 +244,28 @@ def test_project_hook_command_reaches_the_worker(worker: WorkerProcess, project_
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
     env.update({"CAIRN_HOME": str(worker.home), "PATH": f"{Path(sys.executable).parent}:/bin"})
     assert_tool_call_recorded(worker, command, env, project_cwd, "project_marker")
+
+
+def test_install_yes_imports_the_history_and_a_second_install_finds_nothing_new(
+    env: dict[str, str], user_home: Path, isolated_home: Path, project_cwd: Path
+) -> None:
+    from tests.test_installer_import import write_history
+
+    sid = "00000000-0000-4000-8000-0000000000e2"
+    write_history(user_home, {sid: (str(project_cwd), 3)})
+    piped = cairn(env, project_cwd, "install")  # stdin is not a terminal: told, not asked
+    assert piped.returncode == 0, piped.stderr
+    assert "found 1 Claude Code session in 1 project, ~4 events; import them any time" in (
+        piped.stdout
+    )
+    assert api(isolated_home, f"/api/observations?session_id={sid}")["items"] == []
+
+    result = cairn(env, project_cwd, "install", "--yes")
+    assert result.returncode == 0, result.stderr
+    assert "imported 1 sessions in 1 projects: 3 observations, 1 prompts" in result.stdout
+    items = api(isolated_home, f"/api/observations?session_id={sid}")["items"]
+    assert sorted(i["title"] for i in items) == [f"Run: make t{i}" for i in range(3)]
+
+    again = cairn(env, project_cwd, "install", "--yes")
+    assert again.returncode == 0, again.stderr
+    assert "found" not in again.stdout and "imported" not in again.stdout

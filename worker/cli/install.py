@@ -240,6 +240,60 @@ def _start_worker(settings: Settings) -> int:
     return 0
 
 
+def _ask(question: str) -> bool:
+    try:
+        answer = input(question)
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _interactive() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except ValueError:  # closed
+        return False
+
+
+def offer_import(args: argparse.Namespace, settings: Settings, worker_up: bool) -> int:
+    """After the hooks are in: the Claude Code history not imported yet, and an offer to import it
+    (asked on a terminal; `--yes` imports without asking; otherwise how to do it later)."""
+    from worker.imports.census import count_history
+    from worker.imports.claude_code import projects_dir
+    from worker.imports.state import ImportState
+
+    project = Path.cwd() if args.project or args.local else None
+    state = ImportState.load(settings.home / "imports" / "claude-code.json")
+    history = count_history(projects_dir(), state, project)
+    if history.sessions == 0:
+        return 0
+    later = "cairn import claude-code" + (
+        f" --project {shlex.quote(str(project))}" if project else ""
+    )
+    if not worker_up:
+        print(f"{history.line()}; import them any time with `{later}`")
+        return 0
+    if args.yes:
+        print(f"{history.line()}; importing them (--yes)")
+    else:
+        if not _interactive():
+            print(f"{history.line()}; import them any time with `{later}` (or install with --yes)")
+            return 0
+        if not _ask(f"{history.line()}; import now? [y/N] "):
+            print(f"not imported; run `{later}` any time")
+            return 0
+    from worker.cli.imports import run_import, summary
+    from worker.client import ApiError, WorkerDown
+
+    try:
+        totals = run_import(settings, project=str(project) if project else None)
+    except (WorkerDown, ApiError) as exc:
+        print(f"cairn: the import stopped: {exc}; run `{later}` to go on", file=sys.stderr)
+        return 1
+    print(summary(totals, dry_run=False))
+    return 0
+
+
 def cmd_install(args: argparse.Namespace) -> int:
     settings = load_settings()
     try:
@@ -281,9 +335,12 @@ def cmd_install(args: argparse.Namespace) -> int:
     _say_where_rules_are_not(args)
     if args.editor:
         print("Restart the editor (or reload its MCP servers) to connect to Cairn.")
-    if args.no_start:
-        return 0
-    return _start_worker(settings)
+    started = 1 if args.no_start else _start_worker(settings)
+    if not args.no_hooks:
+        imported = offer_import(args, settings, worker_up=started == 0)
+        if imported != 0:
+            return imported
+    return 0 if args.no_start else started
 
 
 def cmd_uninstall(args: argparse.Namespace) -> int:
@@ -342,7 +399,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="write this editor's MCP config and a rules file (repeatable)",
     )
     p.add_argument("--no-hooks", action="store_true", help="skip the Claude Code hooks")
-    p.add_argument("--no-start", action="store_true", help="do not start the worker")
+    p.add_argument(
+        "--no-start",
+        action="store_true",
+        help="do not start the worker (and so do not import the history)",
+    )
+    p.add_argument(
+        "--yes",
+        "-y",
+        action="store_true",
+        help="import the Claude Code history found without asking (otherwise asked on a "
+        "terminal only)",
+    )
     p.set_defaults(func=cmd_install)
 
     p = sub.add_parser(

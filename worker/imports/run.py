@@ -25,7 +25,7 @@ KINDS = (
     ("/api/prompts", "prompts"),
     ("/summarize", "summaries"),
     ("/plan", "plans"),
-    ("/api/sessions", "sessions"),
+    ("/api/sessions", "session_starts"),
 )
 Sender = Callable[[list[dict[str, Any]]], dict[str, Any]]
 
