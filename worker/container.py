@@ -39,6 +39,14 @@ class Service(Protocol):
     def status(self) -> Any: ...
 
 
+@dataclass(frozen=True)
+class ImportMark:
+    """How far embedding had come when an import's first batch arrived: the dashboard's
+    progress line counts the items to embed from there."""
+
+    embedded: int
+
+
 @dataclass
 class Cairn:
     settings: Settings
@@ -59,6 +67,8 @@ class Cairn:
     spool: SpoolReplayer | None = None
     # One-time login links, made on the first request for one.
     login_links: LoginLinks | None = None
+    # Set by an import's first batch, cleared once its backlog is embedded.
+    import_mark: ImportMark | None = None
 
     @property
     def services(self) -> dict[str, Service]:

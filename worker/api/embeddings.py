@@ -15,7 +15,8 @@ TAG = "embeddings"
 
 
 async def embedding_stats(call: Call) -> Any:
-    return await status.embedding_stats(call.cairn)
+    stats = await status.embedding_stats(call.cairn)
+    return {**stats, "import": await status.import_progress(call.cairn)}
 
 
 async def reindex(call: Call) -> Any:
@@ -35,6 +36,11 @@ STATS: dict[str, Any] = {
         "dimensions": {"type": ["integer", "null"]},
         "coverage": {"type": "number"},
         "queue_depth": {"type": "integer"},
+        "import": {
+            "type": ["object", "null"],
+            "description": "an import's items being embedded: {embedded, items, left, "
+            "seconds_left, status, text}; null when none is under way",
+        },
         "status": {
             "type": "string",
             "enum": ["disabled", "starting", "loading", "indexing", "ready", "unavailable"],

@@ -6,6 +6,7 @@ from typing import Any
 
 from worker.api.endpoint import Call, Endpoint, with_status
 from worker.errors import BadRequest, ServiceUnavailable
+from worker.ops.status import note_import
 from worker.settings import Settings
 from worker.spool import ROUTES, ReplayResult, SpoolLine, SpoolReplayer, backlog
 
@@ -57,6 +58,7 @@ async def receive_events(call: Call) -> Any:
     if replayer is None:
         raise ServiceUnavailable("the spool replayer is not running")
     lines = [_event_line(raw, i) for i, raw in enumerate(call.body["events"])]
+    await note_import(call.cairn)  # the dashboard shows its embedding's progress
     result = ReplayResult()
     delivered = await replayer.deliver(lines, result)
     out = {

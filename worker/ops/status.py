@@ -8,7 +8,7 @@ from typing import Any
 
 from worker import __version__
 from worker.clock import now_ms, to_iso
-from worker.container import Cairn
+from worker.container import Cairn, ImportMark
 from worker.retrieval.service import stats
 from worker.store import stats as store_stats
 from worker.store import vectors
@@ -41,3 +41,59 @@ async def embedding_stats(cairn: Cairn) -> dict[str, Any]:
     model = service.status()["model"] if service is not None else cairn.settings.embed_model
     counts = await cairn.store.read(lambda c: vectors.coverage_counts(c, str(model)))
     return stats(service, cairn.settings, counts)
+
+
+async def note_import(cairn: Cairn) -> None:
+    """An import's batch arrived: remember where embedding stood, once per import."""
+    service = cairn.embeddings
+    if cairn.import_mark is not None or service is None or not cairn.settings.embed_enabled:
+        return
+    model = str(service.status()["model"])
+    done, _total = await cairn.store.read(lambda c: vectors.coverage_counts(c, model))
+    cairn.import_mark = ImportMark(done)
+
+
+def duration_text(seconds: float) -> str:
+    if seconds < 90:
+        return f"~{max(1, round(seconds))} s"
+    if seconds < 90 * 60:
+        return f"~{round(seconds / 60)} min"
+    hours, minutes = divmod(round(seconds / 60), 60)
+    return f"~{hours} h {minutes:02d} min"
+
+
+def progress_text(done: int, items: int, status: str, rate: float | None, error: str | None) -> str:
+    """'embedding 3,120 of 9,800 imported items, ~2 min left' and its variants."""
+    head = f"embedding {done:,} of {items:,} imported items"
+    if status == "unavailable":
+        return (
+            f"{head}: the model is unavailable ({error or 'no reason given'}); keyword search works"
+        )
+    if status in ("starting", "loading"):
+        return f"{head}: the model is loading; keyword search works meanwhile"
+    if not rate:
+        return f"{head}; keyword search works meanwhile"
+    return f"{head}, {duration_text((items - done) / rate)} left"
+
+
+async def import_progress(cairn: Cairn) -> dict[str, Any] | None:
+    """The embedding of an import's items while it is under way (None when none is)."""
+    mark = cairn.import_mark
+    if mark is None:
+        return None
+    embed = await embedding_stats(cairn)
+    left = int(embed["items"]) - int(embed["embedded"])
+    if embed["status"] == "disabled" or left <= 0:
+        cairn.import_mark = None
+        return None
+    items = max(left, int(embed["items"]) - mark.embedded)
+    done = items - left
+    rate = embed.get("items_per_second")
+    return {
+        "embedded": done,
+        "items": items,
+        "left": left,
+        "seconds_left": round(left / rate, 1) if rate else None,
+        "status": embed["status"],
+        "text": progress_text(done, items, str(embed["status"]), rate, embed.get("error")),
+    }

@@ -11,6 +11,7 @@ from starlette.routing import BaseRoute, Route
 
 from worker.errors import CairnError, NotFound
 from worker.ops.lifecycle import forget_observation, set_observation_archived
+from worker.ops.status import import_progress
 from worker.pages.render import render
 from worker.store import feed, projects
 
@@ -56,6 +57,7 @@ async def feed_page(request: Request) -> Response:
             "projects": all_projects,
             "types": feed.FILTERS,
             "can_archive": True,
+            "import_progress": await import_progress(cairn),
         },
     )
 

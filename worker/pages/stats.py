@@ -11,7 +11,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from worker.clock import now_ms
-from worker.ops.status import embedding_stats
+from worker.ops.status import embedding_stats, import_progress
 from worker.pages.charts import Bar, bar_chart, column_chart, gauge
 from worker.pages.render import render
 from worker.settings import Settings
@@ -153,9 +153,19 @@ async def stats_page(request: Request) -> Response:
             "embed": embed,
             "week_total": sum(b.value for b in day_bars[-7:]),
             "has_observations": data["counts"].get("observations", 0) > 0,
+            "import_progress": await import_progress(cairn),
         },
     )
 
 
+async def import_progress_line(request: Request) -> Response:
+    """The progress line alone (polled by the stats and feed pages)."""
+    progress = await import_progress(request.state.cairn)
+    return render(request, "_import_progress.html", {"import_progress": progress})
+
+
 def routes() -> list[BaseRoute]:
-    return [Route("/stats", stats_page, methods=["GET"])]
+    return [
+        Route("/stats", stats_page, methods=["GET"]),
+        Route("/stats/import-progress", import_progress_line, methods=["GET"]),
+    ]
