@@ -19,7 +19,12 @@ SessionEnd, and the UserPromptSubmit `additionalContext` is scored:
 
 Twice: with the embedding model (hybrid search) and keyword-only (CAIRN_EMBED_ENABLED=0), each a
 fresh replay. `--quick` (or CAIRN_BENCH_QUICK=1): the first three projects only.
-Run: `.venv/bin/python bench/coding_memory.py [--mode hybrid|keyword] [--data FILE]`.
+`--via import` (issue 21): the histories arrive by `cairn import claude-code` instead of the hooks:
+each session is written as the transcript Claude Code keeps (~/.claude/projects/<slug>/<id>.jsonl:
+prompts, tool_use/tool_result pairs with toolUseResult, failed calls as is_error results, the
+turn's last message), imported, then the same probes are fired through the hooks. `--via both`
+runs each and reports the recall difference.
+Run: `.venv/bin/python bench/coding_memory.py [--mode hybrid|keyword] [--via hooks|import|both]`.
 Writes bench/results/coding_memory.json.
 """
 
@@ -35,6 +40,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -189,6 +195,91 @@ class Session:
         return self.hooks.fire(payload, self.repo)
 
 
+# --------------------------------------------------------------------------- transcripts
+class Transcript:
+    """A session written as Claude Code writes it, for `cairn import claude-code`."""
+
+    def __init__(self, folder: Path, session_id: str, cwd: str, clock: list[float]) -> None:
+        self.path = folder / f"{session_id}.jsonl"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.session_id, self.cwd, self.clock = session_id, cwd, clock
+        self.lines: list[str] = []
+        self.prompt_id = ""
+        self.n = 0
+
+    def _line(self, kind: str, content: Any, **extra: Any) -> None:
+        self.clock[0] += 1.0  # one second per line, in the order the hooks would have fired
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.clock[0])) + ".000Z"
+        self.n += 1
+        message: dict[str, Any] = {
+            "role": "assistant" if kind == "assistant" else "user",
+            "content": content,
+        }
+        if "stop_reason" in extra:
+            message["stop_reason"] = extra.pop("stop_reason")
+        record = {
+            "parentUuid": None,
+            "isSidechain": False,
+            "type": kind,
+            "sessionId": self.session_id,
+            "cwd": self.cwd,
+            "gitBranch": "main",
+            "version": "2.1.197",
+            "timestamp": stamp,
+            "uuid": f"{self.session_id}-{self.n}",
+            "message": message,
+            **extra,
+        }
+        if kind == "user" and self.prompt_id:
+            record["promptId"] = self.prompt_id
+        self.lines.append(json.dumps(record, separators=(",", ":"), ensure_ascii=False))
+
+    def add(self, event: dict[str, Any]) -> None:
+        name = event["hook_event_name"]
+        if name == "UserPromptSubmit":
+            self.prompt_id = f"{self.session_id}-p{self.n}"
+            self._line("user", event["prompt"])
+        elif name in ("PostToolUse", "PostToolUseFailure"):
+            tid = f"toolu_{self.session_id[:8]}_{self.n}"
+            use = {"type": "tool_use", "id": tid, "name": event["tool_name"]}
+            self._line("assistant", [{**use, "input": event.get("tool_input") or {}}])
+            if name == "PostToolUseFailure":
+                error = str(event.get("error") or "")
+                result = {"type": "tool_result", "tool_use_id": tid, "content": error}
+                self._line("user", [{**result, "is_error": True}], toolUseResult=f"Error: {error}")
+            else:
+                response = event.get("tool_response")
+                text = response if isinstance(response, str) else json.dumps(response)
+                result = {"type": "tool_result", "tool_use_id": tid, "content": text}
+                self._line("user", [result], toolUseResult=response)
+        elif name == "Stop":
+            text = str(event.get("last_assistant_message") or "")
+            self._line("assistant", [{"type": "text", "text": text}], stop_reason="end_turn")
+        # SessionStart (the first line starts it), SessionEnd: no line of their own.
+
+    def save(self) -> None:
+        self.path.write_text("\n".join(self.lines) + "\n", encoding="utf-8")
+
+
+def transcript_folder(repo: Path) -> Path:
+    return Path(re.sub(r"[^A-Za-z0-9]", "-", str(repo)))
+
+
+def import_history(hooks: Hooks, cwd: Path) -> str:
+    """`cairn import claude-code` as a user runs it, with the bench's HOME and worker."""
+    proc = subprocess.run(
+        [sys.executable, "-P", "-m", "worker", "import", "claude-code", "--quiet"],
+        env=hooks.env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"cairn import claude-code failed: {proc.stderr}")
+    return proc.stdout.strip()
+
+
 def context_of(stdout: str) -> str:
     if not stdout.strip():
         return ""
@@ -325,9 +416,10 @@ def run_mode(
     models: Path,
     overrides: dict[str, str],
     explain: bool = False,
+    via: str = "hooks",
 ) -> dict[str, Any]:
     embed = mode == "hybrid"
-    base = tmp / mode
+    base = tmp / f"{mode}-{via}"
     home, cairn_home = base / "home", base / "cairn"
     port = free_port()
     hooks = Hooks(home, cairn_home, port)
@@ -347,14 +439,22 @@ def run_mode(
         started = time.monotonic()
         repos: dict[str, Path] = {}
         memories = 0
+        total = sum(len(s["events"]) for p in data["projects"] for s in p["sessions"])
+        clock = [time.time() - 2 * total - 60]  # transcript times: just before now, in order
+        imported = ""
         for project in data["projects"]:
             repo = base / "repos" / project["id"].replace("/", "_")
             make_repo(project, repo)
             repos[project["id"]] = repo
             events = substitute(project["sessions"], project["root"], str(repo))
             for session in events:
-                live = Session(
-                    hooks, repo, base / "transcripts", f"{project['id']}:{session['id']}"
+                name = f"{project['id']}:{session['id']}"
+                live = Session(hooks, repo, base / "transcripts", name)
+                written = Transcript(
+                    home / ".claude" / "projects" / transcript_folder(repo),
+                    str(uuid.uuid5(uuid.NAMESPACE_URL, name)),
+                    str(repo),
+                    clock,
                 )
                 for event in session["events"]:
                     if event["hook_event_name"] == "CairnSaveMemory":
@@ -364,8 +464,15 @@ def run_mode(
                         if status not in (200, 201):
                             raise SystemExit(f"POST /api/memories answered {status}: {answer}")
                         memories += 1
+                    elif via == "import":
+                        written.add(event)
                     else:
                         live.fire(event)
+                if via == "import":
+                    written.save()
+        if via == "import":
+            imported = import_history(hooks, home)
+            print(f"{mode}: {imported}", flush=True)
         replay_s = time.monotonic() - started
         stats = wait_settled(worker, embed, 1800)
         settle_s = time.monotonic() - started - replay_s
@@ -401,7 +508,9 @@ def run_mode(
     finally:
         worker.stop()
     return {
-        "mode": mode,
+        "mode": mode if via == "hooks" else f"{mode} via import",
+        "via": via,
+        "imported": imported,
         "replay_seconds": round(replay_s, 1),
         "settle_seconds": round(settle_s, 1),
         "hook_failures": hooks.failures,
@@ -449,7 +558,7 @@ def met(value: Any, op: str, target: float) -> bool | None:
 
 def rows_for(result: dict[str, Any]) -> list[tuple[str, Any, str, bool | None]]:
     mode = result["mode"]
-    aims = AIMS if mode == "hybrid" else KEYWORD_AIMS
+    aims = AIMS if mode.startswith("hybrid") else KEYWORD_AIMS
     rows: list[tuple[str, Any, str, bool | None]] = []
     overall = result["overall"]
     for figure in AIMS:
@@ -497,6 +606,13 @@ def main() -> int:
     parser.add_argument(
         "--explain", action="store_true", help="record each probe's context preview (evidence)"
     )
+    parser.add_argument(
+        "--via",
+        choices=("hooks", "import", "both"),
+        default="hooks",
+        help="how the histories arrive: the hooks, `cairn import claude-code` of the "
+        "transcripts, or each (with the recall difference)",
+    )
     args = parser.parse_args()
     if not args.data.is_file():
         print(f"coding_memory: no data at {args.data} (pass --data FILE)", file=sys.stderr)
@@ -515,8 +631,10 @@ def main() -> int:
     try:
         cv: dict[str, Any] | None = None
         if not args.cv:
+            vias = ("hooks", "import") if args.via == "both" else (args.via,)
             for mode in args.mode or MODES:
-                results.append(run_mode(data, mode, tmp, models, overrides, args.explain))
+                for via in vias:
+                    results.append(run_mode(data, mode, tmp, models, overrides, args.explain, via))
         else:
             # Every value is a full run: the table shows each, then the held-out figures.
             cv_mode = (args.mode or ["hybrid"])[0]
@@ -534,6 +652,13 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     rows = [row for result in results for row in rows_for(result)]
+    for hooked in (r for r in results if r["via"] == "hooks"):
+        for other in (r for r in results if r["via"] == "import"):
+            if other["mode"] != f"{hooked['mode']} via import":
+                continue
+            gap = round(other["overall"]["recall"] - hooked["overall"]["recall"], 3)
+            label = f"{hooked['mode']}: recall via import - via hooks"
+            rows.append((label, gap, ">= -0.02", gap >= -0.02))
     if cv is not None:
         for value, figures in cv["runs"].items():
             shown = ", ".join(f"{k} {v}" for k, v in figures.items() if k in SHOWN)
