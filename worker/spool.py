@@ -94,6 +94,14 @@ def parse_line(raw: bytes, number: int) -> SpoolLine | None:
     return SpoolLine(number, method, path, body)
 
 
+def session_of(line: SpoolLine) -> str | None:
+    """The session a hook request is about (its body's session_id, or the id in its path)."""
+    if line.path.startswith("/api/sessions/"):
+        return urllib.parse.unquote(line.path.split("/", 4)[3]) or None
+    sid = line.body.get("session_id") if isinstance(line.body, dict) else None
+    return sid if isinstance(sid, str) and sid else None
+
+
 def claim(folder: Path) -> list[Path]:
     """Files to replay: leftovers of an earlier round first, else every *.jsonl, renamed."""
     if not folder.is_dir():
@@ -326,6 +334,30 @@ class SpoolReplayer:
                 return i
             i += len(group)
         return i
+
+    async def deliver_by_session(self, lines: list[SpoolLine], result: ReplayResult) -> int:
+        """Like deliver(), with each session's lines in order and the sessions side by side:
+        their writes reach the store together and share its transactions (an import's batch
+        holds several sessions; nothing orders one session's writes against another's). How
+        many lines, from the first, were delivered; lines past a failure that a session
+        delivered anyway are sent again and count as duplicates (every hook request is
+        idempotent)."""
+        lanes: dict[str, list[SpoolLine]] = {}
+        for line in lines:
+            key = session_of(line)
+            if key is None:
+                return await self.deliver(lines, result)  # nothing to go by: one lane
+            lanes.setdefault(key, []).append(line)
+        if len(lanes) < 2:
+            return await self.deliver(lines, result)
+        done = await asyncio.gather(*(self.deliver(lane, result) for lane in lanes.values()))
+        missing = [
+            lane[n].number for lane, n in zip(lanes.values(), done, strict=True) if n < len(lane)
+        ]
+        if not missing:
+            return len(lines)
+        first = min(missing)
+        return next(i for i, line in enumerate(lines) if line.number == first)
 
     async def _deliver(self, group: list[SpoolLine], result: ReplayResult) -> bool:
         """Send one line (or a batch of observations); False when the worker must retry later."""

@@ -52,15 +52,16 @@ def _event_line(raw: Any, index: int) -> SpoolLine:
 
 
 async def receive_events(call: Call) -> Any:
-    """A batch of hook requests (an import of history): delivered in order as a spool replay
-    is, so each meets the validation and idempotency (event_id) of a live one."""
+    """A batch of hook requests (an import of history): delivered as a spool replay is, each
+    session's in order (sessions side by side), so each meets the validation and idempotency
+    (event_id) of a live one."""
     replayer = _replayer(call)
     if replayer is None:
         raise ServiceUnavailable("the spool replayer is not running")
     lines = [_event_line(raw, i) for i, raw in enumerate(call.body["events"])]
     await note_import(call.cairn)  # the dashboard shows its embedding's progress
     result = ReplayResult()
-    delivered = await replayer.deliver(lines, result)
+    delivered = await replayer.deliver_by_session(lines, result)
     out = {
         "delivered": delivered,
         "stored": result.replayed,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,8 @@ class ClaudeCodeImport:
         self.batch: list[dict[str, Any]] = []
         self.batch_bytes = 0
         self.marks: list[tuple[Path, FileMark]] = []  # applied once their batch is delivered
+        self.sending: tuple[Future[dict[str, Any]], list[tuple[Path, FileMark]]] | None = None
+        self._pool: ThreadPoolExecutor | None = None
         self.only_project = (
             builder.project(os.path.abspath(options.project)) if options.project else None
         )
@@ -187,20 +190,38 @@ class ClaudeCodeImport:
             self.batch_bytes += size
 
     def flush(self) -> None:
-        if self.batch and self.send is not None and not self.options.dry_run:
-            result = self.send(self.batch)
-            self.totals.stored += int(result.get("stored", 0))
-            self.totals.duplicates += int(result.get("duplicates", 0))
-            self.totals.rejected += int(result.get("rejected", 0))
-        self.batch, self.batch_bytes = [], 0
-        self.commit_marks()  # the sessions queued before this batch are all delivered
+        """Hand the batch to the sending thread (after the previous one is delivered, so
+        batches arrive in order) and go on reading while the worker stores it."""
+        batch, marks = self.batch, self.marks
+        self.batch, self.batch_bytes, self.marks = [], 0, []
+        self.wait_sent()
+        if batch and self.send is not None and not self.options.dry_run:
+            self.sending = (self.sender().submit(self.send, batch), marks)
+        else:
+            self.commit_marks(marks)
 
-    def commit_marks(self) -> None:
+    def wait_sent(self) -> None:
+        """Wait for the batch in flight; its sessions' marks are recorded once it is stored."""
+        if self.sending is None:
+            return
+        future, marks = self.sending
+        self.sending = None
+        result = future.result()  # the sender's error is raised here, in the reading thread
+        self.totals.stored += int(result.get("stored", 0))
+        self.totals.duplicates += int(result.get("duplicates", 0))
+        self.totals.rejected += int(result.get("rejected", 0))
+        self.commit_marks(marks)
+
+    def sender(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cairn-import-send")
+        return self._pool
+
+    def commit_marks(self, marks: list[tuple[Path, FileMark]]) -> None:
         if self.options.dry_run:
             return
-        for path, mark in self.marks:
+        for path, mark in marks:
             self.state.mark(path, mark)
-        self.marks = []
 
     # ------------------------------------------------------------------ the run
     def run(self) -> Totals:
@@ -213,6 +234,17 @@ class ClaudeCodeImport:
                 except OSError:
                     continue
                 self.totals.files += 1
+        try:
+            self._read_and_send(todo)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
+        if not self.options.dry_run:
+            self.state.save()
+        return self.totals
+
+    def _read_and_send(self, todo: list[SessionFiles]) -> None:
         for session in todo:
             events, marks = self.session_events(session)
             self.totals.files_done += len(marks)
@@ -227,10 +259,7 @@ class ClaudeCodeImport:
             if self.progress is not None:
                 self.progress(self.totals)
         self.flush()
-        self.commit_marks()
-        if not self.options.dry_run:
-            self.state.save()
-        return self.totals
+        self.wait_sent()
 
     def _session_requests(self, events: list[HookEvent]) -> list[Request]:
         cwd = next((str(e.payload.get("cwd")) for e in events if e.payload.get("cwd")), "")
