@@ -27,7 +27,7 @@ test: $(STAMP_DEV) claude-code
 
 # The unit tier alone (no real processes, no real model): see "Two commands" in the README.
 test-fast: $(STAMP_DEV)
-	$(BIN)/python -m pytest -m "not e2e and not model" --hypothesis-profile=fast -n auto
+	$(BIN)/python -m pytest -m "not e2e and not model and not postgres" --hypothesis-profile=fast -n auto
 
 # The real Claude Code CLIs the end-to-end tests drive (tests/e2e/claude_code.py): the oldest and
 # newest supported, from the npm registry, cached under .cache/claude-code/<version>/. Without npm

@@ -7,6 +7,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import settings as hypothesis_settings
@@ -16,6 +17,9 @@ from worker.app import create_app
 from worker.home import ensure_private_dir, private_opener
 from worker.settings import Settings, load_settings
 from worker.store import Store
+
+if TYPE_CHECKING:
+    from tests.pg import PostgresServer
 
 BASE_URL = "http://127.0.0.1:37800"
 
@@ -138,3 +142,27 @@ def store(settings: Settings) -> Iterator[Store]:
     opened.open()
     yield opened
     opened.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL server for the run (tests/pg.py); skips when none is installed."""
+    from tests import pg
+
+    found = pg.find_binaries()
+    if not found:
+        pytest.skip(pg.SKIP_REASON)
+    server = pg.started(found[0])
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(request: pytest.FixtureRequest, postgres_server: PostgresServer) -> Iterator[str]:
+    """The URL of a new, empty database on the run's server, dropped after the test."""
+    if request.node.get_closest_marker("postgres") is None:
+        pytest.fail("a test using a PostgreSQL server is marked @pytest.mark.postgres")
+    with postgres_server.database() as url:
+        yield url
