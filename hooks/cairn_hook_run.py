@@ -350,9 +350,16 @@ def session_path(payload: dict[str, object], suffix: str) -> str:
 
 
 def plan_requests(
-    hook: Hook, payload: dict[str, object], project: str, cwd: str, chars: int
+    hook: Hook,
+    payload: dict[str, object],
+    project: str,
+    cwd: str,
+    chars: int,
+    root: str | None = None,
 ) -> None:
-    """Build hook.pending for the event (nothing here touches the network)."""
+    """Build hook.pending for the event (nothing here touches the network). `project` is the
+    key it is stored under; `root` the repository folder file paths are relative to (the key
+    itself unless a team database keys projects by their remote: cairn_hook_identity)."""
     import cairn_hook_events as ev
     import cairn_hook_tasks as tasks
     from cairn_hook_privacy import clean
@@ -424,7 +431,7 @@ def plan_requests(
                     }
                     hook.pending.append(Request("PUT", session_path(payload, "/plan"), body))
             return
-        obs = ev.observation(payload, project, cwd, chars)
+        obs = ev.observation(payload, root or project, cwd, chars)
         if obs is None:
             return
         if payload.get("_truncated"):
@@ -551,10 +558,13 @@ def handle(hook: Hook, event: str) -> str:
         cwd = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
     import cairn_hook_events as ev
 
-    project = ev.project_root(cwd)
-    if excluded([cwd, project], cfg):
+    root = ev.project_root(cwd)
+    if excluded([cwd, root], cfg):
         return ""
-    plan_requests(hook, payload, project, cwd, field_chars(cfg))
+    import cairn_hook_identity as identity
+
+    project = identity.project_key(root, identity.team_database_configured(cfg))
+    plan_requests(hook, payload, project, cwd, field_chars(cfg), root)
     injects = event in ("SessionStart", "UserPromptSubmit") and not payload.get("agent_id")
     if not hook.pending and not injects:
         return ""

@@ -12,9 +12,20 @@ if str(HOOKS_DIR) not in sys.path:
 
 import cairn_hook_events as events  # noqa: E402
 import cairn_hook_fence as fence  # noqa: E402
+import cairn_hook_identity as identity  # noqa: E402
 import cairn_hook_io as hook_io  # noqa: E402
 import cairn_hook_privacy as privacy  # noqa: E402
 import cairn_hook_run as run  # noqa: E402
 import cairn_hook_tasks as tasks  # noqa: E402
 
-__all__ = ["HOOKS_DIR", "HOOK_SCRIPT", "events", "fence", "hook_io", "privacy", "run", "tasks"]
+__all__ = [
+    "HOOKS_DIR",
+    "HOOK_SCRIPT",
+    "events",
+    "fence",
+    "hook_io",
+    "identity",
+    "privacy",
+    "run",
+    "tasks",
+]

@@ -33,7 +33,9 @@ from worker.mcp_text import (
     index_line,
 )
 from worker.paths import data_dir
+from worker.project_identity import project_key
 from worker.settings import Settings, load_settings
+from worker.team import database_url
 
 log = logging.getLogger(__name__)
 
@@ -80,11 +82,15 @@ def _worktree_main(work_tree: str, dot_git: str) -> str | None:
     return os.path.dirname(common) if os.path.basename(common) == ".git" else None
 
 
-def default_project(env: Mapping[str, str] | None = None) -> str:
+def default_project(env: Mapping[str, str] | None = None, home: Path | None = None) -> str:
+    """CAIRN_PROJECT, else the repository of the client's folder, keyed as the hooks key it
+    (by its git remote when a team database is configured, worker/project_identity.py)."""
     env = os.environ if env is None else env
     if env.get("CAIRN_PROJECT"):
         return env["CAIRN_PROJECT"]
-    return project_root(env.get("CLAUDE_PROJECT_DIR") or os.getcwd())
+    root = project_root(env.get("CLAUDE_PROJECT_DIR") or os.getcwd())
+    home = home if home is not None else Path(env.get("CAIRN_HOME") or Path.home() / ".cairn")
+    return project_key(root, bool(database_url(home, env)))
 
 
 # ------------------------------------------------------------------------------------ the worker
@@ -455,7 +461,7 @@ def build_server(gateway: WorkerGateway, project: str | None = None) -> MCPServe
     server: MCPServer[Any] = MCPServer(
         "cairn", instructions=rules_text(), version=__version__, log_level="WARNING"
     )
-    tools = CairnTools(gateway, project or default_project())
+    tools = CairnTools(gateway, project or default_project(home=gateway.settings.home))
     for name, description in TOOLS:
         server.tool(description=description)(fenced(getattr(tools, name)))
     return server

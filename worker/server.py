@@ -17,10 +17,12 @@ import uvicorn
 
 from worker.app import create_app
 from worker.connections import guarded_protocol
+from worker.errors import ConfigError
 from worker.home import ensure_home, private_opener
 from worker.paths import cairn_command
 from worker.runtime import acquire_lock
 from worker.settings import Settings
+from worker.team import refuse_team_database
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +112,11 @@ def stop_handler(server: uvicorn.Server) -> Callable[[int, object], None]:
 def serve(settings: Settings, *, log_to_file: bool = False, announce: bool = True) -> int:
     """Serve until SIGTERM/SIGINT. Returns a process exit code."""
     configure_logging(settings, to_file=log_to_file)
+    try:
+        refuse_team_database(settings.home)  # this version cannot use PostgreSQL yet
+    except ConfigError as exc:
+        log.error("%s", exc)  # a detached worker's reader is its log
+        raise
     lock = acquire_lock(settings)  # raises AlreadyRunning
     try:
         sock = bind_socket(settings, settings.port)

@@ -36,7 +36,13 @@ def load_hook_modules() -> dict[str, ModuleType]:
     folder = str(data_dir("hooks"))
     if folder not in sys.path:
         sys.path.insert(0, folder)
-    names = ("cairn_hook_run", "cairn_hook_events", "cairn_hook_io", "cairn_hook_tasks")
+    names = (
+        "cairn_hook_run",
+        "cairn_hook_events",
+        "cairn_hook_identity",
+        "cairn_hook_io",
+        "cairn_hook_tasks",
+    )
     return {name: importlib.import_module(name) for name in names}
 
 
@@ -54,6 +60,7 @@ class HookBuilder:
         mods = load_hook_modules()
         self.run = mods["cairn_hook_run"]
         self.ev = mods["cairn_hook_events"]
+        self.identity = mods["cairn_hook_identity"]
         self.io = mods["cairn_hook_io"]
         self.task_tools: tuple[str, ...] = tuple(mods["cairn_hook_tasks"].TASK_TOOLS)
         # The task reducer keeps each session's tasks in files under a home of its own: a
@@ -62,7 +69,10 @@ class HookBuilder:
         self.home = self._plans.name
         self.config = config if config is not None else {}
         self.chars = self.run.field_chars(self.config)
+        # On a team database a project is keyed by its git remote, as the live hooks key it.
+        self.team = bool(self.identity.team_database_configured(self.config))
         self._projects: dict[str, str] = {}
+        self._keys: dict[str, str] = {}
 
     def close(self) -> None:
         self._plans.cleanup()
@@ -93,7 +103,10 @@ class HookBuilder:
         if not project:
             return []
         hook = self.run.Hook(event.name, self.home)
-        self.run.plan_requests(hook, payload, project, cwd, self.chars)
+        key = self._keys.get(project)
+        if key is None:  # cached: on a team database it reads the repository's git config
+            key = self._keys[project] = str(self.identity.project_key(project, self.team))
+        self.run.plan_requests(hook, payload, key, cwd, self.chars, project)
         at = to_iso(event.at_ms)
         out = []
         for pending in hook.pending:
