@@ -227,6 +227,8 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
             "The billing service runs Node 18",
             "The billing service was moved to the payments cluster",
         ),
+        # another head named by another value: final even when few words are shared
+        ("STRIPE_WH_SECRET holds the webhook secret", "STRIPE_API_KEY holds the secret API key"),
     ],
 )
 def test_supersession_leaves_different_subjects_alone(old: str, new: str) -> None:

@@ -83,3 +83,11 @@ def test_dated_imports_create_no_supersession_chain(store: Store, settings: Sett
     assert first.superseded == second.superseded == third.superseded == []
     for saved in (first, second, third):
         assert saved.row["superseded_by"] is None
+
+
+def test_another_head_is_final_for_the_vector_path(store: Store, settings: Settings) -> None:
+    """Two settings named by different variables share few words; their vectors are close, but
+    the head subject differs without a change cue: distinct, whatever the cosine."""
+    old = put(store, settings, "STRIPE_WH_SECRET holds the webhook secret").row
+    new = put(store, settings, "STRIPE_API_KEY holds the secret API key", similar={old["id"]: 0.8})
+    assert new.superseded == []

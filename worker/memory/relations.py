@@ -390,17 +390,21 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     slots = _slots(a, b, theirs, mine, valued, joined, relations)
     bumped = [slot for slot in slots if _bumped(new, old, a, b, slot)]
     if len(slots) == 2 and bumped:
-        slots = bumped[
-            :1
-        ]  # "Next.js 13 with the pages router" -> "upgraded to Next.js 14 with ..."
+        # "Next.js 13 with the pages router" -> "upgraded to Next.js 14 with the app router"
+        slots = bumped[:1]
     if len(slots) >= 2:
         return DISTINCT  # two slots differ: which one, and what it is
-    wording = relations - shared  # relation verbs only one text has: "shipped to" / "send to"
-    if len(shared) / len((mine | theirs) - wording) < 0.3:
-        return UNKNOWN  # too few words in common to align: a paraphrase, or another subject
     # Only what the old text did not already say: "pnpm, not npm" restates "pnpm instead of npm".
     retires = bool((new.retired - old.retired) & theirs)
     announced = bool(new.cues - old.cues) or retires or flipped
+    if slots and old.headed and not announced:
+        if a.index(slots[0][0][0]) == 0:
+            return DISTINCT  # the subject itself differs: "the web app" / "the admin app"
+        if new.headed and a[0] != b[0]:
+            return DISTINCT  # another head: "the checkout page uses X" / "the subscription ..."
+    wording = relations - shared  # relation verbs only one text has: "shipped to" / "send to"
+    if len(shared) / len((mine | theirs) - wording) < 0.3:
+        return UNKNOWN  # too few words in common to align: a paraphrase, or another subject
     coverage = len(shared) / len(theirs)
     if new.headed and b[0] not in theirs and a[0] in mine and not (flipped or retires):
         return DISTINCT  # a narrower subject: "hotfix releases are cut ..." / "releases ..."
@@ -413,10 +417,6 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
             return Verdict("update", _score(a, b, coverage))
         return DISTINCT  # an elaboration, a subset, or the same words reordered
     gone, came = slots[0]
-    if a.index(gone[0]) == 0 and old.headed and not announced:
-        return DISTINCT  # the subject itself differs: "the web app" / "the admin app"
-    if old.headed and new.headed and a[0] != b[0] and not announced:
-        return DISTINCT  # another head: "the checkout page uses X" / "the subscription page ..."
     if flipped and not (new.cues - old.cues or retires):
         return DISTINCT  # a value changed AND the polarity: "API must not ..." / "CLI may ..."
     cues = new.cues - old.cues
