@@ -184,6 +184,11 @@ def test_policy_from_settings_rejects_bad_values() -> None:
         ("Releases are cut every two weeks", "Releases are cut every week now"),
         ("The mobile team uses Expo SDK 49", "The mobile app was upgraded to Expo SDK 51"),
         ("In dev, the API uses port 3000", "In development, the API now uses port 3001"),
+        # what a lesson is about (an identifier) restated, and its old fix said gone
+        (
+            "The flaky test_export is fixed by retrying twice",
+            "The real fix for test_export was a fixed seed; the retries were removed",
+        ),
     ],
 )
 def test_supersession_detects_changed_values(old: str, new: str) -> None:
@@ -229,6 +234,10 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         ),
         # another head named by another value: final even when few words are shared
         ("STRIPE_WH_SECRET holds the webhook secret", "STRIPE_API_KEY holds the secret API key"),
+        (
+            "src/api/users.py retries failed calls twice",
+            "Retries were removed; src/api/orders.py fails",
+        ),
     ],
 )
 def test_supersession_leaves_different_subjects_alone(old: str, new: str) -> None:

@@ -104,6 +104,8 @@ _DETERMINERS = word_set("the our a an this that each every its their my your")
 # Identifiers, versions, paths and URLs stay whole: "docs/api.md", "https://api.acme.dev".
 _TOKEN = re.compile(r"[^\W_][\w./+#:~@-]*[\w+#/]|[^\W_]", re.UNICODE)
 _DIGIT = re.compile(r"\d")
+# An identifier, path or file name: what a lesson or fact is about ("test_payment_webhook").
+_IDENTIFIER = re.compile(r"[_/.]")
 # Where one clause ends and another starts: "; " or a full stop before a capital.
 _CLAUSE = re.compile(r";\s+|(?<=[.!?])\s+(?=[A-Z])")
 _STEMMER = snowballstemmer.stemmer("english")
@@ -378,7 +380,9 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
         return DISTINCT  # staging / production, us-east-1 / eu-west-1, suite A / suite B
     dropped = {k for k in new.dropped if k[:1] != "="} - old.retired
     renamed = {k[1:] for k in new.dropped if k[:1] == "="} - old.retired
-    if (dropped and dropped <= theirs and (a[0] in mine or a[-1] in dropped)) or (
+    named = {k.key for k in old.keys if k.value and not k.joined and _IDENTIFIER.search(k.key)}
+    about = a[0] in mine or a[-1] in dropped or bool((named & mine) - dropped)
+    if (dropped and dropped <= theirs and about) or (
         renamed and renamed <= theirs and a[-1] in renamed
     ):
         # A clause says what the old text is about, or the value it names, is gone or renamed:
@@ -397,7 +401,9 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     # Only what the old text did not already say: "pnpm, not npm" restates "pnpm instead of npm".
     retires = bool((new.retired - old.retired) & theirs)
     announced = bool(new.cues - old.cues) or retires or flipped
-    if slots and old.headed and not announced:
+    # A cue in one clause cannot vouch for another clause's subject ("Retries were removed;
+    # src/api/orders.py fails" says nothing of users.py): with several clauses, heads are checked.
+    if slots and old.headed and not (announced and not new.clauses):
         if a.index(slots[0][0][0]) == 0:
             return DISTINCT  # the subject itself differs: "the web app" / "the admin app"
         if new.headed and a[0] != b[0]:
