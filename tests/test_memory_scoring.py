@@ -184,6 +184,7 @@ def test_policy_from_settings_rejects_bad_values() -> None:
         ("Releases are cut every two weeks", "Releases are cut every week now"),
         ("The mobile team uses Expo SDK 49", "The mobile app was upgraded to Expo SDK 51"),
         ("In dev, the API uses port 3000", "In development, the API now uses port 3001"),
+        ("The job timeout is 5 min", "The job timeout is now 10 minutes"),  # "min" is a unit
         # what a lesson is about (an identifier) restated, and its old fix said gone
         (
             "The flaky test_export is fixed by retrying twice",

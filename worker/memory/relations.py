@@ -25,82 +25,43 @@ from dataclasses import dataclass
 
 import snowballstemmer
 
-from worker.memory.tags import STOP_WORDS, WORD, word_set
+from worker.memory.tags import STOP_WORDS, WORD
+from worker.memory.update_words import (
+    ABBREVIATIONS,
+    AUXILIARIES,
+    BUMP_CUES,
+    CHANGE_WORDS,
+    COMMAND_INTRO,
+    COMMAND_WORDS,
+    DETERMINERS,
+    ENVIRONMENTS,
+    LABEL_NOUNS,
+    MOVE_CUES,
+    NEGATIONS,
+    NUMBER_WORDS,
+    PASSIVE,
+    PLACE_CUES,
+    PLACES,
+    PREPOSITIONS,
+    REGION_NAMES,
+    RELATION_FORMS,
+    RELATION_VERBS,
+    REMOVALS,
+    TIME_WORDS,
+    UNIT_WORDS,
+    UPDATE_CUES,
+)
 
 RELATION_KINDS = ("updates", "extends", "derives")
 MAX_WORDS = 300
 
-NEGATIONS = word_set(
-    "never don't dont doesn't isn't aren't wasn't won't can't cannot shouldn't mustn't "
-    "without neither stop stopped disable disabled drop dropped avoid"
-)
-# "not" negates a statement after an auxiliary ("do not deploy"); after a comma it only contrasts
-# ("use pnpm, not npm"). "no" negates in "no longer" / "no more".
-AUXILIARIES = word_set("do does did is are was were be must should can could will would may")
-# Words that announce a change rather than name its subject (never keys).
-CHANGE_WORDS = word_set(
-    "use uses using used now instead switch switched switching move moved moving migrate migrated "
-    "migrating upgrade upgraded downgrade downgraded change changed replace replaced from to new "
-    "old prefer preferred going forward anymore longer latest current currently going decided "
-    "decide decision let's lets we our will shall should start started bump bumped raise raised "
-    "lower lowered increase increased decrease decreased reverse reversed rename renamed remove "
-    "removed deprecate deprecated retire retired rather chose choose set update updated"
-)
-# Words that date a statement ("last week", "since March"): neither subject nor value.
-TIME_WORDS = word_set(
-    "today yesterday tomorrow last next week weeks month months year years ago since recently "
-    "january february march april may june july august september october november december"
-)
-# Cues that the newer text replaces something (a move, a switch, a retired value).
-UPDATE_CUES = word_set(
-    "now instead switch switched switching move moved moving migrate migrated migrating upgrade "
-    "upgraded downgrade downgraded change changed replace replaced bump bumped raise raised lower "
-    "lowered increase increased decrease decreased reverse reversed rename renamed remove removed "
-    "deprecate deprecated retire retired rather anymore longer dropped drop relocate relocated "
-    "stop stopped disable disabled update updated"
-)
-# Cues that a thing changed place or means: only these let a new environment or region replace one.
-MOVE_CUES = word_set(
-    "move moved moving migrate migrated migrating switch switched switching change changed "
-    "relocate relocated"
-)
-# Cues that announce a new version, which may bring other changes with it.
-BUMP_CUES = word_set("upgrade upgraded bump bumped migrate migrated migrating downgrade downgraded")
-# A value that only names which one of several: an environment, a region, or a label.
-ENVIRONMENTS = word_set(
-    "production prod staging stage dev development develop test tests testing qa uat local "
-    "localhost ci preview sandbox demo canary beta"
-)
-REGION_NAMES = word_set(
-    "eastus eastus2 westus westus2 westus3 centralus northeurope westeurope uksouth ukwest "
-    "frankfurt ireland virginia ohio oregon tokyo singapore sydney mumbai london paris emea apac"
-)
 _REGION = re.compile(
     r"(us|eu|ap|sa|ca|me|af|il|cn|mx)(-gov)?-[a-z]+-\d+[a-z]?"  # AWS: us-east-1, eu-west-2
     r"|[a-z]+-[a-z]+\d+(-[a-z])?"  # GCP: europe-west1, us-central1-a
 )
-# Nouns after which a number or letter names one of a series, not a value ("suite A", "shard 2").
-LABEL_NOUNS = word_set(
-    "number no fact rule item step phase stage part section chapter suite variant shard worker "
-    "queue tier option plan case group team cohort pool replica partition zone lane slot track "
-    "round sprint issue ticket bug pr migration job instance"
-)
-# Numbers written as words are values too: "two approvals" -> "only one approval".
-NUMBER_WORDS = word_set(
-    "zero one two three four five six seven eight nine ten eleven twelve once twice thrice"
-)
-# Tools whose names are also common words, and the words that introduce them as a command.
-COMMAND_WORDS = word_set("make")
-_COMMAND_INTRO = word_set("with by via run runs running use uses using then type")
-# Passive verbs that say a thing is gone or renamed ("Sphinx was dropped", "X was renamed to Y"),
-# and what may follow for the clause to say only that: its end, or the replacement.
-REMOVALS = word_set("removed deleted dropped disabled archived retired renamed replaced")
-_PASSIVE = word_set("was were is are been be got gets")
+# What may follow a removal ("was dropped") for its clause to say only that: the clause's end, or
+# the replacement ("was renamed to acme"); not a restriction ("disabled for the docs repo").
 _ALONE = re.compile(r"\s*(?:$|[.;,!?)]|(?:to|by|with)\s)")
-_PREPOSITIONS = word_set("to into in on onto at under")
-_PLACES = _PREPOSITIONS | word_set("is are was were from")
-PLACE_CUES = word_set("move moved moving relocate relocated")
-_DETERMINERS = word_set("the our a an this that each every its their my your")
 # Identifiers, versions, paths and URLs stay whole: "docs/api.md", "https://api.acme.dev".
 _TOKEN = re.compile(r"[^\W_][\w./+#:~@-]*[\w+#/]|[^\W_]", re.UNICODE)
 _DIGIT = re.compile(r"\d")
@@ -148,52 +109,9 @@ class Verdict:
 DISTINCT = Verdict("distinct")
 UNKNOWN = Verdict("unknown")
 # Verbs that only relate a subject to its value ("runs on", "lives in"): a change of them is wording.
-RELATION_STEMS = frozenset(
-    _STEMMER.stemWords(
-        sorted(
-            word_set(
-                "run runs live lives sit sits go goes host hosted serve served store stored keep "
-                "kept locate located point points come comes reside resides listen listens"
-            )
-        )
-    )
-)
-
-# Verb forms (never nouns in these forms) that relate a subject to where or what it is: "shipped
-# to Papertrail" / "send our logs to Datadog" say the same of the subject, only the value changed.
-RELATION_FORMS = word_set(
-    "built shipped sent sends send pushed published publishes exposed documented tracked "
-    "mapped maps called named generated handled managed served hosted stored located deployed "
-    "done kept lives read"
-)
-# Short forms compared as their long forms: "max request body" is the "maximum request body".
-ABBREVIATIONS = {
-    "max": "maximum",
-    "min": "minimum",
-    "db": "database",
-    "repo": "repository",
-    "repos": "repositories",
-    "config": "configuration",
-    "env": "environment",
-    "var": "variable",
-    "vars": "variables",
-    "dir": "directory",
-    "k8s": "kubernetes",
-    "dev": "development",
-    "prod": "production",
-}
+RELATION_STEMS = frozenset(_STEMMER.stemWords(sorted(RELATION_VERBS)))
 # Units after a number belong to its value: "7 days" -> "24 hours" changes one slot, not two.
-UNIT_STEMS = frozenset(
-    _STEMMER.stemWords(
-        sorted(
-            word_set(
-                "ms millisecond milliseconds second seconds sec secs minute minutes min mins hour "
-                "hours day days week weeks month months year years kb mb gb tb kib mib gib "
-                "percent requests characters chars lines items"
-            )
-        )
-    )
-)
+UNIT_STEMS = frozenset(_STEMMER.stemWords(sorted(UNIT_WORDS)))
 
 
 def features(text: str) -> Features:
@@ -274,7 +192,7 @@ def _keys(
         before, previous = previous, lower
         if lower in UPDATE_CUES:
             cues.add(lower)
-        if lower in REMOVALS and before in _PASSIVE and clause:
+        if lower in REMOVALS and before in PASSIVE and clause:
             retired.update(clause)  # "ESLint and Prettier were removed"
             if _ALONE.match(text, match.end()):
                 # A rename retires only the name: "acmectl was renamed" leaves "acmectl needs a
@@ -292,7 +210,7 @@ def _keys(
         )
         spelled = lower in NUMBER_WORDS
         # "make dev", "make deploy": the tool, not the verb (after a word that introduces a command)
-        tool = lower in COMMAND_WORDS and before in _COMMAND_INTRO and follows == " "
+        tool = lower in COMMAND_WORDS and before in COMMAND_INTRO and follows == " "
         filler = not (letter or spelled or tool) and (
             lower in STOP_WORDS
             or lower in CHANGE_WORDS
@@ -305,7 +223,7 @@ def _keys(
                 retiring = None
             continue
         if not keys:
-            headed = position == 0 or (position == 1 and before in _DETERMINERS)
+            headed = position == 0 or (position == 1 and before in DETERMINERS)
         numeric = spelled or bool(_DIGIT.search(token))
         is_value = (
             tool
@@ -461,7 +379,7 @@ def _versioned(gone: list[str], came: list[str]) -> bool:
 def _placed(old: Features, key: str) -> bool:
     """The old text names `key` as a place or a predicate ("lives in X", "is X"), what a move
     can change; not as what the subject runs or uses ("runs Node 18")."""
-    return any(k.key == key and k.before in _PLACES for k in old.keys)
+    return any(k.key == key and k.before in PLACES for k in old.keys)
 
 
 def _moved(new: Features, came: set[str], removed: set[str]) -> bool:
@@ -472,7 +390,7 @@ def _moved(new: Features, came: set[str], removed: set[str]) -> bool:
         movers = movers | {
             "now"
         }  # "the bucket now lives in eu-west-1" (not "now ... in production")
-    placed = {k.key for k in new.keys if k.key in came and k.before in _PREPOSITIONS}
+    placed = {k.key for k in new.keys if k.key in came and k.before in PREPOSITIONS}
     moved = removed - RELATION_STEMS  # "runs in us-west-2" -> "moved ... to us-east-2"
     return bool(movers and came and placed == came and len(moved) <= len(came))
 

@@ -1,0 +1,109 @@
+"""The words the supersession rule (worker/memory/relations.py) reads: what negates, what announces
+a change, what only names which one of several (environments, regions, labels), what only relates a
+subject to its value, and the short forms compared as long ones. Lists to extend, no logic.
+"""
+
+from __future__ import annotations
+
+from worker.memory.tags import word_set
+
+NEGATIONS = word_set(
+    "never don't dont doesn't isn't aren't wasn't won't can't cannot shouldn't mustn't "
+    "without neither stop stopped disable disabled drop dropped avoid"
+)
+# "not" negates a statement after an auxiliary ("do not deploy"); after a comma it only contrasts
+# ("use pnpm, not npm"). "no" negates in "no longer" / "no more".
+AUXILIARIES = word_set("do does did is are was were be must should can could will would may")
+# Words that announce a change rather than name its subject (never keys).
+CHANGE_WORDS = word_set(
+    "use uses using used now instead switch switched switching move moved moving migrate migrated "
+    "migrating upgrade upgraded downgrade downgraded change changed replace replaced from to new "
+    "old prefer preferred going forward anymore longer latest current currently going decided "
+    "decide decision let's lets we our will shall should start started bump bumped raise raised "
+    "lower lowered increase increased decrease decreased reverse reversed rename renamed remove "
+    "removed deprecate deprecated retire retired rather chose choose set update updated"
+)
+# Words that date a statement ("last week", "since March"): neither subject nor value.
+TIME_WORDS = word_set(
+    "today yesterday tomorrow last next week weeks month months year years ago since recently "
+    "january february march april may june july august september october november december"
+)
+# Cues that the newer text replaces something (a move, a switch, a retired value).
+UPDATE_CUES = word_set(
+    "now instead switch switched switching move moved moving migrate migrated migrating upgrade "
+    "upgraded downgrade downgraded change changed replace replaced bump bumped raise raised lower "
+    "lowered increase increased decrease decreased reverse reversed rename renamed remove removed "
+    "deprecate deprecated retire retired rather anymore longer dropped drop relocate relocated "
+    "stop stopped disable disabled update updated"
+)
+# Cues that a thing changed place or means: only these let a new environment or region replace one.
+MOVE_CUES = word_set(
+    "move moved moving migrate migrated migrating switch switched switching change changed "
+    "relocate relocated"
+)
+# Cues that announce a new version, which may bring other changes with it.
+BUMP_CUES = word_set("upgrade upgraded bump bumped migrate migrated migrating downgrade downgraded")
+# A value that only names which one of several: an environment, a region, or a label.
+ENVIRONMENTS = word_set(
+    "production prod staging stage dev development develop test tests testing qa uat local "
+    "localhost ci preview sandbox demo canary beta"
+)
+REGION_NAMES = word_set(
+    "eastus eastus2 westus westus2 westus3 centralus northeurope westeurope uksouth ukwest "
+    "frankfurt ireland virginia ohio oregon tokyo singapore sydney mumbai london paris emea apac"
+)
+# Nouns after which a number or letter names one of a series, not a value ("suite A", "shard 2").
+LABEL_NOUNS = word_set(
+    "number no fact rule item step phase stage part section chapter suite variant shard worker "
+    "queue tier option plan case group team cohort pool replica partition zone lane slot track "
+    "round sprint issue ticket bug pr migration job instance"
+)
+# Numbers written as words are values too: "two approvals" -> "only one approval".
+NUMBER_WORDS = word_set(
+    "zero one two three four five six seven eight nine ten eleven twelve once twice thrice"
+)
+# Tools whose names are also common words, and the words that introduce them as a command.
+COMMAND_WORDS = word_set("make")
+COMMAND_INTRO = word_set("with by via run runs running use uses using then type")
+# Passive verbs that say a thing is gone or renamed ("Sphinx was dropped", "X was renamed to Y"),
+# after one of the PASSIVE auxiliaries.
+REMOVALS = word_set("removed deleted dropped disabled archived retired renamed replaced")
+PASSIVE = word_set("was were is are been be got gets")
+PREPOSITIONS = word_set("to into in on onto at under")
+PLACES = PREPOSITIONS | word_set("is are was were from")
+PLACE_CUES = word_set("move moved moving relocate relocated")
+DETERMINERS = word_set("the our a an this that each every its their my your")
+# Verbs that only relate a subject to its value ("runs on", "lives in"): a change of them is wording.
+RELATION_VERBS = word_set(
+    "run runs live lives sit sits go goes host hosted serve served store stored keep "
+    "kept locate located point points come comes reside resides listen listens"
+)
+
+# Verb forms (never nouns in these forms) that relate a subject to where or what it is: "shipped
+# to Papertrail" / "send our logs to Datadog" say the same of the subject, only the value changed.
+RELATION_FORMS = word_set(
+    "built shipped sent sends send pushed published publishes exposed documented tracked "
+    "mapped maps called named generated handled managed served hosted stored located deployed "
+    "done kept lives read"
+)
+# Short forms compared as their long forms: "max request body" is the "maximum request body".
+ABBREVIATIONS = {
+    "max": "maximum",
+    "db": "database",
+    "repo": "repository",
+    "repos": "repositories",
+    "config": "configuration",
+    "env": "environment",
+    "var": "variable",
+    "vars": "variables",
+    "dir": "directory",
+    "k8s": "kubernetes",
+    "dev": "development",
+    "prod": "production",
+}
+# Units after a number belong to its value: "7 days" -> "24 hours" changes one slot, not two.
+UNIT_WORDS = word_set(
+    "ms millisecond milliseconds second seconds sec secs minute minutes min mins hour "
+    "hours day days week weeks month months year years kb mb gb tb kib mib gib "
+    "percent requests characters chars lines items"
+)
