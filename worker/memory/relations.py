@@ -20,6 +20,7 @@ true fact, a missed one leaves two versions side by side: in doubt, the rule say
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from dataclasses import dataclass
 
@@ -94,7 +95,7 @@ class Features:
     contrast: bool = False  # "X, not Y" / "instead of Y" / "rather than Y": Y is retired
     headed: bool = False  # starts with a determiner: its first key is the sentence's subject
     retired: frozenset[str] = frozenset()  # keys after "not" / "instead of" / "from ... to"
-    clauses: tuple[Features, ...] = ()  # each clause alone, when there are two or more
+    clauses: tuple[str, ...] = ()  # the text's clauses, when there are two or more
     # keys a clause says are gone ("Jest was removed"), or renamed ("=acmectl": "acmectl was
     # renamed to acme")
     dropped: frozenset[str] = frozenset()
@@ -147,7 +148,7 @@ def features(text: str) -> Features:
             values.add(word)
     keys, cues, retired, headed, dropped = _keys(text)
     parts = [part for part in _CLAUSE.split(text) if part.strip()]
-    clauses = tuple(features(part) for part in parts) if len(parts) > 1 else ()
+    clauses = tuple(parts) if len(parts) > 1 else ()
     return Features(
         tuple(sequence),
         frozenset(terms),
@@ -274,10 +275,17 @@ def judge(new: Features, old: Features, min_similarity: float = 0.5) -> Verdict:
     verdict = _judge(new, old, min_similarity)
     if verdict.kind == "update":
         return verdict
-    for clause in new.clauses:
-        if (part := _judge(clause, old, min_similarity)).kind == "update":
-            return part
+    for text in new.clauses:
+        alone = _judge(_clause_features(text), old, min_similarity)
+        if alone.kind == "update":
+            return alone
     return verdict
+
+
+@functools.lru_cache(maxsize=256)
+def _clause_features(text: str) -> Features:
+    """One clause's features: the same new text is judged against every candidate of a save."""
+    return features(text)
 
 
 def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
