@@ -29,6 +29,51 @@ def test_a_failed_test_run_is_shown_by_its_failure_line_not_the_banner() -> None
     assert failure_excerpt("command: ls\nexit code: 2\nstdout: a b c") == ""
 
 
+DJANGO_MIGRATE = """command: python manage.py migrate billing
+exit code: 1
+error: Exit code 1
+Running migrations:
+  Applying billing.0014_invoice_number_unique...Traceback (most recent call last):
+  File ".venv/lib/python3.12/site-packages/django/db/backends/utils.py", line 105, in _execute
+DETAIL:  Key (organisation_id, number)=(42, INV-7) is duplicated.
+
+The above exception was the direct cause of the following exception:
+django.db.utils.IntegrityError: could not create unique index "uniq_number"
+"""
+
+PANDAS_OOM = """command: python -m etl.run --date 2023-11-24
+exit code: 1
+Traceback (most recent call last):
+  File "etl/extract.py", line 22, in read_orders
+numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.21 GiB for an array
+"""
+
+GO_RACE = """command: go test -race ./...
+exit code: 1
+==================
+WARNING: DATA RACE
+Write at 0x00c0001b4060 by goroutine 41:
+  example.com/svc/internal/cache.(*Local).Set()
+==================
+--- FAIL: TestLocalCacheConcurrent (0.02s)
+FAIL	example.com/svc/internal/cache	0.311s
+"""
+
+
+def test_a_python_traceback_is_shown_by_its_exception_not_its_glue() -> None:
+    excerpt = failure_excerpt(DJANGO_MIGRATE)
+    assert "is duplicated" in excerpt and "IntegrityError: could not create" in excerpt
+    assert "The above exception" not in excerpt and "Traceback" not in excerpt
+    assert "_ArrayMemoryError: Unable to allocate" in failure_excerpt(PANDAS_OOM)
+
+
+def test_a_go_test_failure_is_shown_by_its_race_and_fail_lines() -> None:
+    excerpt = failure_excerpt(GO_RACE)
+    assert "DATA RACE" in excerpt and "--- FAIL: TestLocalCacheConcurrent" in excerpt
+    # Lower-case words ending in "error" are not exception names.
+    assert failure_excerpt("stdout: a mirror of the terror list") == ""
+
+
 def test_labels_markup_and_case_do_not_make_a_statement_new() -> None:
     said = Said()
     assert said.new("**Current task:** check_calc.py fails, please fix calc.add")

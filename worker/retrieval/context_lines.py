@@ -54,12 +54,18 @@ class Said:
 
 # Lines that say what failed: assertion messages, error lines, test-runner failure summaries.
 _FAILURE_LINE_RE = re.compile(
-    r"(?:^E\s{2,}|^FAILED\b|^ERROR\b|\bError\b|\bError:|\bException\b|\bassert(?:ion)?\b|"
-    r"\bfailed\b|\bpanicked\b|^error(?:\[\w+\])?:|\bnot found\b|\bundefined\b|\bcannot\b)",
+    r"(?:^E\s{2,}|(?-i:\bFAIL(?:ED)?\b)|^ERROR\b|\bError\b|\bError:|\bException\b|\bassert(?:ion)?\b|"
+    r"\bfailed\b|\bpanicked\b|^error(?:\[\w+\])?:|\bnot found\b|\bundefined\b|\bcannot\b|"
+    # An exception named in CamelCase (IntegrityError, _ArrayMemoryError), a database's DETAIL
+    # line, a Go panic or data race (`go test` also says `--- FAIL:` and `FAIL <package>`).
+    r"(?-i:[a-z_](?:Error|Exception))\b|^DETAIL:|^panic:|\bDATA RACE\b)",
     re.IGNORECASE,
 )
 _BANNER_RE = re.compile(
-    r"^(?:=+|-+|_+)\s.*\s(?:=+|-+|_+)$|^(?:platform|rootdir|plugins|collected)\b"
+    r"^(?:=+|-+|_+)\s.*\s(?:=+|-+|_+)$|^(?:platform|rootdir|plugins|collected)\b|"
+    # Python's chained-traceback glue says that something failed, not what.
+    r"^(?:Traceback \(most recent call last\)|The above exception was the direct cause|"
+    r"During handling of the above exception)"
 )
 
 
