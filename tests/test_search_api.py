@@ -218,6 +218,27 @@ def test_observation_about_a_file_changed_since_is_stale(client: TestClient) -> 
     assert staleness.get("Edit src/billing/invoice.py", 0) == 0  # the write itself is current
 
 
+def test_a_prompt_naming_the_file_gets_its_earlier_edits_undemoted(client: TestClient) -> None:
+    first = {
+        "project": PROJECT,
+        "type": "file_write",
+        "title": "Edit src/billing/invoice.py",
+        "body": "invoice totals are computed in cents",
+        "files": ["src/billing/invoice.py"],
+        "created_at": "2026-01-01T10:00:00Z",
+    }
+    later = {**first, "body": "invoice totals in decimal", "created_at": "2026-01-02T10:00:00Z"}
+    saved = client.post("/api/observations", json={"observations": [first, later]}).json()
+    old, new = (item["id"] for item in saved["items"])
+    params = {"q": "invoice totals cents", "project": PROJECT, "explain": "true"}
+    hits = client.get("/api/search", params=params).json()["hits"]
+    assert {h["id"]: h["signals"]["staleness"] for h in hits}[old] < 0
+    # At a prompt that names the file, its history is what is asked for.
+    params = {"project": PROJECT, "query": "what did we change in src/billing/invoice.py?"}
+    items = client.get("/api/context/preview", params=params).json()["items"]
+    assert {i["id"]: i["signals"]["staleness"] for i in items} == {old: 0.0, new: 0.0}
+
+
 def test_a_file_modified_on_disk_since_makes_its_observation_stale(
     client: TestClient, tmp_path: Any
 ) -> None:

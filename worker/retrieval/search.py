@@ -355,6 +355,11 @@ async def search(
         return refs, items, q.indexed_terms(conn, top_keyword), stale_refs(conn, items)
 
     refs, items, indexed, stale = await store.read(load)
+    if req.judge_items and stale:
+        # A prompt that names a file asks for its history: an earlier edit of it is not
+        # outdated for that prompt, though the file has changed since.
+        names = judgment.code_names(req.query)
+        stale = {ref for ref in stale if not judgment.shares_name(names, items[ref])}
     if kw.scope is not None:
         best_coverage = keyword_judgment.best_coverage(kw.groups, indexed.values(), kw.scope)
     else:
