@@ -274,7 +274,11 @@ async def _judged(
                 kw.groups, set(indexed.get(cand.ref, "").split()), kw.scope
             )
             cand.coverage = found.coverage
-            if keyword_judgment.item_relevant(cand.ref[0], found, settings, kw.scope.rows):
+            # A code name of the prompt held is evidence here too (judgment.more_evidence: with
+            # no vector, the name alone).
+            if keyword_judgment.item_relevant(
+                cand.ref[0], found, settings, kw.scope.rows
+            ) or judgment.more_evidence(cand, items[cand.ref], names, settings):
                 kept.append(cand)
             continue
         cand.plain_cosine = cosines.get(cand.ref)
