@@ -30,6 +30,7 @@ from worker.api import search as search_api
 from worker.api import spool as spool_api
 from worker.api import summaries as session_summaries
 from worker.api import timeline as timeline_api
+from worker.api.direct import DirectDispatch
 from worker.api.endpoint import Endpoint, make_route
 from worker.auth import DashboardLogins, SecurityMiddleware, TokenKeeper, wants_html
 from worker.clock import now_ms
@@ -232,6 +233,7 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
             token=tokens.current,
             port=cairn.port,
             state={"cairn": cairn},
+            direct=DirectDispatch(app.routes, cairn, {"cairn": cairn}),
         )
         cairn.spool.start()
         if port is not None:

@@ -19,7 +19,7 @@ import os
 import re
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -207,6 +207,7 @@ class SpoolReplayer:
         token: Callable[[], str],
         port: int,
         state: dict[str, Any],
+        direct: Callable[[str, str, Any], Awaitable[tuple[int, Any]]] | None = None,
     ) -> None:
         """`token` gives the current API token; `state` is the app's lifespan state, which a
         request sent in-process carries as a server would."""
@@ -216,6 +217,7 @@ class SpoolReplayer:
         self.token = token
         self.port = port
         self.state = state
+        self.direct = direct
         self.folder = settings.spool_dir
         self.totals = ReplayResult()
         self.runs = 0
@@ -398,7 +400,10 @@ class SpoolReplayer:
         return True
 
     async def dispatch(self, method: str, target: str, body: Any) -> tuple[int, Any]:
-        """One request through the full application (middleware, auth, validation) in-process."""
+        """One request into the application in-process: straight into its endpoint when the
+        app gave a direct dispatch (worker/api/direct.py), else through the full stack."""
+        if self.direct is not None:
+            return await self.direct(method, target, body)
         from worker.inprocess import call_app  # (starlette: not for `cairn doctor`)
 
         path, _, query = target.partition("?")

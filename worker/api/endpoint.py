@@ -62,7 +62,7 @@ class Endpoint:
         return "read" if self.method == "GET" else "write"
 
 
-def _path_params(ep: Endpoint, request: Request) -> dict[str, Any]:
+def path_params(ep: Endpoint, request: Request) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in request.path_params.items():
         if isinstance(value, int) and value > INT64_MAX:
@@ -122,7 +122,7 @@ def make_route(ep: Endpoint, wrap: Callable[[Endpoint, Callable[..., Any]], Any]
             cairn=request.state.cairn,
             query=query,
             body=body,
-            path=_path_params(ep, request),
+            path=path_params(ep, request),
         )
         result = await ep.handler(call)
         if ep.raw_response:
@@ -130,6 +130,8 @@ def make_route(ep: Endpoint, wrap: Callable[[Endpoint, Callable[..., Any]], Any]
             return result
         if isinstance(result, Response):
             return result
+        if isinstance(result, Answer):
+            return JSONResponse(result.payload, status_code=result.status)
         if ep.status == 204:
             return Response(status_code=204)
         return JSONResponse(result, status_code=ep.status)
@@ -141,5 +143,14 @@ def make_route(ep: Endpoint, wrap: Callable[[Endpoint, Callable[..., Any]], Any]
     return route
 
 
-def with_status(payload: Any, status: int) -> JSONResponse:
-    return JSONResponse(payload, status_code=status)
+@dataclass(frozen=True)
+class Answer:
+    """A handler's JSON answer with a status other than its endpoint's: encoded when it goes
+    out over HTTP, handed over as is to an in-process caller (worker/api/direct.py)."""
+
+    payload: Any
+    status: int
+
+
+def with_status(payload: Any, status: int) -> Answer:
+    return Answer(payload, status)
