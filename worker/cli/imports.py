@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections import Counter
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from worker.client import ApiError, WorkerDown, request
@@ -18,7 +20,7 @@ from worker.settings import Settings, load_settings
 if TYPE_CHECKING:
     from worker.imports.run import Totals
 
-SOURCES = ("claude-code",)
+SOURCES = ("claude-code", "claude-mem")
 RETRIES = 20
 
 
@@ -194,6 +196,71 @@ def cmd_claude_code(args: argparse.Namespace) -> int:
     return 0
 
 
+def import_claude_mem(
+    settings: Settings, path: Path, *, dry_run: bool = False
+) -> tuple[Counter[str], dict[str, int]]:
+    """claude-mem's database (read-only) into the worker; what was sent by kind, and stored."""
+    from worker.imports import claude_mem
+
+    conn = claude_mem.open_read_only(path)
+    try:
+        claude_mem.schema_version(conn, path)
+        items = list(claude_mem.items(conn))
+    finally:
+        conn.close()
+    kinds: Counter[str] = Counter(item.kind for item in items)
+    totals = {"stored": 0, "duplicates": 0, "rejected": 0}
+    if dry_run:
+        return kinds, totals
+    ensure_worker(settings)
+    send = sender(settings)
+    batch: list[dict[str, Any]] = []
+    hook_items = [i for i in items if i.kind != "memories"]
+    for start in range(0, len(hook_items), settings.max_batch):
+        batch = [
+            {"method": i.method, "path": i.path, "body": i.body}
+            for i in hook_items[start : start + settings.max_batch]
+        ]
+        for key, value in send(batch).items():
+            totals[key] = totals.get(key, 0) + int(value)
+    for item in items:
+        if item.kind == "memories":
+            answer = request(settings, item.method, item.path, item.body)
+            totals["duplicates" if answer.get("hit_count", 1) > 1 else "stored"] += 1
+    return kinds, totals
+
+
+def cmd_claude_mem(args: argparse.Namespace) -> int:
+    from worker.imports.claude_mem import SourceError, default_path
+
+    settings = load_settings()
+    path = Path(args.db).expanduser() if args.db else default_path()
+    try:
+        kinds, totals = import_claude_mem(settings, path, dry_run=args.dry_run)
+    except SourceError as exc:
+        print(f"cairn: {exc}", file=sys.stderr)
+        return 1
+    except (WorkerDown, ApiError) as exc:
+        print(f"cairn: {exc}", file=sys.stderr)
+        return 1
+    verb = "would import" if args.dry_run else "imported"
+    print(
+        f"{verb} from {path}: {kinds['sessions']:,} sessions, {kinds['prompts']:,} prompts, "
+        f"{kinds['observations']:,} observations ({kinds['memories']:,} decisions also as "
+        f"memories), {kinds['summaries']:,} summaries"
+    )
+    if not args.dry_run and (totals["duplicates"] or totals["rejected"]):
+        print(
+            f"  {totals['duplicates']:,} already stored"
+            + (
+                f", {totals['rejected']:,} rejected (see the worker log)"
+                if totals["rejected"]
+                else ""
+            )
+        )
+    return 0
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("import", help="import history from another tool")
     sources = p.add_subparsers(dest="source", required=True, metavar="SOURCE")
@@ -212,3 +279,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "~/.claude/projects)",
     )
     cc.set_defaults(func=cmd_claude_code)
+    cm = sources.add_parser(
+        "claude-mem",
+        help="claude-mem's database (~/.claude-mem/claude-mem.db), read-only",
+    )
+    cm.add_argument("db", nargs="?", help="the database file (default ~/.claude-mem/claude-mem.db)")
+    cm.add_argument("--dry-run", action="store_true", help="count what would be stored")
+    cm.set_defaults(func=cmd_claude_mem)

@@ -1,0 +1,213 @@
+"""`cairn import claude-mem [DB]`: claude-mem's SQLite database as Cairn items, read-only.
+
+claude-mem (npm `claude-mem`) keeps sessions (`sdk_sessions`), the prompts typed in them
+(`user_prompts`), observations it distilled from tool use (`observations`: type, title, subtitle,
+narrative, facts, concepts, files) and one summary per session (`session_summaries`: request,
+investigated, learned, completed, next steps). They become, with their dates and projects: a
+session and its prompts; a `note` observation per observation (a `decision` is also saved as a
+decision memory); the session's summary (and its full text as a note of the session). Each carries an event id naming its claude-mem row, so
+importing again stores nothing new. Only schema versions this was tested on are read (the
+fixture in tests/fixtures/claude_mem/ is made by claude-mem's own code); another version is
+refused with a message naming it, since its columns may mean something else.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from worker.clock import to_iso
+
+# schema_versions.max(version) of the claude-mem releases this import was tested against
+# (13.25.3: 52).
+KNOWN_VERSIONS = frozenset({52})
+TABLES = ("sdk_sessions", "user_prompts", "observations", "session_summaries")
+
+
+class SourceError(Exception):
+    """The database cannot be read as a claude-mem database (message for the user)."""
+
+
+def default_path() -> Path:
+    return Path.home() / ".claude-mem" / "claude-mem.db"
+
+
+def open_read_only(path: Path) -> sqlite3.Connection:
+    """The database opened read-only (never written, not even its WAL)."""
+    if not path.is_file():
+        raise SourceError(
+            f"no claude-mem database at {path} (pass its path: cairn import claude-mem DB)"
+        )
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        conn.row_factory = sqlite3.Row
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
+    except sqlite3.Error as exc:
+        raise SourceError(f"{path} is not a readable SQLite database: {exc}") from None
+    return conn
+
+
+def schema_version(conn: sqlite3.Connection, path: Path) -> int:
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    missing = [t for t in ("schema_versions", *TABLES) if t not in tables]
+    if missing:
+        raise SourceError(f"{path} is not a claude-mem database (no table {', '.join(missing)})")
+    version = conn.execute("SELECT MAX(version) FROM schema_versions").fetchone()[0]
+    if version not in KNOWN_VERSIONS:
+        known = ", ".join(map(str, sorted(KNOWN_VERSIONS)))
+        raise SourceError(
+            f"{path} has claude-mem schema version {version}, which this import does not know "
+            f"(it reads version {known}); nothing was imported"
+        )
+    return int(version)
+
+
+@dataclass
+class Item:
+    """One request to the worker: a spool route (hook request) or a memory."""
+
+    method: str
+    path: str
+    body: dict[str, Any]
+    kind: str  # sessions | prompts | observations | summaries | summary_notes | memories
+
+
+def _iso(epoch_ms: Any, text: Any) -> str | None:
+    if isinstance(epoch_ms, int) and epoch_ms > 0:
+        return to_iso(epoch_ms)
+    return text if isinstance(text, str) and text else None
+
+
+def _list(raw: Any) -> list[str]:
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return []
+    return (
+        [str(v) for v in value if isinstance(v, str | int | float)]
+        if isinstance(value, list)
+        else []
+    )
+
+
+def _session_id(content_session_id: str) -> str:
+    return f"claude-mem:{content_session_id}"[:200]
+
+
+def items(conn: sqlite3.Connection) -> Iterator[Item]:
+    """Every row as a Cairn request, sessions first, each session's items in time order."""
+    sessions: dict[str, tuple[str, str]] = {}  # memory_session_id -> (cairn session, project)
+    for row in conn.execute("SELECT * FROM sdk_sessions ORDER BY started_at_epoch, id"):
+        sid = _session_id(str(row["content_session_id"]))
+        project = str(row["project"] or "unknown")
+        if row["memory_session_id"]:
+            sessions[str(row["memory_session_id"])] = (sid, project)
+        body = {
+            "session_id": sid,
+            "project": project,
+            "event_id": f"claude-mem:session:{row['id']}",
+        }
+        started = _iso(row["started_at_epoch"], row["started_at"])
+        if started:
+            body["started_at"] = started
+        yield Item("POST", "/api/sessions", body, "sessions")
+    for row in conn.execute(
+        "SELECT p.*, s.project FROM user_prompts p LEFT JOIN sdk_sessions s ON s.id = p.session_db_id "
+        "ORDER BY p.created_at_epoch, p.id"
+    ):
+        text = str(row["prompt_text"] or "").strip()
+        if not text:
+            continue
+        body = {
+            "session_id": _session_id(str(row["content_session_id"])),
+            "project": str(row["project"] or "unknown"),
+            "text": text,
+            "event_id": f"claude-mem:prompt:{row['id']}",
+        }
+        created = _iso(row["created_at_epoch"], row["created_at"])
+        if created:
+            body["created_at"] = created
+        yield Item("POST", "/api/prompts", body, "prompts")
+    for row in conn.execute("SELECT * FROM observations ORDER BY created_at_epoch, id"):
+        yield from _observation(row, sessions)
+    for row in conn.execute("SELECT * FROM session_summaries ORDER BY created_at_epoch, id"):
+        session = sessions.get(str(row["memory_session_id"]))
+        if session is None:
+            continue
+        parts = [
+            ("Request", row["request"]),
+            ("Investigated", row["investigated"]),
+            ("Learned", row["learned"]),
+            ("Completed", row["completed"]),
+            ("Next steps", row["next_steps"]),
+            ("Notes", row["notes"]),
+        ]
+        text = "\n".join(f"{name}: {value}" for name, value in parts if value)
+        body = {"last_assistant_message": text, "event_id": f"claude-mem:summary:{row['id']}"}
+        at = _iso(row["created_at_epoch"], row["created_at"])
+        if at:
+            body["at"] = at
+        yield Item("POST", f"/api/sessions/{session[0]}/summarize", body, "summaries")
+        # Cairn's summary keeps what it can parse of that text; the whole of it stays searchable
+        # as a note of the session.
+        note: dict[str, Any] = {
+            "project": session[1],
+            "session_id": session[0],
+            "type": "note",
+            "title": f"Session summary: {row['request'] or 'claude-mem session'}"[:500],
+            "body": text,
+            "files": list(dict.fromkeys(_list(row["files_edited"]) + _list(row["files_read"])))[
+                :50
+            ],
+            "event_id": f"claude-mem:summary-note:{row['id']}",
+            "meta": {"source": "claude-mem", "claude_mem_type": "session_summary"},
+        }
+        if at:
+            note["created_at"] = at
+        yield Item("POST", "/api/observations", note, "summary_notes")
+
+
+def _observation(row: sqlite3.Row, sessions: dict[str, tuple[str, str]]) -> Iterator[Item]:
+    session = sessions.get(str(row["memory_session_id"]))
+    project = str(row["project"] or (session[1] if session else "unknown"))
+    title = str(row["title"] or row["subtitle"] or row["text"] or "").strip()
+    if not title:
+        return
+    facts = _list(row["facts"])
+    body_parts = [row["subtitle"], row["narrative"], row["text"], *(f"- {f}" for f in facts)]
+    text = "\n".join(str(p) for p in body_parts if p)
+    files = list(dict.fromkeys(_list(row["files_modified"]) + _list(row["files_read"])))
+    created = _iso(row["created_at_epoch"], row["created_at"])
+    kind = str(row["type"] or "")
+    obs: dict[str, Any] = {
+        "project": project,
+        "type": "note",
+        "title": title[:500],
+        "body": text,
+        "files": files[:50],
+        "event_id": f"claude-mem:observation:{row['id']}",
+        "meta": {
+            "source": "claude-mem",
+            "claude_mem_type": kind,
+            "concepts": _list(row["concepts"]),
+        },
+    }
+    if session is not None:
+        obs["session_id"] = session[0]
+    if created:
+        obs["created_at"] = created
+    yield Item("POST", "/api/observations", obs, "observations")
+    if kind == "decision":
+        memory = {
+            "kind": "decision",
+            "content": f"{title}: {row['narrative']}" if row["narrative"] else title,
+            "project": project,
+            "event_id": f"claude-mem:decision:{row['id']}",
+        }
+        if created:
+            memory["created_at"] = created
+        yield Item("POST", "/api/memories", memory, "memories")
