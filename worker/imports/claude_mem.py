@@ -22,14 +22,40 @@ from typing import Any
 
 from worker.clock import to_iso
 
-# schema_versions.max(version) of the claude-mem releases this import was tested against
-# (13.25.3: 52).
-KNOWN_VERSIONS = frozenset({52})
-TABLES = ("sdk_sessions", "user_prompts", "observations", "session_summaries")
+
+@dataclass(frozen=True)
+class Dialect:
+    """Where a tool keeps each kind of row (kiro-memory's database is laid out like claude-mem's
+    under other table names: worker/imports/kiro_memory.py)."""
+
+    tool: str
+    sessions: str
+    prompts: str
+    summaries: str
+    summary_session: str  # the summaries column naming the session
+    prompts_have_project: bool
+    # schema_versions.max(version) of the releases this import was tested against.
+    known_versions: frozenset[int]
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        return (self.sessions, self.prompts, "observations", self.summaries)
+
+
+# claude-mem 13.25.3: schema version 52.
+CLAUDE_MEM = Dialect(
+    "claude-mem",
+    "sdk_sessions",
+    "user_prompts",
+    "session_summaries",
+    "memory_session_id",
+    False,
+    frozenset({52}),
+)
 
 
 class SourceError(Exception):
-    """The database cannot be read as a claude-mem database (message for the user)."""
+    """The database cannot be read as the tool's database (message for the user)."""
 
 
 def default_path() -> Path:
@@ -51,17 +77,19 @@ def open_read_only(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def schema_version(conn: sqlite3.Connection, path: Path) -> int:
+def schema_version(conn: sqlite3.Connection, path: Path, dialect: Dialect = CLAUDE_MEM) -> int:
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    missing = [t for t in ("schema_versions", *TABLES) if t not in tables]
+    missing = [t for t in ("schema_versions", *dialect.tables) if t not in tables]
     if missing:
-        raise SourceError(f"{path} is not a claude-mem database (no table {', '.join(missing)})")
-    version = conn.execute("SELECT MAX(version) FROM schema_versions").fetchone()[0]
-    if version not in KNOWN_VERSIONS:
-        known = ", ".join(map(str, sorted(KNOWN_VERSIONS)))
         raise SourceError(
-            f"{path} has claude-mem schema version {version}, which this import does not know "
-            f"(it reads version {known}); nothing was imported"
+            f"{path} is not a {dialect.tool} database (no table {', '.join(missing)})"
+        )
+    version = conn.execute("SELECT MAX(version) FROM schema_versions").fetchone()[0]
+    if version not in dialect.known_versions:
+        known = ", ".join(map(str, sorted(dialect.known_versions)))
+        raise SourceError(
+            f"{path} has {dialect.tool} schema version {version}, which this import does not "
+            f"know (it reads version {known}); nothing was imported"
         )
     return int(version)
 
@@ -94,48 +122,51 @@ def _list(raw: Any) -> list[str]:
     )
 
 
-def _session_id(content_session_id: str) -> str:
-    return f"claude-mem:{content_session_id}"[:200]
-
-
-def items(conn: sqlite3.Connection) -> Iterator[Item]:
+def items(conn: sqlite3.Connection, dialect: Dialect = CLAUDE_MEM) -> Iterator[Item]:
     """Every row as a Cairn request, sessions first, each session's items in time order."""
-    sessions: dict[str, tuple[str, str]] = {}  # memory_session_id -> (cairn session, project)
-    for row in conn.execute("SELECT * FROM sdk_sessions ORDER BY started_at_epoch, id"):
-        sid = _session_id(str(row["content_session_id"]))
+    tool = dialect.tool
+
+    def session_id(content_session_id: str) -> str:
+        return f"{tool}:{content_session_id}"[:200]
+
+    # memory (and content) session id -> (cairn session, project)
+    sessions: dict[str, tuple[str, str]] = {}
+    for row in conn.execute(f"SELECT * FROM {dialect.sessions} ORDER BY started_at_epoch, id"):
+        sid = session_id(str(row["content_session_id"]))
         project = str(row["project"] or "unknown")
+        sessions[str(row["content_session_id"])] = (sid, project)
         if row["memory_session_id"]:
             sessions[str(row["memory_session_id"])] = (sid, project)
-        body = {
-            "session_id": sid,
-            "project": project,
-            "event_id": f"claude-mem:session:{row['id']}",
-        }
+        body = {"session_id": sid, "project": project, "event_id": f"{tool}:session:{row['id']}"}
         started = _iso(row["started_at_epoch"], row["started_at"])
         if started:
             body["started_at"] = started
         yield Item("POST", "/api/sessions", body, "sessions")
-    for row in conn.execute(
-        "SELECT p.*, s.project FROM user_prompts p LEFT JOIN sdk_sessions s ON s.id = p.session_db_id "
-        "ORDER BY p.created_at_epoch, p.id"
-    ):
+    query = (
+        f"SELECT * FROM {dialect.prompts} ORDER BY created_at_epoch, id"
+        if dialect.prompts_have_project
+        else f"SELECT p.*, s.project FROM {dialect.prompts} p LEFT JOIN {dialect.sessions} s "
+        "ON s.id = p.session_db_id ORDER BY p.created_at_epoch, p.id"
+    )
+    for row in conn.execute(query):
         text = str(row["prompt_text"] or "").strip()
         if not text:
             continue
+        content = str(row["content_session_id"])
         body = {
-            "session_id": _session_id(str(row["content_session_id"])),
-            "project": str(row["project"] or "unknown"),
+            "session_id": session_id(content),
+            "project": str(row["project"] or sessions.get(content, ("", "unknown"))[1]),
             "text": text,
-            "event_id": f"claude-mem:prompt:{row['id']}",
+            "event_id": f"{tool}:prompt:{row['id']}",
         }
         created = _iso(row["created_at_epoch"], row["created_at"])
         if created:
             body["created_at"] = created
         yield Item("POST", "/api/prompts", body, "prompts")
     for row in conn.execute("SELECT * FROM observations ORDER BY created_at_epoch, id"):
-        yield from _observation(row, sessions)
-    for row in conn.execute("SELECT * FROM session_summaries ORDER BY created_at_epoch, id"):
-        session = sessions.get(str(row["memory_session_id"]))
+        yield from _observation(row, sessions, tool)
+    for row in conn.execute(f"SELECT * FROM {dialect.summaries} ORDER BY created_at_epoch, id"):
+        session = sessions.get(str(row[dialect.summary_session]))
         if session is None:
             continue
         parts = [
@@ -147,7 +178,7 @@ def items(conn: sqlite3.Connection) -> Iterator[Item]:
             ("Notes", row["notes"]),
         ]
         text = "\n".join(f"{name}: {value}" for name, value in parts if value)
-        body = {"last_assistant_message": text, "event_id": f"claude-mem:summary:{row['id']}"}
+        body = {"last_assistant_message": text, "event_id": f"{tool}:summary:{row['id']}"}
         at = _iso(row["created_at_epoch"], row["created_at"])
         if at:
             body["at"] = at
@@ -158,20 +189,26 @@ def items(conn: sqlite3.Connection) -> Iterator[Item]:
             "project": session[1],
             "session_id": session[0],
             "type": "note",
-            "title": f"Session summary: {row['request'] or 'claude-mem session'}"[:500],
+            "title": f"Session summary: {row['request'] or tool + ' session'}"[:500],
             "body": text,
-            "files": list(dict.fromkeys(_list(row["files_edited"]) + _list(row["files_read"])))[
-                :50
-            ],
-            "event_id": f"claude-mem:summary-note:{row['id']}",
-            "meta": {"source": "claude-mem", "claude_mem_type": "session_summary"},
+            "files": list(dict.fromkeys(_columns(row, "files_edited", "files_read")))[:50],
+            "event_id": f"{tool}:summary-note:{row['id']}",
+            "meta": {"source": tool, "source_type": "session_summary"},
         }
         if at:
             note["created_at"] = at
         yield Item("POST", "/api/observations", note, "summary_notes")
 
 
-def _observation(row: sqlite3.Row, sessions: dict[str, tuple[str, str]]) -> Iterator[Item]:
+def _columns(row: sqlite3.Row, *names: str) -> list[str]:
+    """The JSON lists in these columns, where the table has them."""
+    keys = row.keys()
+    return [v for name in names if name in keys for v in _list(row[name])]
+
+
+def _observation(
+    row: sqlite3.Row, sessions: dict[str, tuple[str, str]], tool: str
+) -> Iterator[Item]:
     session = sessions.get(str(row["memory_session_id"]))
     project = str(row["project"] or (session[1] if session else "unknown"))
     title = str(row["title"] or row["subtitle"] or row["text"] or "").strip()
@@ -189,12 +226,8 @@ def _observation(row: sqlite3.Row, sessions: dict[str, tuple[str, str]]) -> Iter
         "title": title[:500],
         "body": text,
         "files": files[:50],
-        "event_id": f"claude-mem:observation:{row['id']}",
-        "meta": {
-            "source": "claude-mem",
-            "claude_mem_type": kind,
-            "concepts": _list(row["concepts"]),
-        },
+        "event_id": f"{tool}:observation:{row['id']}",
+        "meta": {"source": tool, "source_type": kind, "concepts": _list(row["concepts"])},
     }
     if session is not None:
         obs["session_id"] = session[0]
@@ -206,7 +239,7 @@ def _observation(row: sqlite3.Row, sessions: dict[str, tuple[str, str]]) -> Iter
             "kind": "decision",
             "content": f"{title}: {row['narrative']}" if row["narrative"] else title,
             "project": project,
-            "event_id": f"claude-mem:decision:{row['id']}",
+            "event_id": f"{tool}:decision:{row['id']}",
         }
         if created:
             memory["created_at"] = created
