@@ -18,9 +18,10 @@ from worker.client import ApiError, WorkerDown, request
 from worker.settings import Settings, load_settings
 
 if TYPE_CHECKING:
+    from worker.imports.claude_mem import Dialect
     from worker.imports.run import Totals
 
-SOURCES = ("claude-code", "claude-mem")
+SOURCES = ("claude-code", "claude-mem", "kiro-memory")
 RETRIES = 20
 
 
@@ -196,16 +197,16 @@ def cmd_claude_code(args: argparse.Namespace) -> int:
     return 0
 
 
-def import_claude_mem(
-    settings: Settings, path: Path, *, dry_run: bool = False
+def import_memory_tool(
+    settings: Settings, path: Path, dialect: Dialect, *, dry_run: bool = False
 ) -> tuple[Counter[str], dict[str, int]]:
-    """claude-mem's database (read-only) into the worker; what was sent by kind, and stored."""
+    """A memory tool's database (read-only) into the worker; what was sent by kind, and stored."""
     from worker.imports import claude_mem
 
-    conn = claude_mem.open_read_only(path)
+    conn = claude_mem.open_read_only(path, dialect)
     try:
-        claude_mem.schema_version(conn, path)
-        items = list(claude_mem.items(conn))
+        claude_mem.schema_version(conn, path, dialect)
+        items = list(claude_mem.items(conn, dialect))
     finally:
         conn.close()
     kinds: Counter[str] = Counter(item.kind for item in items)
@@ -230,13 +231,18 @@ def import_claude_mem(
     return kinds, totals
 
 
-def cmd_claude_mem(args: argparse.Namespace) -> int:
-    from worker.imports.claude_mem import SourceError, default_path
+def cmd_memory_tool(args: argparse.Namespace) -> int:
+    from worker.imports import claude_mem, kiro_memory
+    from worker.imports.claude_mem import SourceError
 
     settings = load_settings()
-    path = Path(args.db).expanduser() if args.db else default_path()
+    if args.source == "kiro-memory":
+        dialect, default = kiro_memory.KIRO_MEMORY, kiro_memory.default_path()
+    else:
+        dialect, default = claude_mem.CLAUDE_MEM, claude_mem.default_path()
+    path = Path(args.db).expanduser() if args.db else default
     try:
-        kinds, totals = import_claude_mem(settings, path, dry_run=args.dry_run)
+        kinds, totals = import_memory_tool(settings, path, dialect, dry_run=args.dry_run)
     except SourceError as exc:
         print(f"cairn: {exc}", file=sys.stderr)
         return 1
@@ -247,7 +253,7 @@ def cmd_claude_mem(args: argparse.Namespace) -> int:
     print(
         f"{verb} from {path}: {kinds['sessions']:,} sessions, {kinds['prompts']:,} prompts, "
         f"{kinds['observations']:,} observations ({kinds['memories']:,} decisions also as "
-        f"memories), {kinds['summaries']:,} summaries"
+        f"memories), {kinds['summary_notes']:,} summaries"
     )
     if not args.dry_run and (totals["duplicates"] or totals["rejected"]):
         print(
@@ -285,4 +291,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     cm.add_argument("db", nargs="?", help="the database file (default ~/.claude-mem/claude-mem.db)")
     cm.add_argument("--dry-run", action="store_true", help="count what would be stored")
-    cm.set_defaults(func=cmd_claude_mem)
+    cm.set_defaults(func=cmd_memory_tool)
+    km = sources.add_parser(
+        "kiro-memory",
+        help="kiro-memory's database (~/.kiro-memory/kiro-memory.db), read-only",
+    )
+    km.add_argument(
+        "db",
+        nargs="?",
+        help="the database file (default: $KIRO_MEMORY_DATA_DIR, ~/.contextkit or "
+        "~/.kiro-memory, its kiro-memory.db or contextkit.db)",
+    )
+    km.add_argument("--dry-run", action="store_true", help="count what would be stored")
+    km.set_defaults(func=cmd_memory_tool)

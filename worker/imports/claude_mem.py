@@ -62,11 +62,11 @@ def default_path() -> Path:
     return Path.home() / ".claude-mem" / "claude-mem.db"
 
 
-def open_read_only(path: Path) -> sqlite3.Connection:
+def open_read_only(path: Path, dialect: Dialect = CLAUDE_MEM) -> sqlite3.Connection:
     """The database opened read-only (never written, not even its WAL)."""
     if not path.is_file():
         raise SourceError(
-            f"no claude-mem database at {path} (pass its path: cairn import claude-mem DB)"
+            f"no {dialect.tool} database at {path} (pass its path: cairn import {dialect.tool} DB)"
         )
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
@@ -167,8 +167,7 @@ def items(conn: sqlite3.Connection, dialect: Dialect = CLAUDE_MEM) -> Iterator[I
         yield from _observation(row, sessions, tool)
     for row in conn.execute(f"SELECT * FROM {dialect.summaries} ORDER BY created_at_epoch, id"):
         session = sessions.get(str(row[dialect.summary_session]))
-        if session is None:
-            continue
+        project = str(row["project"] or (session[1] if session else "unknown"))
         parts = [
             ("Request", row["request"]),
             ("Investigated", row["investigated"]),
@@ -182,12 +181,12 @@ def items(conn: sqlite3.Connection, dialect: Dialect = CLAUDE_MEM) -> Iterator[I
         at = _iso(row["created_at_epoch"], row["created_at"])
         if at:
             body["at"] = at
-        yield Item("POST", f"/api/sessions/{session[0]}/summarize", body, "summaries")
+        if session is not None:
+            yield Item("POST", f"/api/sessions/{session[0]}/summarize", body, "summaries")
         # Cairn's summary keeps what it can parse of that text; the whole of it stays searchable
         # as a note of the session.
         note: dict[str, Any] = {
-            "project": session[1],
-            "session_id": session[0],
+            "project": project,
             "type": "note",
             "title": f"Session summary: {row['request'] or tool + ' session'}"[:500],
             "body": text,
@@ -197,6 +196,8 @@ def items(conn: sqlite3.Connection, dialect: Dialect = CLAUDE_MEM) -> Iterator[I
         }
         if at:
             note["created_at"] = at
+        if session is not None:
+            note["session_id"] = session[0]
         yield Item("POST", "/api/observations", note, "summary_notes")
 
 
