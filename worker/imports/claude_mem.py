@@ -111,15 +111,19 @@ def _iso(epoch_ms: Any, text: Any) -> str | None:
 
 
 def _list(raw: Any) -> list[str]:
-    try:
-        value = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
+    """A list column: JSON (claude-mem) or comma-separated text (kiro-memory's files, concepts)."""
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return [part.strip() for part in raw.split(",") if part.strip()]
+    else:
+        value = raw
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if not isinstance(value, list):
         return []
-    return (
-        [str(v) for v in value if isinstance(v, str | int | float)]
-        if isinstance(value, list)
-        else []
-    )
+    return [str(v) for v in value if isinstance(v, str | int | float)]
 
 
 def items(conn: sqlite3.Connection, dialect: Dialect = CLAUDE_MEM) -> Iterator[Item]:
@@ -238,7 +242,9 @@ def _observation(
     if kind == "decision":
         memory = {
             "kind": "decision",
-            "content": f"{title}: {row['narrative']}" if row["narrative"] else title,
+            "content": f"{title}: {detail}"
+            if (detail := row["narrative"] or row["text"])
+            else title,
             "project": project,
             "event_id": f"{tool}:decision:{row['id']}",
         }
