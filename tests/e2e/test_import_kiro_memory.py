@@ -33,7 +33,9 @@ def test_kiro_memory_import_maps_rows_and_is_idempotent(
     before = hashlib.sha256(db.read_bytes()).hexdigest()
     assert main(["import", "kiro-memory", str(db)]) == 0
     out = capsys.readouterr().out
-    assert "2 sessions, 3 prompts, 3 observations (1 decisions also as memories), 1 summaries" in out
+    assert (
+        "2 sessions, 3 prompts, 3 observations (1 decisions also as memories), 1 summaries" in out
+    )
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
     assert not list(tmp_path.glob("kiro-memory.db-*"))
 
