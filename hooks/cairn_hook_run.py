@@ -88,8 +88,11 @@ class Hook:
         self.pending: list[Request] = []
         self.worker: io.Worker | None = None
         self.spawned = False
-        self.writing = False  # a spool write in progress: the budget alarm waits for its end
-        self.overdue = False  # the alarm came while writing
+        # While the event is held nowhere yet (being read and built into requests) or is being
+        # written to the spool, the budget alarm waits: see on_alarm.
+        self.holding = False
+        self.extended = False  # this hold has had its one extension
+        self.overdue = False  # the alarm came during a hold
         # CAIRN_AUTOSTART=0 (or "autostart": false in config.json): never start the worker.
         self.autostart = os.environ.get("CAIRN_AUTOSTART", "1").strip().lower() not in (
             "0",
@@ -99,11 +102,13 @@ class Hook:
         )
 
     def on_alarm(self, signum: int, frame: object) -> None:
-        """The budget timer's handler: ends the hook. A spool write under way gets one extension
-        of WRITE_GRACE seconds to finish (ending it midway spooled events twice or lost them);
-        a write still stuck after that (a lock never released) is given up: the agent never hangs."""
-        if self.writing and not self.overdue:
-            self.overdue = True
+        """The budget timer's handler: ends the hook. A hold (the event being read and built,
+        or written to the spool) gets one extension of WRITE_GRACE seconds to finish: ending it
+        midway lost the event (a process that started late on a loaded machine) or spooled it
+        twice. A hold still unfinished after that (stdin never closed, a lock never released)
+        is given up: the agent never hangs."""
+        if self.holding and not self.extended:
+            self.extended = self.overdue = True
             try:
                 import _signal
 
@@ -112,6 +117,16 @@ class Hook:
                 pass
             return
         raise BudgetExceeded
+
+    def hold(self) -> None:
+        self.holding, self.extended = True, False
+
+    def release(self) -> None:
+        """End a hold; a budget alarm that came during it takes effect now."""
+        self.holding = False
+        if self.overdue:
+            self.overdue = False
+            raise BudgetExceeded
 
     def remaining(self) -> float:
         return self.deadline - SAFETY - time.monotonic()
@@ -203,16 +218,14 @@ class Hook:
         # The budget alarm waits while the records go to disk and leave `pending` (on_alarm): an
         # alarm in between (a slow fsync under load) spooled them again from the handler, or lost
         # them when it struck in the grace write.
-        self.writing = True
+        self.hold()
         try:
             records = [r.record(self.event) for r in self.pending]
             io.spool_append(self.home, records)
             self.pending = []
         finally:
-            self.writing = False
-        if self.overdue:
-            self.overdue = False
-            raise BudgetExceeded
+            self.holding = False
+        self.release()
         if not self.spawned and self.autostart and io.find_worker(self.home) is None:
             self.spawned = True
             try:
@@ -528,6 +541,7 @@ def run(argv: list[str]) -> str:
 
 def handle(hook: Hook, event: str) -> str:
     home = hook.home
+    hook.hold()  # until the event is built into requests (released below, or the process ends)
     cap = io.env_int("CAIRN_HOOK_MAX_STDIN_BYTES", DEFAULT_MAX_STDIN)
     raw, truncated = read_stdin(cap)
     payload = parse_payload(raw, truncated)
@@ -565,6 +579,7 @@ def handle(hook: Hook, event: str) -> str:
 
     project = identity.project_key(root, identity.team_database_configured(cfg))
     plan_requests(hook, payload, project, cwd, field_chars(cfg), root)
+    hook.release()
     injects = event in ("SessionStart", "UserPromptSubmit") and not payload.get("agent_id")
     if not hook.pending and not injects:
         return ""

@@ -575,3 +575,36 @@ def test_a_spool_write_stuck_past_its_grace_is_given_up(
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert hook.overdue and time.monotonic() - started < 25
+
+
+def test_a_hook_that_starts_late_still_spools_its_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a loaded machine the budget can run out before the event is even read and built: the
+    alarm waits for that (one extension), then the event goes to the spool instead of nowhere."""
+    import json
+    import time
+
+    project = tmp_path / "repo"
+    (project / ".git").mkdir(parents=True)
+    monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CAIRN_AUTOSTART", "0")
+    monkeypatch.setitem(run.BUDGETS, "PostToolUse", 0.05)
+    payload = {
+        "session_id": "s-late",
+        "cwd": str(project),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "make lint"},
+        "tool_response": {"stdout": "ok"},
+        "tool_use_id": "toolu_late",
+    }
+
+    def slow_stdin(cap: int) -> tuple[bytes, bool]:
+        time.sleep(0.3)  # the process was scheduled late: the budget is gone meanwhile
+        return json.dumps(payload).encode(), False
+
+    monkeypatch.setattr(run, "read_stdin", slow_stdin)
+    assert run.run(["post-tool-use"]) == ""
+    lines = (tmp_path / "home" / "spool" / "events.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and "make lint" in lines[0]
