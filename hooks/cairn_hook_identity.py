@@ -4,8 +4,9 @@ A local worker keys a project by its repository's absolute path, which differs o
 machine. On a team database (CAIRN_DATABASE_URL, or "database_url" in config.json) the key is
 the `origin` remote normalised to `host/path` (`git@github.com:Acme/App.git`,
 `ssh://git@github.com/acme/app`, `https://user@github.com/acme/app.git` are all
-`github.com/acme/app`), falling back to the path for a repository without one. Local users
-keep their path keys: nothing here runs without a team database.
+`github.com/acme/app`), falling back to the path for a repository without one (the hook
+imports this module for keys only then: local users keep their path keys). Also who a session
+is by: `author()`, read at SessionStart.
 
 Twin: worker/project_identity.py (same rules; tests/test_project_identity.py holds them equal).
 """
@@ -14,9 +15,9 @@ from __future__ import annotations
 
 import os
 import re
-from urllib.parse import unquote, urlsplit
 
 MAX_CONFIG_BYTES = 1_000_000
+MAX_AUTHOR_CHARS = 320
 # Transports whose address names a host; `file://`, local paths and transport helpers
 # (`codecommit::...`) name nothing a teammate shares.
 NETWORK_SCHEMES = ("ssh", "git+ssh", "ssh+git", "git", "http", "https")
@@ -33,14 +34,6 @@ HOST_ALIASES = {
 _SCP = re.compile(r"^(?:[^@/]*@)?(?P<host>[^/:]+):(?P<path>.*)$")
 
 
-def team_database_configured(config: dict[str, object]) -> bool:
-    """A team database is set: CAIRN_DATABASE_URL, else "database_url" in config.json."""
-    if os.environ.get("CAIRN_DATABASE_URL", "").strip():
-        return True
-    value = config.get("database_url")
-    return isinstance(value, str) and bool(value.strip())
-
-
 def project_key(root: str, team: bool) -> str:
     """The key a project is stored under: its root path, or on a team database its remote."""
     if not team or not root:
@@ -51,6 +44,8 @@ def project_key(root: str, team: bool) -> str:
 
 def remote_key(url: str) -> str | None:
     """`host/path` for a network git remote (lower-case, no user, port or `.git`), else None."""
+    from urllib.parse import unquote, urlsplit  # only on a team database: hooks start fast
+
     url = url.strip()
     if not url or any(ch in url for ch in "\n\r\t\0"):
         return None
@@ -104,6 +99,40 @@ def _azure(host: str, segments: list[str]) -> tuple[str, list[str]]:
     return host, segments
 
 
+# --------------------------------------------------------------------------- author
+def author(root: str | None) -> str:
+    """Who a row is by: git `user.email` (the repository's, else the user's global setting, as
+    git itself ranks them), else the OS user name."""
+    for path in _author_configs(root):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                email = config_value(handle.read(MAX_CONFIG_BYTES), "user", None, "email")
+        except OSError:
+            continue
+        email = "".join(ch for ch in (email or "") if ch.isprintable()).strip()
+        if email:
+            return email[:MAX_AUTHOR_CHARS]
+    import getpass
+
+    try:
+        return getpass.getuser()[:MAX_AUTHOR_CHARS] or "unknown"
+    except (OSError, KeyError, ImportError):
+        return "unknown"
+
+
+def _author_configs(root: str | None) -> list[str]:
+    """git config files holding user.email, the one that wins first."""
+    paths = []
+    local = _config_path(root) if root else None
+    if local:
+        paths.append(local)
+    home = os.path.expanduser("~")
+    paths.append(os.environ.get("GIT_CONFIG_GLOBAL") or os.path.join(home, ".gitconfig"))
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    paths.append(os.path.join(xdg, "git", "config"))
+    return paths
+
+
 # --------------------------------------------------------------------------- git config
 def origin_url(root: str) -> str | None:
     """The `origin` remote's URL in the repository at `root` (read from its config file)."""
@@ -144,8 +173,8 @@ _SECTION = re.compile(r'^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]')
 _ESCAPES = {"n": "\n", "t": "\t", "b": "\b", '"': '"', "\\": "\\"}
 
 
-def config_value(text: str, section: str, subsection: str, key: str) -> str | None:
-    """The first value of section.subsection.key in git config text (None when absent)."""
+def config_value(text: str, section: str, subsection: str | None, key: str) -> str | None:
+    """The first value of section[.subsection].key in git config text (None when absent)."""
     current: tuple[str, str | None] | None = None
     for raw in text.splitlines():
         line = raw.strip()

@@ -320,6 +320,14 @@ def parse_payload(raw: bytes, truncated: bool) -> dict[str, object] | None:
 
 
 # --------------------------------------------------------------------------- config
+def team_database(cfg: dict[str, object]) -> bool:
+    """A team database is set: CAIRN_DATABASE_URL, else "database_url" in config.json."""
+    if os.environ.get("CAIRN_DATABASE_URL", "").strip():
+        return True
+    value = cfg.get("database_url")
+    return isinstance(value, str) and bool(value.strip())
+
+
 def config(home: str) -> dict[str, object]:
     value = io.read_json_file(os.path.join(home, "config.json"))
     return value if isinstance(value, dict) else {}
@@ -390,10 +398,16 @@ def plan_requests(
         if isinstance(model, str) and model:
             meta["model"] = model[:200]
         source = payload.get("source")
+        import cairn_hook_identity as identity
+
         body: dict[str, object] = {
             "session_id": sid,
             "project": project,
             "cwd": cwd[:4096],
+            # Who the session's rows are by (the worker gives its prompts, observations,
+            # summary and checkpoints this author): the checkout's git user.email, else the
+            # OS user. Only here: PostToolUse's 1 s budget has no room for reading git config.
+            "author": identity.author(root or project),
             "started_at": io.iso_now(),
             "event_id": ev.event_id("start", payload, source),
             "meta": meta,
@@ -575,9 +589,11 @@ def handle(hook: Hook, event: str) -> str:
     root = ev.project_root(cwd)
     if excluded([cwd, root], cfg):
         return ""
-    import cairn_hook_identity as identity
+    project = root
+    if team_database(cfg):  # a project is keyed by its git remote (imported only then)
+        import cairn_hook_identity as identity
 
-    project = identity.project_key(root, identity.team_database_configured(cfg))
+        project = identity.project_key(root, True)
     plan_requests(hook, payload, project, cwd, field_chars(cfg), root)
     hook.release()
     injects = event in ("SessionStart", "UserPromptSubmit") and not payload.get("agent_id")

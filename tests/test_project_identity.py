@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from tests.examples import examples
 from tests.hook_modules import identity as hooks
+from tests.hook_modules import run as hook_run
 from worker import project_identity as ours
 from worker.mcp_server import default_project
 
@@ -204,12 +205,12 @@ def test_a_team_keys_a_repository_by_origin_and_local_users_keep_paths(
 def test_the_hooks_know_a_team_database_from_the_environment_or_config(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert hooks.team_database_configured({}) is False
-    assert hooks.team_database_configured({"database_url": "  "}) is False
-    assert hooks.team_database_configured({"database_url": 5}) is False
-    assert hooks.team_database_configured({"database_url": "postgresql://db/cairn"}) is True
+    assert hook_run.team_database({}) is False
+    assert hook_run.team_database({"database_url": "  "}) is False
+    assert hook_run.team_database({"database_url": 5}) is False
+    assert hook_run.team_database({"database_url": "postgresql://db/cairn"}) is True
     monkeypatch.setenv("CAIRN_DATABASE_URL", "postgresql://db/cairn")
-    assert hooks.team_database_configured({}) is True
+    assert hook_run.team_database({}) is True
 
 
 def test_mcp_default_project_is_keyed_like_the_hooks(

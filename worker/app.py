@@ -40,6 +40,7 @@ from worker.events import Broadcaster
 from worker.home import ensure_home
 from worker.memory.scheduler import DecayService
 from worker.pages import routes as dashboard_routes
+from worker.project_identity import author as git_author
 from worker.retrieval.keyword_service import KeywordIndexService
 from worker.retrieval.service import EmbeddingService
 from worker.runtime import remove_runtime, write_runtime
@@ -210,6 +211,7 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
             started_at_ms=now_ms(),
             port=port or settings.port,
             logins=logins,
+            author=settings.author or git_author(None),
         )
         # The in-memory BM25 index loads in its own thread (a search before then waits for it).
         keyword_service = KeywordIndexService(store, cairn.keywords)

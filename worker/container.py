@@ -69,6 +69,8 @@ class Cairn:
     login_links: LoginLinks | None = None
     # Set by an import's first batch, cleared once its backlog is embedded.
     import_mark: ImportMark | None = None
+    # Who rows are by when a request names nobody (settings.author, else git/OS user at start).
+    author: str = "unknown"
 
     @property
     def services(self) -> dict[str, Service]:

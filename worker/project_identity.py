@@ -8,11 +8,13 @@ equal by tests/test_project_identity.py).
 
 from __future__ import annotations
 
+import getpass
 import os
 import re
 from urllib.parse import unquote, urlsplit
 
 MAX_CONFIG_BYTES = 1_000_000
+MAX_AUTHOR_CHARS = 320
 # Transports whose address names a host; `file://`, local paths and transport helpers
 # (`codecommit::...`) name nothing a teammate shares.
 NETWORK_SCHEMES = ("ssh", "git+ssh", "ssh+git", "git", "http", "https")
@@ -92,6 +94,38 @@ def _azure(host: str, segments: list[str]) -> tuple[str, list[str]]:
     return host, segments
 
 
+# --------------------------------------------------------------------------- author
+def author(root: str | None) -> str:
+    """Who a row is by: git `user.email` (the repository's, else the user's global setting, as
+    git itself ranks them), else the OS user name."""
+    for path in _author_configs(root):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                email = config_value(handle.read(MAX_CONFIG_BYTES), "user", None, "email")
+        except OSError:
+            continue
+        email = "".join(ch for ch in (email or "") if ch.isprintable()).strip()
+        if email:
+            return email[:MAX_AUTHOR_CHARS]
+    try:
+        return getpass.getuser()[:MAX_AUTHOR_CHARS] or "unknown"
+    except (OSError, KeyError, ImportError):
+        return "unknown"
+
+
+def _author_configs(root: str | None) -> list[str]:
+    """git config files holding user.email, the one that wins first."""
+    paths = []
+    local = _config_path(root) if root else None
+    if local:
+        paths.append(local)
+    home = os.path.expanduser("~")
+    paths.append(os.environ.get("GIT_CONFIG_GLOBAL") or os.path.join(home, ".gitconfig"))
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    paths.append(os.path.join(xdg, "git", "config"))
+    return paths
+
+
 # --------------------------------------------------------------------------- git config
 def origin_url(root: str) -> str | None:
     """The `origin` remote's URL in the repository at `root` (read from its config file)."""
@@ -132,8 +166,8 @@ _SECTION = re.compile(r'^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]')
 _ESCAPES = {"n": "\n", "t": "\t", "b": "\b", '"': '"', "\\": "\\"}
 
 
-def config_value(text: str, section: str, subsection: str, key: str) -> str | None:
-    """The first value of section.subsection.key in git config text (None when absent)."""
+def config_value(text: str, section: str, subsection: str | None, key: str) -> str | None:
+    """The first value of section[.subsection].key in git config text (None when absent)."""
     current: tuple[str, str | None] | None = None
     for raw in text.splitlines():
         line = raw.strip()

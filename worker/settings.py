@@ -74,6 +74,9 @@ class Settings:
     sse_max_clients: int = 32
     sse_buffer: int = 1000
     sse_ping_seconds: float = 15.0
+    # Who this worker's rows are by when a request names nobody ('': git user.email, else the
+    # OS user, read at start; the hooks send the repository's own user.email with every event)
+    author: str = ""
     # SQLite
     busy_timeout_ms: int = 5000
     # While writes arrive concurrently (the last group commit held more than one), the writer

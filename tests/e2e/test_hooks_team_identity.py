@@ -1,4 +1,5 @@
-"""Real hook processes key a project by its git remote only when a team database is configured."""
+"""Real hook processes: a project keyed by its git remote only with a team database; every row
+sent names its author."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.hook_runner import base, hook_env, run_hook, tool_payload
+from tests.e2e.worker_process import WorkerProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -28,8 +30,8 @@ def spooled(home: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines]
 
 
-def run_session(home: Path, repo: Path, **env: str) -> list[dict[str, Any]]:
-    """SessionStart, a prompt and an Edit from a subfolder, with no worker: the hooks spool."""
+def run_session(home: Path, repo: Path, spool: bool = True, **env: str) -> list[dict[str, Any]]:
+    """SessionStart, a prompt and an Edit from a subfolder; with no worker the hooks spool."""
     hook_env_ = hook_env(home, CAIRN_AUTOSTART="0", **env)
     cwd = repo / "src"
     results = [
@@ -55,7 +57,7 @@ def run_session(home: Path, repo: Path, **env: str) -> list[dict[str, Any]]:
         ),
     ]
     assert [r.returncode for r in results] == [0, 0, 0]
-    return spooled(home)
+    return spooled(home) if spool else []
 
 
 def test_a_team_database_keys_events_by_the_remote_and_files_stay_relative(
@@ -84,3 +86,18 @@ def test_without_a_team_database_the_key_is_the_path_as_before(
 ) -> None:
     records = run_session(isolated_home, repo)
     assert {r["body"]["project"] for r in records if "project" in r["body"]} == {str(repo)}
+
+
+def test_every_row_of_a_hook_session_is_by_the_checkouts_git_user(
+    worker: WorkerProcess, repo: Path
+) -> None:
+    """SessionStart names the author (git user.email of the checkout); the worker gives the
+    session's prompts and observations that author, with the hooks' real requests."""
+    subprocess.run(
+        ["git", "config", "user.email", "ann@acme.dev"], cwd=repo, check=True, capture_output=True
+    )
+    run_session(worker.home, repo, spool=False, CAIRN_PORT=str(worker.port))
+    _, detail = worker.request("GET", "/api/sessions/s1")
+    assert detail["author"] == "ann@acme.dev"
+    assert [p["author"] for p in detail["prompts"]] == ["ann@acme.dev"]
+    assert [o["author"] for o in detail["observations"]] == ["ann@acme.dev"]

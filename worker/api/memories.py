@@ -47,6 +47,7 @@ MEMORY: Schema = {
         "is_latest": {"type": "boolean"},
         "retention": {"type": "number", "minimum": 0, "maximum": 1},
         "meta": {"type": ["object", "null"]},
+        "author": {"type": ["string", "null"]},
     },
 }
 

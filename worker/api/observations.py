@@ -35,9 +35,11 @@ def create_schema(s: Settings) -> Schema:
     }
 
 
-def _prepare(item: dict[str, Any]) -> dict[str, Any]:
+def _prepare(item: dict[str, Any], author: str) -> dict[str, Any]:
     out = dict(item)
     out["created_at_ms"] = time_ms(item, "created_at")
+    # Absent: the session's author (insert_many looks it up), else the worker's own.
+    out["default_author"] = author
     return out
 
 
@@ -50,12 +52,12 @@ async def create_observations(call: Call) -> Any:
         for i, raw in enumerate(body["observations"]):
             if not isinstance(raw, dict):
                 raise BadRequest(f"'observations[{i}]' must be object", field=f"observations[{i}]")
-            items.append(_prepare(validate(schema, raw, f"observations[{i}]")))
+            items.append(_prepare(validate(schema, raw, f"observations[{i}]"), call.cairn.author))
     else:
         # The body passed create_schema, which holds every item property with the same rules:
         # only the item's required fields are left to check.
         check_required(schema, body)
-        items = [_prepare(body)]
+        items = [_prepare(body, call.cairn.author)]
 
     # Concurrent posts that reach the writer together are inserted by one insert_many call.
     results = await call.cairn.store.write_items(q.insert_many, items)

@@ -61,6 +61,7 @@ OBSERVATION: dict[str, Any] = {
         "importance": {"type": "integer"},
         "created_at": {"type": "string"},
         "meta": {"type": ["object", "null"]},
+        "author": {"type": ["string", "null"]},
     },
 }
 

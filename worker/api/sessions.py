@@ -7,6 +7,7 @@ from typing import Any
 from worker.api.endpoint import Call, Endpoint, with_status
 from worker.errors import BadRequest, NotFound
 from worker.ops.fields import (
+    AUTHOR,
     DATETIME,
     EVENT_ID,
     NEW_SESSION_ID,
@@ -33,6 +34,7 @@ def start_schema(s: Settings) -> dict[str, Any]:
             "project": project_field(s),
             "cwd": {"type": "string", "maxLength": 4096},
             "source": {"type": "string", "maxLength": 64},
+            "author": AUTHOR,
             "parent_id": SESSION_ID,
             "started_at": DATETIME,
             "event_id": EVENT_ID,
@@ -56,6 +58,7 @@ async def start_session(call: Call) -> Any:
             parent_id=b.get("parent_id"),
             started_at=started,
             meta=b.get("meta"),
+            author=b.get("author") or call.cairn.author,
         )
         received.record(conn, b.get("event_id"), "session", b["session_id"])
         row = sessions.get(conn, b["session_id"])
@@ -123,6 +126,7 @@ def prompt_schema(s: Settings) -> dict[str, Any]:
             "session_id": NEW_SESSION_ID,
             "project": project_field(s),
             "text": text_field(s, min_length=1),
+            "author": AUTHOR,
             "created_at": DATETIME,
             "event_id": EVENT_ID,
             "meta": meta_field(s),
@@ -159,12 +163,15 @@ async def create_prompt(call: Call) -> Any:
                     f"session {b['session_id']!r} is unknown: send 'project' to create it",
                     field="project",
                 )
+            author = b.get("author") or call.cairn.author
             pid = projects.ensure(conn, b["project"])
-            sessions.ensure(conn, b["session_id"], pid)
+            sessions.ensure(conn, b["session_id"], pid, author=author)
         else:
+            # Absent: by the session's author (the hooks name it once, at SessionStart).
+            author = b.get("author") or session["author"] or call.cairn.author
             pid = projects.ensure(conn, session["project"])
         prompt = sessions.add_prompt(
-            conn, b["session_id"], pid, b["text"], created_at, b.get("meta")
+            conn, b["session_id"], pid, b["text"], created_at, b.get("meta"), author
         )
         received.record(conn, b.get("event_id"), "prompt", prompt["id"])
         return prompt, True

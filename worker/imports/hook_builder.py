@@ -70,7 +70,7 @@ class HookBuilder:
         self.config = config if config is not None else {}
         self.chars = self.run.field_chars(self.config)
         # On a team database a project is keyed by its git remote, as the live hooks key it.
-        self.team = bool(self.identity.team_database_configured(self.config))
+        self.team = bool(self.run.team_database(self.config))
         self._projects: dict[str, str] = {}
         self._keys: dict[str, str] = {}
 

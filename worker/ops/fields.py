@@ -44,6 +44,16 @@ NEW_SESSION_ID: Schema = {
     + "), no '\\' or control characters",
 }
 
+# Who a row is by (git user.email or an OS user name); absent: the worker's own (settings.author).
+AUTHOR: Schema = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 320,
+    "pattern": r"^[^\x00-\x1f\x7f]+$",
+    "x-patternMessage": "must have no control characters",
+    "description": "who the row is by (git user.email, else the OS user); default: the worker's",
+}
+
 
 def project_field(s: Settings) -> Schema:
     return {
@@ -121,6 +131,7 @@ def observation_schema(s: Settings) -> Schema:
                 "items": {"type": "string", "minLength": 1, "maxLength": 4096},
             },
             "tool_name": {"type": "string", "maxLength": 200},
+            "author": AUTHOR,
             "importance": {"type": "integer", "minimum": 1, "maximum": 5},
             "created_at": DATETIME,
             "event_id": EVENT_ID,

@@ -18,6 +18,7 @@ from worker.memory.kind import infer_kind
 from worker.memory.merge import save, wants_supersession
 from worker.memory.tags import normalise_tags, pick_tags
 from worker.ops.fields import (
+    AUTHOR,
     DATETIME,
     EVENT_ID,
     NEW_SESSION_ID,
@@ -113,6 +114,7 @@ def create_schema(s: Settings) -> Schema:
             "expires_at": DATETIME,
             "created_at": DATETIME,
             "session_id": NEW_SESSION_ID,
+            "author": AUTHOR,
             "event_id": EVENT_ID,
             "meta": meta_field(s),
             "supersede": {
@@ -195,6 +197,7 @@ async def create(cairn: Cairn, body: dict[str, Any]) -> dict[str, Any]:
     """Save a memory from a validated body (`create_schema`): scored, tagged, merged with a
     repeat, superseding an older one; `created` in the answer says whether it is new."""
     item = _item(body)
+    item["author"] = body.get("author") or cairn.author
     settings = cairn.settings
     similar = await similar_memories(cairn, item)
     saved = await cairn.store.write(lambda conn: save(conn, item, settings, similar))

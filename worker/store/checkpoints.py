@@ -10,7 +10,7 @@ from worker.store.rows import dump_json, iso, load_json
 from worker.store.summaries import join_lines, split_lines
 
 COLUMNS = """c.id, c.session_id, c.project_id, p.key AS project, c.trigger, c.task, c.progress,
-    c.next_steps, c.open_questions, c.files, c.created_at, c.meta"""
+    c.next_steps, c.open_questions, c.files, c.created_at, c.meta, c.author"""
 FROM = "FROM checkpoints c JOIN projects p ON p.id = c.project_id"
 _CONTENT_KEYS = ("task", "progress", "next_steps", "open_questions", "files")
 
@@ -28,6 +28,7 @@ def to_dict(row: sqlite3.Row) -> dict[str, Any]:
         "files": load_json(row["files"], [], field="checkpoints.files"),
         "created_at": iso(row, "created_at"),
         "meta": load_json(row["meta"], field="checkpoints.meta", kind=dict),
+        "author": row["author"],
     }
 
 
@@ -105,7 +106,9 @@ def insert(
         return current, False
     cur = conn.execute(
         "INSERT INTO checkpoints(session_id, project_id, trigger, task, progress, next_steps, "
-        "open_questions, files, created_at, meta) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        "open_questions, files, created_at, meta, author) VALUES (?,?,?,?,?,?,?,?,?,?, "
+        # A checkpoint is by the author of its session.
+        "(SELECT author FROM sessions WHERE id = ?))",
         (
             session_id,
             project_id,
@@ -117,6 +120,7 @@ def insert(
             dump_json(files),
             at or now_ms(),
             dump_json(meta),
+            session_id,
         ),
     )
     row = get(conn, int(cur.lastrowid or 0))

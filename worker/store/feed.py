@@ -19,13 +19,14 @@ _SELECT = {
     "observation": """SELECT 'observation' AS kind, o.id, o.created_at AS at, p.key AS project,
         p.name AS project_name, o.session_id, o.type AS type, o.title AS title,
         substr(o.body, 1, {n}) AS body, length(o.body) AS body_len, o.files AS files,
-        o.tool_name AS tool, o.importance AS importance, o.archived_at AS archived_at
+        o.tool_name AS tool, o.importance AS importance, o.archived_at AS archived_at,
+        o.author AS author
         FROM observations o JOIN projects p ON p.id = o.project_id""",
     "prompt": """SELECT 'prompt' AS kind, r.id, r.created_at AS at, p.key AS project,
         p.name AS project_name, r.session_id, 'prompt' AS type,
         substr(r.text, 1, 300) AS title, substr(r.text, 1, {n}) AS body,
         length(r.text) AS body_len, '[]' AS files, NULL AS tool, NULL AS importance,
-        NULL AS archived_at
+        NULL AS archived_at, r.author AS author
         FROM prompts r JOIN projects p ON p.id = r.project_id""",
     "summary": """SELECT 'summary' AS kind, s.id, s.updated_at AS at, p.key AS project,
         p.name AS project_name, s.session_id, 'summary' AS type,
@@ -34,13 +35,14 @@ _SELECT = {
         substr(trim(s.completed || char(10) || s.learned || char(10) || s.next_steps), 1, {n})
             AS body,
         length(s.completed) + length(s.learned) + length(s.next_steps) AS body_len,
-        s.files AS files, NULL AS tool, NULL AS importance, NULL AS archived_at
+        s.files AS files, NULL AS tool, NULL AS importance, NULL AS archived_at,
+        s.author AS author
         FROM summaries s JOIN projects p ON p.id = s.project_id""",
     "memory": """SELECT 'memory' AS kind, m.id, m.created_at AS at, p.key AS project,
         COALESCE(p.name, 'global') AS project_name, m.session_id, m.kind AS type,
         substr(m.content, 1, 300) AS title, substr(m.content, 1, {n}) AS body,
         length(m.content) AS body_len, '[]' AS files, NULL AS tool, m.importance AS importance,
-        m.archived_at AS archived_at
+        m.archived_at AS archived_at, m.author AS author
         FROM memories m LEFT JOIN projects p ON p.id = m.project_id""",
 }
 _ALIAS = {"observation": "o", "prompt": "r", "summary": "s", "memory": "m"}

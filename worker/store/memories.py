@@ -25,7 +25,7 @@ KIND_RANK = {"note": 0, "fact": 1, "lesson": 2, "preference": 3, "decision": 4}
 COLUMNS = """m.id, m.project_id, p.key AS project, m.session_id, m.kind, m.content, m.content_hash,
     m.tags, m.importance, m.importance_auto, m.tags_auto, m.pinned, m.expires_at, m.created_at,
     m.updated_at, m.hit_count, m.retrieval_count, m.access_count, m.last_retrieved_at,
-    m.archived_at, m.archive_reason, m.superseded_by, m.meta, m.dated"""
+    m.archived_at, m.archive_reason, m.superseded_by, m.meta, m.dated, m.author"""
 FROM = "FROM memories m LEFT JOIN projects p ON p.id = m.project_id"
 
 # Columns a caller may change through `update`.
@@ -77,6 +77,7 @@ def to_dict(row: sqlite3.Row) -> dict[str, Any]:
         "superseded_by": row["superseded_by"],
         "is_latest": row["superseded_by"] is None,
         "meta": load_json(row["meta"], field="memories.meta", kind=dict),
+        "author": row["author"],
     }
 
 
@@ -121,7 +122,7 @@ def insert_row(conn: sqlite3.Connection, project_id: int | None, item: dict[str,
     cur = conn.execute(
         "INSERT INTO memories(project_id, session_id, kind, content, content_hash, tags, "
         "importance, importance_auto, tags_auto, pinned, expires_at, created_at, updated_at, meta, "
-        "dated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "dated, author) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             project_id,
             item.get("session_id"),
@@ -138,6 +139,7 @@ def insert_row(conn: sqlite3.Connection, project_id: int | None, item: dict[str,
             max(created, item.get("updated_at_ms") or created),
             dump_json(item.get("meta")),
             1 if item.get("created_at_ms") else 0,  # imported history carries its own date
+            item.get("author"),
         ),
     )
     return int(cur.lastrowid or 0)

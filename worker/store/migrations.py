@@ -16,6 +16,7 @@ from worker.store import (
     m011_index_switch,
     m012_project_activity,
     m013_memory_dated,
+    m014_author,
 )
 
 # (version, name, statements). Append only; never edit a released step.
@@ -30,6 +31,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (11, "index_switch", m011_index_switch.STATEMENTS),
     (12, "project_activity", m012_project_activity.STATEMENTS),
     (13, "memory_dated", m013_memory_dated.STATEMENTS),
+    (14, "author", m014_author.STATEMENTS),
 ]
 
 

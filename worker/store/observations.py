@@ -28,7 +28,7 @@ TYPES = ("file_write", "command", "research", "web", "delegation", "mcp", "note"
 
 COLUMNS = """o.id, o.session_id, o.project_id, p.key AS project, o.type, o.title, o.body, o.files,
     o.tool_name, o.content_hash, o.importance, o.created_at, o.retrieval_count, o.access_count,
-    o.last_retrieved_at, o.archived_at, o.meta"""
+    o.last_retrieved_at, o.archived_at, o.meta, o.author"""
 FROM = "FROM observations o JOIN projects p ON p.id = o.project_id"
 
 
@@ -52,6 +52,7 @@ def to_dict(row: sqlite3.Row | Mapping[str, Any]) -> dict[str, Any]:
         "archived": row["archived_at"] is not None,
         "archived_at": iso(row, "archived_at"),
         "meta": load_json(row["meta"], field="observations.meta", kind=dict),
+        "author": row["author"],
     }
 
 
@@ -77,6 +78,9 @@ def insert_many(
     events: list[tuple[str | None, int]] = []
     project_ids: dict[str, int] = {}
     session_projects: dict[str, int] = {}
+    session_authors = sessions.authors(
+        conn, [sid for item in items if not item.get("author") and (sid := item.get("session_id"))]
+    )
     for item in items:
         event_id = item.get("event_id")
         if event_id and event_id in by_event:
@@ -87,16 +91,22 @@ def insert_many(
         if project_id is None:
             project_id = project_ids[key] = projects.ensure(conn, key)
         session_id = item.get("session_id") or None
+        author = (
+            item.get("author")
+            or (session_authors.get(session_id) if session_id else None)
+            or item.get("default_author")
+        )
         if session_id is not None:
             session_projects.setdefault(session_id, project_id)
+            session_authors.setdefault(session_id, author)
         next_id += 1
         if event_id:
             by_event[event_id] = next_id
         events.append((event_id, next_id))
-        written.append(_new_columns(next_id, item, project_id, session_id))
+        written.append(_new_columns(next_id, item, project_id, session_id, author))
         refs.append((next_id, True))
     if written:
-        sessions.ensure_many(conn, session_projects)
+        sessions.ensure_many(conn, session_projects, session_authors)
         with batch_indexing(conn):
             insert_values(
                 conn,
@@ -127,11 +137,12 @@ INSERTED = (
     "importance",
     "created_at",
     "meta",
+    "author",
 )
 
 
 def _new_columns(
-    new_id: int, item: dict[str, Any], project_id: int, session_id: str | None
+    new_id: int, item: dict[str, Any], project_id: int, session_id: str | None, author: str | None
 ) -> dict[str, Any]:
     """A new row's columns as stored (plus its project key and default counters, for to_dict)."""
     files = item.get("files") or []
@@ -154,6 +165,7 @@ def _new_columns(
         "last_retrieved_at": None,
         "archived_at": None,
         "meta": dump_json(item.get("meta")),
+        "author": author,
     }
 
 

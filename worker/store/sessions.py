@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from typing import Any
 
 from worker.clock import now_ms
@@ -10,7 +11,7 @@ from worker.store import projects
 from worker.store.rows import dump_json, insert_values, iso, load_json
 
 SESSION_COLUMNS = """s.id, s.project_id, p.key AS project, p.name AS project_name, s.parent_id,
-    s.cwd, s.source, s.started_at, s.ended_at, s.end_reason, s.status, s.plan, s.meta,
+    s.cwd, s.source, s.started_at, s.ended_at, s.end_reason, s.status, s.plan, s.meta, s.author,
     (SELECT COUNT(*) FROM prompts pr WHERE pr.session_id = s.id) AS prompt_count,
     (SELECT COUNT(*) FROM observations o WHERE o.session_id = s.id) AS observation_count,
     MAX(s.started_at, COALESCE(s.ended_at, 0),
@@ -38,6 +39,7 @@ def to_dict(row: sqlite3.Row) -> dict[str, Any]:
         "observation_count": row["observation_count"],
         "last_activity_at": iso(row, "last_activity_at"),
         "meta": load_json(row["meta"], field="sessions.meta", kind=dict),
+        "author": row["author"],
     }
 
 
@@ -50,16 +52,34 @@ def get(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
     return to_dict(row) if row is not None else None
 
 
-def ensure_many(conn: sqlite3.Connection, project_of: dict[str, int]) -> None:
-    """Create the sessions not known yet, each in its project, with one statement; known ones
-    are left as they are (as `ensure` does without source or cwd)."""
+def authors(conn: sqlite3.Connection, session_ids: list[str]) -> dict[str, str | None]:
+    """The author of each known session among `session_ids`."""
+    unique = list(dict.fromkeys(session_ids))
+    found: dict[str, str | None] = {}
+    for start in range(0, len(unique), 500):
+        chunk = unique[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        found.update(
+            conn.execute(f"SELECT id, author FROM sessions WHERE id IN ({marks})", chunk).fetchall()
+        )
+    return found
+
+
+def ensure_many(
+    conn: sqlite3.Connection,
+    project_of: dict[str, int],
+    author_of: Mapping[str, str | None] | None = None,
+) -> None:
+    """Create the sessions not known yet, each in its project (by the author of the row that
+    named it), with one statement; known ones are left as they are."""
     if project_of:
         at = now_ms()
+        authors = author_of or {}
         insert_values(
             conn,
-            "INSERT INTO sessions(id, project_id, started_at, status)",
-            "(?, ?, ?, 'active')",
-            [(session_id, project_id, at) for session_id, project_id in project_of.items()],
+            "INSERT INTO sessions(id, project_id, started_at, status, author)",
+            "(?, ?, ?, 'active', ?)",
+            [(sid, project_id, at, authors.get(sid)) for sid, project_id in project_of.items()],
             "ON CONFLICT(id) DO NOTHING",
         )
 
@@ -74,13 +94,15 @@ def ensure(
     parent_id: str | None = None,
     started_at: int | None = None,
     meta: Any = None,
+    author: str | None = None,
 ) -> bool:
-    """Create the session if new (True) or refresh its source/cwd on resume (False)."""
+    """Create the session if new (True) or refresh its source/cwd on resume (False); a
+    session made earlier without an author (by a row that named none) takes this one."""
     row = conn.execute("SELECT project_id FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if row is None:
         conn.execute(
-            "INSERT INTO sessions(id, project_id, parent_id, cwd, source, started_at, status, meta) "
-            "VALUES (?, ?, ?, ?, ?, ?, 'active', ?)",
+            "INSERT INTO sessions(id, project_id, parent_id, cwd, source, started_at, status, meta, "
+            "author) VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?)",
             (
                 session_id,
                 project_id,
@@ -89,9 +111,14 @@ def ensure(
                 source,
                 started_at or now_ms(),
                 dump_json(meta),
+                author,
             ),
         )
         return True
+    if author is not None:
+        conn.execute(
+            "UPDATE sessions SET author = ? WHERE id = ? AND author IS NULL", (author, session_id)
+        )
     if source is not None or cwd is not None:
         conn.execute(
             "UPDATE sessions SET source = COALESCE(?, source), cwd = COALESCE(?, cwd), "
@@ -159,14 +186,15 @@ def add_prompt(
     text: str,
     created_at: int | None,
     meta: Any = None,
+    author: str | None = None,
 ) -> dict[str, Any]:
     number = conn.execute(
         "SELECT COALESCE(MAX(number), 0) + 1 FROM prompts WHERE session_id = ?", (session_id,)
     ).fetchone()[0]
     cur = conn.execute(
-        "INSERT INTO prompts(session_id, project_id, number, text, created_at, meta) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        (session_id, project_id, number, text, created_at or now_ms(), dump_json(meta)),
+        "INSERT INTO prompts(session_id, project_id, number, text, created_at, meta, author) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (session_id, project_id, number, text, created_at or now_ms(), dump_json(meta), author),
     )
     prompt = get_prompt(conn, int(cur.lastrowid or 0))
     assert prompt is not None
@@ -174,7 +202,7 @@ def add_prompt(
 
 
 PROMPT_COLUMNS = (
-    "pr.id, pr.session_id, p.key AS project, pr.number, pr.text, pr.created_at, pr.meta"
+    "pr.id, pr.session_id, p.key AS project, pr.number, pr.text, pr.created_at, pr.meta, pr.author"
 )
 
 
@@ -187,6 +215,7 @@ def prompt_to_dict(row: sqlite3.Row) -> dict[str, Any]:
         "text": row["text"],
         "created_at": iso(row, "created_at"),
         "meta": load_json(row["meta"], field="sessions.meta", kind=dict),
+        "author": row["author"],
     }
 
 

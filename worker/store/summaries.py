@@ -14,7 +14,7 @@ from worker.store.sessions import prompts_of
 MAX_SESSION_OBSERVATIONS = 5000
 
 COLUMNS = """su.id, su.session_id, su.project_id, p.key AS project, su.request, su.completed,
-    su.learned, su.files, su.next_steps, su.created_at, su.updated_at, su.meta"""
+    su.learned, su.files, su.next_steps, su.created_at, su.updated_at, su.meta, su.author"""
 FROM = "FROM summaries su JOIN projects p ON p.id = su.project_id"
 
 
@@ -79,6 +79,7 @@ def to_dict(row: sqlite3.Row) -> dict[str, Any]:
         "created_at": iso(row, "created_at"),
         "updated_at": iso(row, "updated_at"),
         "meta": load_json(row["meta"], field="summaries.meta", kind=dict),
+        "author": row["author"],
     }
 
 
@@ -128,7 +129,9 @@ def upsert(
     )
     conn.execute(
         "INSERT INTO summaries(session_id, project_id, request, completed, learned, files, "
-        "next_steps, created_at, updated_at, meta) VALUES (?,?,?,?,?,?,?,?,?,?) "
+        "next_steps, created_at, updated_at, meta, author) VALUES (?,?,?,?,?,?,?,?,?,?, "
+        # A summary is by the author of the session it summarises.
+        "(SELECT author FROM sessions WHERE id = ?)) "
         "ON CONFLICT(session_id) DO UPDATE SET project_id = excluded.project_id, "
         "request = excluded.request, completed = excluded.completed, "
         "learned = excluded.learned, files = excluded.files, next_steps = excluded.next_steps, "
@@ -144,6 +147,7 @@ def upsert(
             stamp,
             stamp,
             dump_json(meta),
+            session_id,
         ),
     )
     summary = get(conn, session_id)
