@@ -64,6 +64,7 @@ def test_json_output_lists_every_check(
         "database",
         "spool",
         "recovery",
+        "team",
     ]
     assert all(set(c) == {"name", "status", "detail", "fix"} for c in report["checks"])
     assert all(c["fix"] for c in report["checks"] if c["status"] == "fail")
@@ -212,3 +213,21 @@ def test_mcp_registrations_are_listed_and_checked(
     mcp = checks()["mcp"]
     assert mcp.status == "fail" and "Claude Code: an older entry without -P" in mcp.detail
     assert "cairn install" in mcp.fix
+
+
+def test_a_team_database_is_named_with_its_password_masked(
+    user_home: Path,
+    project_cwd: Path,
+    free_port: int,
+    isolated_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("CAIRN_DATABASE_URL", "postgresql://ann:s3cret@db.example/cairn")
+    main(["doctor", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    [team] = [c for c in report["checks"] if c["name"] == "team"]
+    assert team["status"] == "fail" and "postgresql://ann:***@db.example/cairn" in team["detail"]
+    assert "cannot store memory in PostgreSQL yet" in team["detail"]
+    main(["doctor"])
+    assert "s3cret" not in capsys.readouterr().out

@@ -414,6 +414,22 @@ def check_recovered(ctx: Context) -> Check:
     )
 
 
+def check_team(ctx: Context) -> Check:
+    """The team database setting, its password masked: this version cannot use one yet."""
+    from worker.team import ENV, database_url, redact
+
+    url = database_url(ctx.settings.home)
+    if not url:
+        return Check("team", "ok", "no team database: memory stays in the local database")
+    return Check(
+        "team",
+        "fail",
+        f"a team database is set ({redact(url)}), but this version of Cairn cannot store memory "
+        "in PostgreSQL yet: the worker will not start",
+        f'unset {ENV} and remove "database_url" from {ctx.settings.home / "config.json"}',
+    )
+
+
 CHECKS: tuple[Callable[[Context], Check], ...] = (
     check_worker,
     check_port,
@@ -426,6 +442,7 @@ CHECKS: tuple[Callable[[Context], Check], ...] = (
     check_database,
     check_spool,
     check_recovered,
+    check_team,
 )
 
 
