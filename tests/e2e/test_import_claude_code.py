@@ -81,7 +81,13 @@ def stored(home: Path, session_id: str) -> dict[str, Any]:
         "prompts": [p["text"] for p in session["prompts"]],
         "project": session["project"],
         "plan": plan,
-        "summary": {k: summary[k] for k in ("request", "completed", "files")},
+        # The summary lists what was done in the order of the items' times, and times may differ
+        # by the hooks' delay (a background agent's launch and its end notice can swap).
+        "summary": {
+            "request": summary["request"],
+            "completed": sorted(summary["completed"]),
+            "files": summary["files"],
+        },
     }
 
 
