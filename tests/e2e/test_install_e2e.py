@@ -136,6 +136,7 @@ def test_install_hook_doctor_uninstall(
         "database": "ok",
         "spool": "ok",
         "recovery": "ok",
+        "team": "ok",
     }
 
     again = cairn(env, project_cwd, "install", "--no-start")
