@@ -183,22 +183,21 @@ async def create_prompt(call: Call) -> Any:
     answer = {**prompt, "duplicate": not created}
     wanted = b.get("context")
     if isinstance(wanted, dict):
-        answer["context"] = await _prompt_context(call, wanted)
+        answer["context"] = await _prompt_context(call, wanted, prompt["project"])
     return with_status(answer, 201 if created else 200)
 
 
-async def _prompt_context(call: Call, wanted: dict[str, Any]) -> Any:
-    """What GET /api/context answers for this prompt (its session's project, its text)."""
+async def _prompt_context(call: Call, wanted: dict[str, Any], project: str) -> Any:
+    """What GET /api/context answers for this prompt: its project (the session's, as stored
+    with the prompt), its text."""
     from worker.ops.context import context_answer
 
     b = call.body
-    session_id = b["session_id"]
-    session = await call.cairn.store.read(lambda conn: sessions.get(conn, session_id))
     query = wanted.get("query") or b["text"][: call.cairn.settings.search_max_query_chars]
     params = {
-        "project": session["project"] if session is not None else b.get("project"),
+        "project": project,
         "query": query,
-        "session_id": session_id,
+        "session_id": b["session_id"],
         "budget": wanted.get("budget"),
     }
     return await context_answer(call.cairn, params, preview=False)
