@@ -136,8 +136,9 @@ def project_root(cwd: str) -> str:
         probe = parent
 
 
-def _main_repository(work_tree: str, dot_git: str) -> str | None:
-    """Resolve a `.git` file (`gitdir: ...`): linked worktrees point back to the main repo."""
+def linked_git_dirs(work_tree: str, dot_git: str) -> tuple[str, str | None] | None:
+    """A `.git` file (`gitdir: <path>`: a linked worktree or a submodule): its git dir and the
+    common dir it shares with the main repository (None for a submodule, which has none)."""
     try:
         with open(dot_git, encoding="utf-8", errors="replace") as handle:
             line = handle.read(4096).strip()
@@ -145,16 +146,21 @@ def _main_repository(work_tree: str, dot_git: str) -> str | None:
         return None
     if not line.startswith("gitdir:"):
         return None
-    gitdir = line[len("gitdir:") :].strip()
-    if not os.path.isabs(gitdir):
-        gitdir = os.path.normpath(os.path.join(work_tree, gitdir))
+    gitdir = os.path.normpath(os.path.join(work_tree, line[len("gitdir:") :].strip()))
     try:
         with open(os.path.join(gitdir, "commondir"), encoding="utf-8", errors="replace") as handle:
             common = handle.read(4096).strip()
     except OSError:
+        return gitdir, None
+    return gitdir, os.path.normpath(os.path.join(gitdir, common))
+
+
+def _main_repository(work_tree: str, dot_git: str) -> str | None:
+    """Resolve a `.git` file (`gitdir: ...`): linked worktrees point back to the main repo."""
+    dirs = linked_git_dirs(work_tree, dot_git)
+    if dirs is None or dirs[1] is None:
         return None  # a submodule (no commondir): it is its own project
-    if not os.path.isabs(common):
-        common = os.path.normpath(os.path.join(gitdir, common))
+    common = dirs[1]
     if os.path.basename(common) == ".git":
         return os.path.dirname(common)
     return None  # a bare main repository: keep the worktree itself

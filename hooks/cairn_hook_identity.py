@@ -153,20 +153,13 @@ def _config_path(root: str) -> str | None:
         return os.path.join(dot_git, "config")
     if not os.path.isfile(dot_git):
         return None
-    try:  # a worktree or submodule: `gitdir: <path>`; a worktree shares its main's config
-        with open(dot_git, encoding="utf-8", errors="replace") as handle:
-            line = handle.read(4096).strip()
-    except OSError:
+    import cairn_hook_events as ev
+
+    dirs = ev.linked_git_dirs(root, dot_git)  # a worktree shares its main's config
+    if dirs is None:
         return None
-    if not line.startswith("gitdir:"):
-        return None
-    gitdir = os.path.normpath(os.path.join(root, line[len("gitdir:") :].strip()))
-    try:
-        with open(os.path.join(gitdir, "commondir"), encoding="utf-8", errors="replace") as handle:
-            common = handle.read(4096).strip()
-    except OSError:
-        return os.path.join(gitdir, "config")
-    return os.path.join(os.path.normpath(os.path.join(gitdir, common)), "config")
+    gitdir, common = dirs
+    return os.path.join(common or gitdir, "config")
 
 
 _SECTION = re.compile(r'^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]')
