@@ -58,10 +58,10 @@ async def _app_singles(home: Path, total: int, clients: int) -> dict[str, Any]:
                 "/api/observations",
                 body=item,
                 token=token,
-                host=f"127.0.0.1:{settings.port}",
+                host=f"127.0.0.1:{settings.server.port}",
                 state=dict(state),
                 client=("127.0.0.1", 50000),
-                server=("127.0.0.1", settings.port),
+                server=("127.0.0.1", settings.server.port),
             )
             if status != 201:
                 raise SystemExit(f"post answered {status}: {body[:200]!r}")

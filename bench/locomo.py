@@ -196,7 +196,7 @@ def run(
     total = sum(
         ingest(store, settings, projects[i], conv["conversation"]) for i, conv in enumerate(data)
     )
-    if settings.embed_enabled:
+    if settings.embedding.enabled:
         service.request_sweep()
         if not service.wait_idle(1800):
             raise SystemExit(f"embeddings not ready: {service.status()}")
@@ -321,7 +321,7 @@ def main() -> int:
     data = json.loads(args.data.read_text())
     with tempfile.TemporaryDirectory(prefix="cairn-locomo-") as tmp:
         settings = load_settings(home=Path(tmp), embed_enabled=not args.keyword_only)
-        store = Store(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
+        store = Store(settings.db_path, busy_timeout_ms=settings.database.busy_timeout_ms)
         store.open()
         keywords = KeywordIndex()  # loaded as the worker does at start; it then follows writes
         store.read_sync(keywords.load)

@@ -150,13 +150,13 @@ def test_cross_origin_reads_get_no_cors_headers(client: TestClient) -> None:
 
 
 def test_oversize_bodies_are_413(client: TestClient, settings: Settings) -> None:
-    big = b'{"project":"p","type":"note","title":"' + b"x" * settings.max_body_bytes + b'"}'
+    big = b'{"project":"p","type":"note","title":"' + b"x" * settings.limits.max_body_bytes + b'"}'
     r = client.post("/api/observations", content=big, headers={"Content-Type": "application/json"})
     assert r.status_code == 413 and r.json()["error"]["code"] == "payload_too_large"
 
     def chunks() -> object:  # no Content-Length: the limit is enforced while reading
         for _ in range(20):
-            yield b"x" * (settings.max_body_bytes // 10)
+            yield b"x" * (settings.limits.max_body_bytes // 10)
 
     streamed = client.post(
         "/api/observations", content=chunks(), headers={"Content-Type": "application/json"}

@@ -57,7 +57,7 @@ def test_only_live_latest_memories_of_the_same_scope_are_candidates(
 
 
 def test_disabled_by_setting(settings: Settings, store: Store) -> None:
-    off = Settings(**{**settings.__dict__, "supersede_enabled": False})
+    off = settings.with_flat(supersede_enabled=False)
     put(store, off, "Use PostgreSQL 15 for the database")
     assert put(store, off, "Move to PostgreSQL 16 for the database").superseded == []
 

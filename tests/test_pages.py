@@ -171,7 +171,7 @@ def test_token_never_appears_in_pages(browser: TestClient, settings: Settings) -
 def test_feed_paginates_with_a_cursor(browser: TestClient, settings: Settings) -> None:
     seed(browser, settings, n=60)
     first = browser.get("/")
-    assert first.text.count('class="feed-item') == settings.page_size
+    assert first.text.count('class="feed-item') == settings.limits.page_size
     more = re.search(r'hx-get="/feed/items\?([^"]+)"', first.text)
     assert more is not None
     older = browser.get("/feed/items?" + more.group(1).replace("&amp;", "&"))

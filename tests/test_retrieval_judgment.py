@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from worker.retrieval import judgment
 from worker.retrieval.ranking import Candidate
 from worker.settings import Settings
@@ -51,8 +49,8 @@ def test_first_in_both_needs_both_lists_within_the_depth() -> None:
 def test_more_evidence_from_a_shared_name_needs_a_weak_cosine_at_least() -> None:
     item = {"kind": "observation", "title": "Edit src/filter.rs", "body": "", "files": []}
     names = judgment.code_names("what did we change in src/filter.rs?")
-    weak = Candidate(("observation", 1), plain_cosine=S.prompt_name_min_cosine + 0.01)
-    far = Candidate(("observation", 1), plain_cosine=S.prompt_name_min_cosine - 0.01)
+    weak = Candidate(("observation", 1), plain_cosine=S.judgment.prompt_name_min_cosine + 0.01)
+    far = Candidate(("observation", 1), plain_cosine=S.judgment.prompt_name_min_cosine - 0.01)
     assert judgment.more_evidence(weak, item, names, S)
     assert not judgment.more_evidence(far, item, names, S)
     assert not judgment.more_evidence(weak, item, [], S)
@@ -62,15 +60,15 @@ def test_more_evidence_from_a_shared_name_needs_a_weak_cosine_at_least() -> None
 
 def test_more_evidence_from_agreement_needs_a_weak_cosine_at_least() -> None:
     item = {"kind": "memory", "title": "", "body": "no Tailwind"}
-    floor = S.prompt_agree_min_cosine
+    floor = S.judgment.prompt_agree_min_cosine
     both = Candidate(("memory", 1), keyword_rank=0, vector_rank=1, plain_cosine=floor + 0.01)
     far = Candidate(("memory", 1), keyword_rank=0, vector_rank=1, plain_cosine=floor - 0.01)
-    assert judgment.more_evidence(both, item, [], replace(S, prompt_agree_depth=3))
-    assert not judgment.more_evidence(both, item, [], replace(S, prompt_agree_depth=0))
-    assert not judgment.more_evidence(far, item, [], replace(S, prompt_agree_depth=3))
+    assert judgment.more_evidence(both, item, [], S.with_flat(prompt_agree_depth=3))
+    assert not judgment.more_evidence(both, item, [], S.with_flat(prompt_agree_depth=0))
+    assert not judgment.more_evidence(far, item, [], S.with_flat(prompt_agree_depth=3))
     # Without a vector (keyword-only), the ranks alone.
     ranks_only = Candidate(("memory", 1), keyword_rank=0, vector_rank=1)
-    assert judgment.more_evidence(ranks_only, item, [], replace(S, prompt_agree_depth=3))
+    assert judgment.more_evidence(ranks_only, item, [], S.with_flat(prompt_agree_depth=3))
 
 
 def _cand(kind: str, item_id: int, score: float) -> Candidate:

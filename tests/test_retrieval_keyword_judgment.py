@@ -34,7 +34,7 @@ def test_a_small_scope_lowers_the_strength_bar() -> None:
     s = load_settings(env={})
     scope = ScopeFrequencies({"stripe": 3, "webhook": 3}, 3, {"stripe": 3, "webhook": 3})
     found = evidence([("stripe",), ("webhook",)], {"stripe", "webhook"}, scope)
-    assert found.coverage == 1.0 and found.strength < s.prompt_keyword_item_min_strength
+    assert found.coverage == 1.0 and found.strength < s.judgment.prompt_keyword_item_min_strength
     assert item_relevant("observation", found, s, 3)
     assert not item_relevant("observation", found, s, 500)
     assert refuse(0.1, s) and not refuse(0.5, s)

@@ -48,7 +48,7 @@ def embedders(shared_models: Path) -> dict[str, Embedder]:
 def thread(embedder: Embedder, texts: Sequence[str]) -> tuple[list[Vector], list[Vector]]:
     """Items saved one after another in one thread: their own vectors, and the vectors the index
     holds (each mixed with its predecessor's, as worker/retrieval/service.py does)."""
-    weight = load_settings().embed_context_weight
+    weight = load_settings().embedding.context_weight
     refs = [("memory", i) for i in range(len(texts))]
     plain = dict(zip(refs, embedder.embed(list(texts)), strict=True))
     previous = [None, *refs[:-1]]
@@ -63,7 +63,7 @@ def cosine(embedder: Embedder, query: str, vector: Vector) -> float:
 def test_paraphrased_supersession_is_decided_far_from_the_threshold(
     embedders: dict[str, Embedder],
 ) -> None:
-    threshold = load_settings().supersede_cosine
+    threshold = load_settings().memories.supersede_cosine
     # Only the vector can find this update: the word check sees another subject.
     assert supersedes(features(PARAPHRASED_UPDATE), features(OLD_FACT)) is None
     assert values_differ(features(PARAPHRASED_UPDATE), features(OLD_FACT))
@@ -88,7 +88,7 @@ def test_paraphrased_supersession_is_decided_far_from_the_threshold(
 def test_refusal_and_order_are_decided_far_from_the_threshold(
     embedders: dict[str, Embedder],
 ) -> None:
-    threshold = load_settings().refusal_min_cosine
+    threshold = load_settings().judgment.refusal_min_cosine
     texts = [embedding_text({"kind": "observation", **o}, 2000) for o in REFUND_SESSION]
     cli = [*CLI_NOTES, f"{CLI_RELEASE['title']}\n{CLI_RELEASE['body']}"]
     seen: dict[str, list[float]] = {}

@@ -99,7 +99,7 @@ def test_min_max_normalisation() -> None:
 
 
 def test_fusion_method_is_validated() -> None:
-    assert load_settings({"CAIRN_FUSION_METHOD": "rrf"}).fusion_method == "rrf"
+    assert load_settings({"CAIRN_FUSION_METHOD": "rrf"}).ranking.fusion_method == "rrf"
     with pytest.raises(ConfigError, match="CAIRN_FUSION_METHOD"):
         load_settings({"CAIRN_FUSION_METHOD": "borda"})
 
@@ -185,9 +185,11 @@ def test_coverage_weights_rare_words() -> None:
 def test_refusal_rule() -> None:
     s = Settings()
     assert ranking.refuse(0.0, None, s)
-    assert ranking.refuse(s.refusal_min_coverage - 0.01, s.refusal_min_cosine - 0.01, s)
-    assert not ranking.refuse(s.refusal_min_coverage, None, s)
-    assert not ranking.refuse(0.0, s.refusal_min_cosine, s)
+    assert ranking.refuse(
+        s.judgment.refusal_min_coverage - 0.01, s.judgment.refusal_min_cosine - 0.01, s
+    )
+    assert not ranking.refuse(s.judgment.refusal_min_coverage, None, s)
+    assert not ranking.refuse(0.0, s.judgment.refusal_min_cosine, s)
 
 
 def test_item_relevant_is_looser_for_explicit_memories() -> None:
@@ -195,8 +197,10 @@ def test_item_relevant_is_looser_for_explicit_memories() -> None:
     assert ranking.item_relevant("memory", 0.32, 0.0, s)
     assert not ranking.item_relevant("observation", 0.32, 0.0, s)
     assert ranking.item_relevant("observation", 0.41, 0.0, s)
-    assert ranking.item_relevant("observation", None, s.prompt_item_min_coverage, s)
-    assert not ranking.item_relevant("memory", None, s.prompt_memory_min_coverage - 0.01, s)
+    assert ranking.item_relevant("observation", None, s.judgment.prompt_item_min_coverage, s)
+    assert not ranking.item_relevant(
+        "memory", None, s.judgment.prompt_memory_min_coverage - 0.01, s
+    )
 
 
 def test_said_nothing_is_a_silent_success_only() -> None:

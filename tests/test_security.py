@@ -97,7 +97,7 @@ def test_cross_origin_writes_are_403(
     ("method", "path", "template"), UNSAFE_ROUTES, ids=[f"{m} {t}" for m, _, t in UNSAFE_ROUTES]
 )
 def test_oversize_bodies_are_413(client: TestClient, method: str, path: str, template: str) -> None:
-    body = b"x" * (client.app.state.settings.max_body_bytes + 1)  # type: ignore[attr-defined]
+    body = b"x" * (client.app.state.settings.limits.max_body_bytes + 1)  # type: ignore[attr-defined]
     r = client.request(method, path, content=body, headers={"Content-Type": "application/json"})
     assert r.status_code == 413, (method, path, r.status_code)
 

@@ -2,27 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from worker.errors import ConfigError
-from worker.settings import Secret, Settings, load_settings
+from worker.settings import ENV_NAMES, FLAT_NAMES, Secret, Settings, load_settings
 
 
 def test_defaults_match_the_issue() -> None:
     s = load_settings({})
-    assert s.port == 37800 and s.host == "127.0.0.1"
-    assert s.max_body_bytes == 1024 * 1024
+    assert s.server.port == 37800 and s.server.host == "127.0.0.1"
+    assert s.limits.max_body_bytes == 1024 * 1024
     assert s.home == Path.home() / ".cairn"
     assert s.db_path == s.home / "cairn.db" and s.token_path == s.home / "token"
 
 
 def test_every_field_is_settable_from_its_env_var(tmp_path: Path) -> None:
     defaults = Settings()
-    for f in fields(Settings):
-        value = getattr(defaults, f.name)
+    assert len(FLAT_NAMES) == len(ENV_NAMES) > 100  # every leaf of every group, none twice
+    for name in FLAT_NAMES:
+        value = defaults.value(name)
         if isinstance(value, bool):
             raw, expected = ("0", False) if value else ("1", True)
         elif isinstance(value, int):
@@ -31,16 +31,16 @@ def test_every_field_is_settable_from_its_env_var(tmp_path: Path) -> None:
             raw, expected = str(value + 0.5), value + 0.5
         elif isinstance(value, Path):
             raw, expected = str(tmp_path), tmp_path
-        elif f.name.startswith("rate_limit"):
+        elif name.startswith("rate_limit"):
             raw, expected = "7/second", "7/second"
-        elif f.name == "host":
+        elif name == "host":
             raw, expected = "::1", "::1"
         else:
             continue  # free-form strings (model names, lists) are checked by their owners
-        if f.name == "port":
+        if name == "port":
             raw, expected = "4242", 4242
-        loaded = load_settings({f"CAIRN_{f.name.upper()}": raw})
-        assert getattr(loaded, f.name) == expected, f.name
+        loaded = load_settings({f"CAIRN_{name.upper()}": raw})
+        assert loaded.value(name) == expected, name
 
 
 @pytest.mark.parametrize(
@@ -69,8 +69,8 @@ def test_bad_values_are_refused_at_load_with_the_variable_named(
 
 def test_overrides_beat_the_environment_and_none_means_unset() -> None:
     s = load_settings({"CAIRN_PORT": "5000"}, port=6000)
-    assert s.port == 6000
-    assert load_settings({"CAIRN_PORT": "5000"}, port=None).port == 5000
+    assert s.server.port == 6000
+    assert load_settings({"CAIRN_PORT": "5000"}, port=None).server.port == 5000
 
 
 def test_home_expands_the_user() -> None:
@@ -89,3 +89,18 @@ def test_public_dict_is_json_ready() -> None:
 
     data = load_settings({}).public_dict()
     assert json.loads(json.dumps(data))["port"] == 37800
+
+
+def test_flat_names_reach_the_grouped_fields() -> None:
+    s = load_settings({"CAIRN_SEARCH_DEFAULT_LIMIT": "5"}, prompt_relative_floor=0.5)
+    assert s.search.default_limit == 5 and s.judgment.prompt_relative_floor == 0.5
+    assert s.lifecycle.obs_half_life_days.file_write == 21.0
+    assert (
+        load_settings({"CAIRN_OBS_HALF_LIFE_DAYS_WEB": "6"}).lifecycle.obs_half_life_days.web == 6
+    )
+    assert Settings.from_flat(**Settings().flat()) == Settings()
+    changed = s.with_flat(max_tags=3)
+    assert changed.limits.max_tags == 3 and changed.search.default_limit == 5
+    assert s.limits.max_tags == 20  # a copy: the original is unchanged
+    with pytest.raises(TypeError, match="unknown settings: max_tag"):
+        Settings.from_flat(max_tag=3)

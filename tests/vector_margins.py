@@ -43,7 +43,7 @@ def assert_ahead(first: float, second: float, what: str) -> None:
 
 # ---- the real-model tests' inputs (tests/e2e), shared with test_retrieval_margins.py ----
 
-# tests/e2e/test_lifecycle.py: supersession by vector (settings.supersede_cosine). The update
+# tests/e2e/test_lifecycle.py: supersession by vector (settings.memories.supersede_cosine). The update
 # shares no word with the old fact (DB / database, Postgres / PostgreSQL), so only its vector
 # can find it; memories are saved in this order, in one project, no session.
 OLD_FACT = "Our database is PostgreSQL 15"

@@ -83,9 +83,9 @@ _client_key.__signature__ = inspect.signature(_client_key)  # type: ignore[attr-
 
 def _rate_wrapper(settings: Settings, limiter: Limiter) -> Callable[[Endpoint, Any], Any]:
     limits = {
-        "read": settings.rate_limit_read,
-        "write": settings.rate_limit_write,
-        "login": settings.rate_limit_login,
+        "read": settings.rate_limits.read,
+        "write": settings.rate_limits.write,
+        "login": settings.rate_limits.login,
     }
 
     def wrap(ep: Endpoint, fn: Any) -> Any:
@@ -180,7 +180,7 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
     wrap = _rate_wrapper(settings, limiter)
     routes: list[BaseRoute] = [make_route(ep, wrap) for ep in all_endpoints(settings)]
     routes.extend(system.raw_routes())
-    routes.extend(dashboard_routes(limiter.limit(settings.rate_limit_login)))
+    routes.extend(dashboard_routes(limiter.limit(settings.rate_limits.login)))
     routes = catch_all_last(routes)
 
     @contextlib.asynccontextmanager
@@ -191,25 +191,28 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
         logins = DashboardLogins(
             settings.logins_path,
             tokens,
-            max_age_s=settings.session_cookie_days * 86400,
-            max_count=settings.max_dashboard_logins,
+            max_age_s=settings.dashboard.session_cookie_days * 86400,
+            max_count=settings.dashboard.max_logins,
         )
         logins.load()
         store = Store(
             settings.db_path,
-            busy_timeout_ms=settings.busy_timeout_ms,
-            max_db_bytes=settings.max_db_bytes,
-            group_commit_delay=settings.group_commit_delay_ms / 1000,
+            busy_timeout_ms=settings.database.busy_timeout_ms,
+            max_db_bytes=settings.database.max_bytes,
+            group_commit_delay=settings.database.group_commit_delay_ms / 1000,
         )
         store.open()
-        events = Broadcaster(buffer_size=settings.sse_buffer, max_clients=settings.sse_max_clients)
+        events = Broadcaster(
+            buffer_size=settings.dashboard.sse_buffer,
+            max_clients=settings.dashboard.sse_max_clients,
+        )
         cairn = Cairn(
             settings=settings,
             store=store,
             tokens=tokens,
             events=events,
             started_at_ms=now_ms(),
-            port=port or settings.port,
+            port=port or settings.server.port,
             logins=logins,
             author=settings.author or git_author(None),
         )
@@ -256,7 +259,7 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        middleware=[Middleware(SecurityMiddleware, max_body_bytes=settings.max_body_bytes)],
+        middleware=[Middleware(SecurityMiddleware, max_body_bytes=settings.limits.max_body_bytes)],
         exception_handlers={
             CairnError: _cairn_error,
             HTTPException: _http_error,

@@ -32,12 +32,12 @@ WARN_EVERY_SECONDS = 60.0  # a flood sheds thousands of connections: one log lin
 def connection_cap(settings: Settings) -> int:
     """CAIRN_MAX_CONNECTIONS, or (0 = auto) the descriptor limit less a reserve for the
     database, logs, model files and threads, so accepting never runs out of descriptors."""
-    if settings.max_connections > 0:
-        return settings.max_connections
+    if settings.server.max_connections > 0:
+        return settings.server.max_connections
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         soft = 65536
-    return max(16, int(soft) - settings.connection_fd_reserve)
+    return max(16, int(soft) - settings.server.connection_fd_reserve)
 
 
 class GuardedProtocol(HttpToolsProtocol):
@@ -116,8 +116,8 @@ def guarded_protocol(settings: Settings) -> type[GuardedProtocol]:
         "CairnHttpProtocol",
         (GuardedProtocol,),
         {
-            "header_timeout": settings.header_timeout_seconds,
-            "body_timeout": settings.body_timeout_seconds,
+            "header_timeout": settings.server.header_timeout_seconds,
+            "body_timeout": settings.server.body_timeout_seconds,
             "max_connections": connection_cap(settings),
         },
     )

@@ -42,10 +42,10 @@ def write_runtime(settings: Settings, port: int) -> None:
     info = {
         "pid": os.getpid(),
         "port": port,
-        "host": settings.host,
+        "host": settings.server.host,
         "version": __version__,
         "started_at": to_iso(now_ms()),
-        "url": f"http://{settings.host}:{port}",
+        "url": f"http://{settings.server.host}:{port}",
     }
     ensure_home(settings.home)
     with private_temp(settings.runtime_path) as handle:

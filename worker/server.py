@@ -50,8 +50,8 @@ def configure_logging(settings: Settings, *, to_file: bool) -> None:
         ensure_home(settings.home, settings.logs_dir)
         handler: logging.Handler = PrivateRotatingFileHandler(
             settings.logs_dir / "worker.log",
-            maxBytes=settings.log_max_bytes,
-            backupCount=settings.log_backups,
+            maxBytes=settings.server.log_max_bytes,
+            backupCount=settings.server.log_backups,
         )
     else:
         handler = logging.StreamHandler(sys.stderr)
@@ -69,8 +69,8 @@ def _is_cairn(host: str, port: int) -> bool:
 
 def bind_socket(settings: Settings, port: int) -> socket.socket:
     """Bind the loopback port; if something else holds it, take a free one and say so."""
-    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
-    host = "127.0.0.1" if settings.host == "localhost" else settings.host
+    family = socket.AF_INET6 if ":" in settings.server.host else socket.AF_INET
+    host = "127.0.0.1" if settings.server.host == "localhost" else settings.server.host
     # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted sockets only when the
     # proto says TCP; with proto 0 every response waits ~40 ms for a delayed ACK (Nagle).
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -119,7 +119,7 @@ def serve(settings: Settings, *, log_to_file: bool = False, announce: bool = Tru
         raise
     lock = acquire_lock(settings)  # raises AlreadyRunning
     try:
-        sock = bind_socket(settings, settings.port)
+        sock = bind_socket(settings, settings.server.port)
         port = sock.getsockname()[1]
         app = create_app(settings, port=port)
         config = uvicorn.Config(

@@ -266,7 +266,7 @@ class SpoolReplayer:
         }
 
     async def _loop(self) -> None:
-        period = max(0.05, self.settings.spool_replay_seconds)
+        period = max(0.05, self.settings.spool.replay_seconds)
         while True:
             try:
                 await self.replay()
@@ -319,7 +319,7 @@ class SpoolReplayer:
         """Send `lines` in order (runs of observations as batches); how many were delivered
         before the worker could take no more (all of them unless a 5xx or 429 stopped it)."""
         i = 0
-        max_batch = self.settings.max_batch
+        max_batch = self.settings.limits.max_batch
         while i < len(lines):
             group = [lines[i]]
             if lines[i].method == "POST" and lines[i].path == BATCH_PATH:

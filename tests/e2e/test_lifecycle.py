@@ -220,7 +220,7 @@ def test_paraphrased_update_supersedes_with_the_real_model(tmp_path: Path) -> No
     worker.start()
     try:
         project = "/e2e/paraphrase"
-        threshold = load_settings().supersede_cosine
+        threshold = load_settings().memories.supersede_cosine
 
         def save(content: str) -> dict[str, Any]:
             status, body = worker.request(

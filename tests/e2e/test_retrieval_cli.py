@@ -57,7 +57,7 @@ def test_search_and_reindex_from_the_terminal(semantic_worker: WorkerProcess) ->
         time.sleep(0.5)
     query = urllib.parse.urlencode({"q": CLI_UNRELATED_QUERY, "project": "/p", "explain": "true"})
     _, why = w.request("GET", f"/api/search?{query}")
-    threshold = load_settings().refusal_min_cosine
+    threshold = load_settings().judgment.refusal_min_cosine
     assert_clear_of(why["explain"]["best_cosine"], threshold, False, CLI_UNRELATED_QUERY)
 
     done = cairn(w.home, "reindex")

@@ -86,7 +86,7 @@ def test_later_session_prompt_finds_earlier_work(semantic_worker: WorkerProcess)
     recorded = {"project": PROJECT, "kind": "observation", "explain": "true"}
     hits = _get(w, "/api/search", q=prompt, mode="semantic", **recorded)
     assert hits["mode"] == "semantic" and hits["hits"][0]["id"] == refund_id
-    threshold = load_settings().refusal_min_cosine
+    threshold = load_settings().judgment.refusal_min_cosine
     assert_clear_of(hits["explain"]["best_cosine"], threshold, True, "the refund prompt")
     first, *rest = (h["match"]["cosine"] for h in hits["hits"])
     assert_ahead(first, max(rest), "the refund edit over the next hit")

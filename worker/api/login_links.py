@@ -18,7 +18,7 @@ async def create_login_link(call: Call) -> Any:
     target = safe_next(body.get("next"))
     nonce, _ = links(cairn).create(target)
     host = call.request.headers.get("host") or f"127.0.0.1:{cairn.port}"
-    ttl = cairn.settings.login_link_seconds
+    ttl = cairn.settings.dashboard.login_link_seconds
     return with_status(
         {
             "url": f"http://{host}/login/link/{nonce}",
@@ -36,7 +36,7 @@ def endpoints(s: Settings) -> list[Endpoint]:
             "/api/login-links",
             create_login_link,
             "Create a one-time dashboard login link (single use, expires in "
-            f"{s.login_link_seconds} s)",
+            f"{s.dashboard.login_link_seconds} s)",
             TAG,
             body={
                 "type": "object",

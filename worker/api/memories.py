@@ -80,7 +80,7 @@ async def list_memories(call: Call) -> Any:
     s = call.cairn.settings
     qp = call.query
     if "ids" in qp:
-        ids = parse_ids(qp["ids"], s.max_page_size)
+        ids = parse_ids(qp["ids"], s.limits.max_page_size)
         return {"items": await ops.get_many(call.cairn, ids), "next_cursor": None}
     query = q.MemoryQuery(
         project=qp.get("project"),
@@ -96,7 +96,7 @@ async def list_memories(call: Call) -> Any:
         tag=qp.get("tag"),
         session_id=qp.get("session_id"),
         before_id=int_cursor(qp.get("cursor")),
-        limit=qp.get("limit", s.page_size),
+        limit=qp.get("limit", s.limits.page_size),
     )
     items, cursor = await ops.list_memories(call.cairn, query)
     return {"items": items, "next_cursor": str(cursor) if cursor else None}

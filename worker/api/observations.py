@@ -30,7 +30,7 @@ def create_schema(s: Settings) -> Schema:
         "description": "One observation, or {'observations': [...]} for a batch.",
         "properties": {
             **single["properties"],
-            "observations": {"type": "array", "minItems": 1, "maxItems": s.max_batch},
+            "observations": {"type": "array", "minItems": 1, "maxItems": s.limits.max_batch},
         },
     }
 
@@ -95,10 +95,10 @@ async def list_observations(call: Call) -> Any:
     s = call.cairn.settings
     qp = call.query
     if "ids" in qp:
-        ids = parse_ids(qp["ids"], s.max_page_size)
+        ids = parse_ids(qp["ids"], s.limits.max_page_size)
         items = await call.cairn.store.read(lambda c: q.get_many(c, ids))
         return {"items": items, "next_cursor": None}
-    limit = qp.get("limit", s.page_size)
+    limit = qp.get("limit", s.limits.page_size)
     query = q.ObservationQuery(
         project=qp.get("project"),
         session_id=qp.get("session_id"),

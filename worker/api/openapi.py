@@ -193,7 +193,7 @@ def build_openapi(routes: Sequence[BaseRoute], settings: Settings) -> dict[str, 
             "description": "Local-first memory for AI coding agents. All times are ISO 8601 UTC. "
             'Errors: {"error": {"code", "message", "field"}}.',
         },
-        "servers": [{"url": f"http://127.0.0.1:{settings.port}"}],
+        "servers": [{"url": f"http://127.0.0.1:{settings.server.port}"}],
         "paths": paths,
         "components": {
             "schemas": {"Error": ERROR_SCHEMA, "Observation": OBSERVATION},

@@ -89,7 +89,7 @@ async def create_backup(call: Call) -> Any:
     s = call.cairn.settings
     try:
         info = await call.cairn.store.read(
-            lambda c: portability.backup(c, s.backups_dir, keep=s.backup_keep)
+            lambda c: portability.backup(c, s.backups_dir, keep=s.database.backup_keep)
         )
     except (OSError, sqlite3.Error, RuntimeError) as exc:
         raise InsufficientStorage(f"the backup to {s.backups_dir} failed: {exc}") from None
@@ -138,7 +138,7 @@ def endpoints(s: Settings) -> list[Endpoint]:
             status=201,
             extra_statuses=(200, 409),
             description=(
-                f"The body is limited to max_body_bytes ({s.max_body_bytes}); send a large "
+                f"The body is limited to max_body_bytes ({s.limits.max_body_bytes}); send a large "
                 "export in chunks, each starting with the header line (`cairn import` does). "
                 "A row whose key exists with other values is a conflict: fail (409, nothing "
                 "written), skip (keep the stored row) or replace. Every row must meet the "

@@ -50,6 +50,6 @@ def endpoints(s: Settings) -> list[Endpoint]:
             },
             extra_statuses=(404,),
             extra_media_types=("text/markdown",),
-            description=f"Default window: the last {s.report_default_days} days.",
+            description=f"Default window: the last {s.sessions.report_default_days} days.",
         ),
     ]

@@ -108,7 +108,7 @@ async def list_sessions(call: Call) -> Any:
             project=qp.get("project"),
             status=qp.get("status"),
             before=qp.get("cursor"),
-            limit=qp.get("limit", s.page_size),
+            limit=qp.get("limit", s.limits.page_size),
         )
     )
     return {"items": items, "next_cursor": cursor}
@@ -138,7 +138,7 @@ def prompt_schema(s: Settings) -> dict[str, Any]:
                     "session's project with `query` (default: the prompt's text) and `budget`"
                 ),
                 "properties": {
-                    "query": {"type": "string", "maxLength": s.search_max_query_chars},
+                    "query": {"type": "string", "maxLength": s.search.max_query_chars},
                     "budget": {"type": "integer", "minimum": 0, "maximum": 20_000},
                 },
             },
@@ -193,7 +193,7 @@ async def _prompt_context(call: Call, wanted: dict[str, Any], project: str) -> A
     from worker.ops.context import context_answer
 
     b = call.body
-    query = wanted.get("query") or b["text"][: call.cairn.settings.search_max_query_chars]
+    query = wanted.get("query") or b["text"][: call.cairn.settings.search.max_query_chars]
     params = {
         "project": project,
         "query": query,

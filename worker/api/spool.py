@@ -115,7 +115,7 @@ def endpoints(s: Settings) -> list[Endpoint]:
                     "events": {
                         "type": "array",
                         "minItems": 1,
-                        "maxItems": s.max_batch,
+                        "maxItems": s.limits.max_batch,
                         "items": {"type": "object"},
                     }
                 },

@@ -49,11 +49,11 @@ def _unknown(session_id: str) -> NotFound:
 
 def _limits(s: Settings) -> SummaryLimits:
     return SummaryLimits(
-        completed=s.summary_max_completed,
-        files=s.summary_max_files,
-        learned=s.summary_max_learned,
-        next_steps=s.summary_max_next_steps,
-        item_chars=s.summary_item_chars,
+        completed=s.sessions.summary_max_completed,
+        files=s.sessions.summary_max_files,
+        learned=s.sessions.summary_max_learned,
+        next_steps=s.sessions.summary_max_next_steps,
+        item_chars=s.sessions.summary_item_chars,
     )
 
 
@@ -75,9 +75,9 @@ def _checkpoint_from(
         last_assistant_message=last_assistant_message,
         custom_instructions=custom_instructions,
         root=session["project"],
-        max_files=s.checkpoint_max_files,
-        max_items=s.summary_max_completed,
-        item_chars=s.summary_item_chars,
+        max_files=s.sessions.checkpoint_max_files,
+        max_items=s.sessions.summary_max_completed,
+        item_chars=s.sessions.summary_item_chars,
     )
     meta = {"custom_instructions": custom_instructions} if custom_instructions else None
     return checkpoints.insert(
@@ -308,7 +308,7 @@ async def get_checkpoint(call: Call) -> Any:
 
 
 async def list_checkpoints(call: Call) -> Any:
-    limit = call.query.get("limit", call.cairn.settings.page_size)
+    limit = call.query.get("limit", call.cairn.settings.limits.page_size)
     items = await _session_item(
         call, lambda c, sid: {"items": checkpoints.of_session(c, sid, limit)}, "checkpoints"
     )
@@ -402,7 +402,7 @@ def endpoints(s: Settings) -> list[Endpoint]:
             list_checkpoints,
             "Every checkpoint of the session, newest first",
             TAG,
-            query={"limit": {"type": "integer", "minimum": 1, "maximum": s.max_page_size}},
+            query={"limit": {"type": "integer", "minimum": 1, "maximum": s.limits.max_page_size}},
             extra_statuses=(404,),
         ),
         Endpoint(

@@ -47,7 +47,7 @@ async def events(call: Call) -> Any:
     queue = broadcaster.subscribe()
     return EventSourceResponse(
         broadcaster.stream(queue, last_id),
-        ping=call.cairn.settings.sse_ping_seconds,
+        ping=call.cairn.settings.dashboard.sse_ping_seconds,
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
 

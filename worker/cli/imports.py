@@ -152,8 +152,8 @@ def run_import(
         project=project,
         since_ms=since_ms,
         dry_run=dry_run,
-        batch_events=settings.max_batch,
-        batch_bytes=int(settings.max_body_bytes * 0.75),
+        batch_events=settings.limits.max_batch,
+        batch_bytes=int(settings.limits.max_body_bytes * 0.75),
     )
     state = ImportState.load(settings.home / "imports" / "claude-code.json")
     send = None
@@ -217,10 +217,10 @@ def import_memory_tool(
     send = sender(settings)
     batch: list[dict[str, Any]] = []
     hook_items = [i for i in items if i.kind != "memories"]
-    for start in range(0, len(hook_items), settings.max_batch):
+    for start in range(0, len(hook_items), settings.limits.max_batch):
         batch = [
             {"method": i.method, "path": i.path, "body": i.body}
-            for i in hook_items[start : start + settings.max_batch]
+            for i in hook_items[start : start + settings.limits.max_batch]
         ]
         for key, value in send(batch).items():
             totals[key] = totals.get(key, 0) + int(value)

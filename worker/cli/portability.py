@@ -72,7 +72,7 @@ def _open_existing(settings: Settings) -> Store | None:
         return None
     from worker.store import Store  # the store (numpy, anyio) only for commands that use it
 
-    store = Store(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
+    store = Store(settings.db_path, busy_timeout_ms=settings.database.busy_timeout_ms)
     store.open()
     return store
 
@@ -158,7 +158,7 @@ def _import_via_api(
     Re-sending a chunk is safe: an import of rows already there changes nothing."""
     header, rows = lines[0], [line for line in lines[1:] if line.strip()]
     totals: dict[str, Any] = {"rows": 0, "inserted": 0, "unchanged": 0, "replaced": 0, "skipped": 0}
-    limit = int(settings.max_body_bytes * 0.9)
+    limit = int(settings.limits.max_body_bytes * 0.9)
     done = 0
     first = True
     while first or done < len(rows):
@@ -228,7 +228,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             _check_all(settings, lines, check)
             result = _import_via_api(settings, lines, args.on_conflict, bar)
         else:
-            store = Store(settings.db_path, busy_timeout_ms=settings.busy_timeout_ms)
+            store = Store(settings.db_path, busy_timeout_ms=settings.database.busy_timeout_ms)
             store.open()
             try:
                 imported = store.write_sync(
@@ -267,7 +267,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
         return _no_database(settings)
     directory = Path(args.output_dir).expanduser() if args.output_dir else settings.backups_dir
     bar = ProgressBar("backup", enabled=not args.quiet)
-    keep = settings.backup_keep if args.keep is None else max(0, args.keep)
+    keep = settings.database.backup_keep if args.keep is None else max(0, args.keep)
     try:
         info = store.read_sync(lambda c: portability.backup(c, directory, keep=keep, progress=bar))
     except (OSError, RuntimeError) as exc:

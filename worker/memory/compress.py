@@ -165,13 +165,13 @@ def _candidate_pairs(
             matrix = np.vstack(vectors).astype(np.float32)
             norms = np.linalg.norm(matrix, axis=1, keepdims=True)
             matrix /= np.where(norms == 0, 1, norms)
-            found = vector_pairs([i for i, _ in keep], matrix, s.compress_threshold)
+            found = vector_pairs([i for i, _ in keep], matrix, s.lifecycle.compress_threshold)
             pairs.extend((a, b, sim, "embeddings") for a, b, sim in found)
         else:
             embedded = set()
     if len(embedded) < len(live):
         docs = {int(r["id"]): frozenset(content_words(r["content"])) for r in rows}
-        for a, b, sim in lexical_pairs(docs, s.compress_lexical_threshold):
+        for a, b, sim in lexical_pairs(docs, s.lifecycle.compress_lexical_threshold):
             if not (a in embedded and b in embedded):
                 pairs.append((a, b, sim, "lexical"))
     pairs.sort(key=lambda p: (-p[2], p[0], p[1]))
@@ -213,7 +213,7 @@ def plan_scope(
         keep, drop = sorted((first, second), key=keeper_rank, reverse=True)
         extra = additions(keep["content"], drop["content"])
         content = keep["content"] + ("\n" + extra if extra else "")
-        if len(content) > s.max_text_chars:
+        if len(content) > s.limits.max_text_chars:
             extra, content = "", keep["content"]
         plan.merges.append(
             {
@@ -245,7 +245,7 @@ def _apply_merge(
             *load_json(keep["tags"], [], field="memories.tags"),
             *load_json(drop["tags"], [], field="memories.tags"),
         ],
-        s.max_tags,
+        s.limits.max_tags,
     )
     changes: dict[str, Any] = {
         "importance": max(int(keep["importance"]), int(drop["importance"])),
@@ -300,14 +300,14 @@ def run(
     if embedded < scanned:
         note = (
             f"{scanned - embedded} of {scanned} memories have no stored embedding; they were "
-            f"compared lexically (share of content words >= {s.compress_lexical_threshold}, "
+            f"compared lexically (share of content words >= {s.lifecycle.compress_lexical_threshold}, "
             f"Jaccard >= {JACCARD_FLOOR})"
         )
     return {
         "dry_run": dry_run,
         "method": method,
-        "threshold": s.compress_threshold,
-        "lexical_threshold": s.compress_lexical_threshold,
+        "threshold": s.lifecycle.compress_threshold,
+        "lexical_threshold": s.lifecycle.compress_lexical_threshold,
         "note": note,
         "scanned": scanned,
         "embedded": embedded,

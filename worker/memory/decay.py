@@ -68,27 +68,28 @@ class DecayPolicy:
     def from_settings(cls, s: Settings) -> DecayPolicy:
         """Build from settings; a malformed value raises ConfigError naming its variable."""
         try:
-            lives = tuple(float(x) for x in s.decay_memory_half_lives_days.split(","))
+            lives = tuple(float(x) for x in s.lifecycle.decay_memory_half_lives_days.split(","))
         except ValueError:
             lives = ()
         if len(lives) != 5 or any(x <= 0 for x in lives):
             raise ConfigError(
                 "CAIRN_DECAY_MEMORY_HALF_LIVES_DAYS must be five positive numbers "
-                f"(importance 1..5), got {s.decay_memory_half_lives_days!r}"
+                f"(importance 1..5), got {s.lifecycle.decay_memory_half_lives_days!r}"
             )
-        obs = {t: float(getattr(s, f"obs_half_life_days_{t}")) for t in OBSERVATION_TYPES}
+        by_type = s.lifecycle.obs_half_life_days.by_type()
+        obs = {t: by_type[t] for t in OBSERVATION_TYPES}
         for t, days in obs.items():
             if days <= 0:
                 raise ConfigError(f"CAIRN_OBS_HALF_LIFE_DAYS_{t.upper()} must be > 0")
-        chatter = tuple(t.strip() for t in s.obs_chatter_types.split(",") if t.strip())
+        chatter = tuple(t.strip() for t in s.lifecycle.obs_chatter_types.split(",") if t.strip())
         unknown = [t for t in chatter if t not in OBSERVATION_TYPES]
         if unknown:
             raise ConfigError(f"CAIRN_OBS_CHATTER_TYPES has unknown types: {', '.join(unknown)}")
         return cls(
             memory_half_lives_days=(lives[0], lives[1], lives[2], lives[3], lives[4]),
-            reinforcement=s.decay_reinforcement,
+            reinforcement=s.lifecycle.decay_reinforcement,
             observation_half_lives_days=obs,
-            observation_cap=s.obs_cap_per_project,
+            observation_cap=s.lifecycle.obs_cap_per_project,
             chatter_types=chatter,
         )
 

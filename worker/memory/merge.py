@@ -100,9 +100,9 @@ def prepare(item: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
         out["importance_auto"] = True
     given = out.get("tags")
     if given:
-        out["tags"] = normalise_tags(given, settings.max_tags)
+        out["tags"] = normalise_tags(given, settings.limits.max_tags)
     else:
-        out["tags"] = pick_tags(out["content"], settings.memory_auto_tags)
+        out["tags"] = pick_tags(out["content"], settings.memories.auto_tags)
         out["tags_auto"] = True
     return out
 
@@ -131,7 +131,7 @@ def save(
     same = memories.find_same(conn, project_id, normalised_hash(full["content"]))
     now = now_ms()
     if same is not None:
-        changes = merge_fields(same, full, now=now, max_tags=settings.max_tags)
+        changes = merge_fields(same, full, now=now, max_tags=settings.limits.max_tags)
         was_superseded = same["superseded_by"] is not None
         memories.update(conn, int(same["id"]), changes)
         memory_id = int(same["id"])
@@ -157,7 +157,9 @@ def wants_supersession(item: Mapping[str, Any], settings: Settings) -> bool:
     wanted = item.get("supersede")
     if wanted is None:
         wanted = item.get("created_at_ms") is None
-    return bool(settings.supersede_enabled and wanted and item["kind"] in SUPERSEDING_KINDS)
+    return bool(
+        settings.memories.supersede_enabled and wanted and item["kind"] in SUPERSEDING_KINDS
+    )
 
 
 def _detect_supersession(
@@ -180,7 +182,7 @@ def _detect_supersession(
     close = {
         i: cos
         for i, cos in (similar or {}).items()
-        if cos >= settings.supersede_cosine and i != memory_id
+        if cos >= settings.memories.supersede_cosine and i != memory_id
     }
     listed = {int(r["id"]) for r in rows}
     rows += memories.live_rows(conn, project_id, [i for i in close if i not in listed])
@@ -188,11 +190,11 @@ def _detect_supersession(
         if row["kind"] not in SUPERSEDING_KINDS:
             continue
         theirs = features(row["content"])
-        score = supersedes(mine, theirs, settings.supersede_min_similarity)
+        score = supersedes(mine, theirs, settings.memories.supersede_min_similarity)
         if (
             score is None
             and int(row["id"]) in close
-            and may_update_by_meaning(mine, theirs, settings.supersede_min_similarity)
+            and may_update_by_meaning(mine, theirs, settings.memories.supersede_min_similarity)
         ):
             # Same meaning by their vectors, different values, nothing in the words that says
             # another fact: a paraphrased update.

@@ -312,8 +312,8 @@ def _static(
             conn,
             pid,
             marks,
-            ttl_seconds=settings.profile_ttl_seconds,
-            min_refresh_seconds=settings.profile_min_refresh_seconds,
+            ttl_seconds=settings.context.profile_ttl_seconds,
+            min_refresh_seconds=settings.context.profile_min_refresh_seconds,
         )
         if hit is not None:
             return hit["static"], True, None

@@ -51,7 +51,7 @@ class DecayService:
             return
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
-        self._next_pass = time.monotonic() + self.settings.decay_first_run_seconds
+        self._next_pass = time.monotonic() + self.settings.lifecycle.decay_first_run_seconds
         self._task = asyncio.create_task(self._run(), name="cairn-decay")
 
     async def stop(self) -> None:
@@ -87,7 +87,7 @@ class DecayService:
         wait = max(0.0, self._next_pass - time.monotonic())
         return {
             "running": self._task is not None,
-            "interval_seconds": self.settings.decay_interval_seconds,
+            "interval_seconds": self.settings.lifecycle.decay_interval_seconds,
             "runs": self.runs,
             "last_run_at": to_iso(self.last_run_at),
             "next_run_at": to_iso(now_ms() + int(wait * 1000)) if self._task else None,
@@ -133,13 +133,15 @@ class DecayService:
             now = time.monotonic()
             try:
                 if now >= self._next_pass:
-                    self._next_pass = now + max(MIN_INTERVAL, self.settings.decay_interval_seconds)
+                    self._next_pass = now + max(
+                        MIN_INTERVAL, self.settings.lifecycle.decay_interval_seconds
+                    )
                     self._caps_due = False  # the pass enforces the caps too
                     await self.run_now()
                     self.last_error = None
                 elif self._caps_due and now >= self._next_caps:
                     self._caps_due = False
-                    self._next_caps = now + self.settings.obs_cap_check_seconds
+                    self._next_caps = now + self.settings.lifecycle.obs_cap_check_seconds
                     await self.check_caps()
             except asyncio.CancelledError:
                 raise

@@ -20,7 +20,7 @@ def context_query(s: Settings) -> dict[str, Schema]:
         "project": project_field(s),
         "query": {
             "type": "string",
-            "maxLength": s.search_max_query_chars,
+            "maxLength": s.search.max_query_chars,
             "description": "The user's prompt; absent = session-start context",
         },
         "session_id": SESSION_ID,
@@ -29,8 +29,8 @@ def context_query(s: Settings) -> dict[str, Schema]:
             "minimum": 0,
             "maximum": MAX_BUDGET,
             "description": (
-                f"Token budget (default {s.context_tokens} at session start, "
-                f"{s.prompt_context_tokens} for a prompt)"
+                f"Token budget (default {s.context.session_tokens} at session start, "
+                f"{s.context.prompt_tokens} for a prompt)"
             ),
         },
         "source": {

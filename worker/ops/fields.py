@@ -67,13 +67,13 @@ def project_field(s: Settings) -> Schema:
 def meta_field(s: Settings) -> Schema:
     return {
         "type": ["object", "null"],
-        "x-maxBytes": s.max_meta_bytes,
-        "description": f"Free JSON object up to {s.max_meta_bytes} bytes, returned verbatim.",
+        "x-maxBytes": s.limits.max_meta_bytes,
+        "description": f"Free JSON object up to {s.limits.max_meta_bytes} bytes, returned verbatim.",
     }
 
 
 def text_field(s: Settings, max_chars: int | None = None, *, min_length: int = 0) -> Schema:
-    schema: Schema = {"type": "string", "maxLength": max_chars or s.max_text_chars}
+    schema: Schema = {"type": "string", "maxLength": max_chars or s.limits.max_text_chars}
     if min_length:
         schema["minLength"] = min_length
     return schema
@@ -81,7 +81,7 @@ def text_field(s: Settings, max_chars: int | None = None, *, min_length: int = 0
 
 def page_query(s: Settings) -> dict[str, Schema]:
     return {
-        "limit": {"type": "integer", "minimum": 1, "maximum": s.max_page_size},
+        "limit": {"type": "integer", "minimum": 1, "maximum": s.limits.max_page_size},
         "cursor": {"type": "string", "maxLength": 200},
     }
 
@@ -123,11 +123,11 @@ def observation_schema(s: Settings) -> Schema:
             "project": project_field(s),
             "session_id": NEW_SESSION_ID,
             "type": {"type": "string", "enum": list(OBSERVATION_TYPES)},
-            "title": text_field(s, s.max_title_chars, min_length=1),
+            "title": text_field(s, s.limits.max_title_chars, min_length=1),
             "body": text_field(s),
             "files": {
                 "type": "array",
-                "maxItems": s.max_files,
+                "maxItems": s.limits.max_files,
                 "items": {"type": "string", "minLength": 1, "maxLength": 4096},
             },
             "tool_name": {"type": "string", "maxLength": 200},
@@ -148,7 +148,7 @@ def plan_schema(s: Settings) -> Schema:
         "properties": {
             "plan": {
                 "type": "array",
-                "maxItems": s.plan_max_items,
+                "maxItems": s.sessions.plan_max_items,
                 "items": {
                     "type": "object",
                     "required": ["content", "status"],

@@ -9,7 +9,7 @@ from worker.container import Cairn
 def links(cairn: Cairn) -> LoginLinks:
     """The one-time login links, made on the first request for one."""
     if cairn.login_links is None:
-        cairn.login_links = LoginLinks(cairn.settings.login_link_seconds)
+        cairn.login_links = LoginLinks(cairn.settings.dashboard.login_link_seconds)
     return cairn.login_links
 
 

@@ -79,7 +79,7 @@ async def with_retentions(cairn: Cairn, rows: list[dict[str, Any]]) -> list[dict
 def tags_field(s: Settings) -> Schema:
     return {
         "type": "array",
-        "maxItems": s.max_tags,
+        "maxItems": s.limits.max_tags,
         "items": {"type": "string", "minLength": 1, "maxLength": 64},
     }
 
@@ -281,14 +281,14 @@ def _patch(conn: sqlite3.Connection, mid: int, body: dict[str, Any], s: Settings
     if "tags" in body:
         given_tags = body["tags"]
         tags = (
-            normalise_tags(given_tags, s.max_tags)
+            normalise_tags(given_tags, s.limits.max_tags)
             if given_tags
-            else pick_tags(content, s.memory_auto_tags)
+            else pick_tags(content, s.memories.auto_tags)
         )
         changes["tags"] = dump_json(tags)
         changes["tags_auto"] = 0 if given_tags else 1
     elif row["tags_auto"] and content_changed:
-        changes["tags"] = dump_json(pick_tags(content, s.memory_auto_tags))
+        changes["tags"] = dump_json(pick_tags(content, s.memories.auto_tags))
     if "pinned" in body:
         changes["pinned"] = 1 if body["pinned"] else 0
     if "expires_at" in body:

@@ -46,7 +46,7 @@ def make_report(
     """The report for the query parameters (shared by the API and `cairn report`)."""
     now = now_ms()
     until_ms = _when(until, "until", now, now)
-    since_ms = _when(since, "since", until_ms - s.report_default_days * 86_400_000, now)
+    since_ms = _when(since, "since", until_ms - s.sessions.report_default_days * 86_400_000, now)
     if since_ms >= until_ms:
         raise BadRequest("'since' must be before 'until'", field="since")
     pid, name = project_scope(conn, project)

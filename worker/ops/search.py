@@ -96,7 +96,7 @@ def outcome_dict(outcome: SearchOutcome, query: str, explain: bool) -> dict[str,
 
 def search_query(s: Settings) -> dict[str, Schema]:
     return {
-        "q": {"type": "string", "minLength": 1, "maxLength": s.search_max_query_chars},
+        "q": {"type": "string", "minLength": 1, "maxLength": s.search.max_query_chars},
         "project": project_field(s),
         "kind": {
             "type": "string",
@@ -109,7 +109,7 @@ def search_query(s: Settings) -> dict[str, Schema]:
             "description": "Comma-separated observation types or memory kinds",
         },
         "mode": {"type": "string", "enum": list(MODES)},
-        "limit": {"type": "integer", "minimum": 1, "maximum": s.search_max_limit},
+        "limit": {"type": "integer", "minimum": 1, "maximum": s.search.max_limit},
         "explain": {"type": "boolean"},
         "include_archived": {"type": "boolean"},
     }
@@ -125,7 +125,7 @@ async def search_answer(cairn: Cairn, qp: dict[str, Any]) -> dict[str, Any]:
         kinds=csv_values(qp.get("kind"), KINDS, "kind"),
         types=csv_values(qp.get("type"), (*TYPES, *MEMORY_KINDS, "prompt", "summary"), "type"),
         mode=qp.get("mode", "hybrid"),
-        limit=qp.get("limit", s.search_default_limit),
+        limit=qp.get("limit", s.search.default_limit),
         include_archived=qp.get("include_archived", False),
         count_retrieval=True,
     )

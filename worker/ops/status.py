@@ -38,7 +38,7 @@ async def status_report(cairn: Cairn) -> dict[str, Any]:
 
 async def embedding_stats(cairn: Cairn) -> dict[str, Any]:
     service = cairn.embeddings
-    model = service.status()["model"] if service is not None else cairn.settings.embed_model
+    model = service.status()["model"] if service is not None else cairn.settings.embedding.model
     counts = await cairn.store.read(lambda c: vectors.coverage_counts(c, str(model)))
     return stats(service, cairn.settings, counts)
 
@@ -46,7 +46,7 @@ async def embedding_stats(cairn: Cairn) -> dict[str, Any]:
 async def note_import(cairn: Cairn) -> None:
     """An import's batch arrived: remember where embedding stood, once per import."""
     service = cairn.embeddings
-    if cairn.import_mark is not None or service is None or not cairn.settings.embed_enabled:
+    if cairn.import_mark is not None or service is None or not cairn.settings.embedding.enabled:
         return
     model = str(service.status()["model"])
     done, _total = await cairn.store.read(lambda c: vectors.coverage_counts(c, model))

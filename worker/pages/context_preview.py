@@ -37,7 +37,7 @@ async def context_page(request: Request) -> Response:
         except CairnError as exc:
             error = exc.message
     default_budget = (
-        cairn.settings.prompt_context_tokens if query else cairn.settings.context_tokens
+        cairn.settings.context.prompt_tokens if query else cairn.settings.context.session_tokens
     )
     context = {
         "title": "Context preview",

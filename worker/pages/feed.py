@@ -42,7 +42,7 @@ def page_context(
 async def feed_page(request: Request) -> Response:
     cairn = request.state.cairn
     project, type_ = filters(request)
-    limit = cairn.settings.page_size
+    limit = cairn.settings.limits.page_size
     items, cursor = await cairn.store.read(
         lambda c: feed.stream(c, project=project or None, type_=type_ or None, limit=limit)
     )
@@ -67,7 +67,7 @@ async def feed_items(request: Request) -> Response:
     cairn = request.state.cairn
     project, type_ = filters(request)
     before = feed.decode_cursor(request.query_params.get("cursor"))
-    limit = cairn.settings.page_size
+    limit = cairn.settings.limits.page_size
     items, cursor = await cairn.store.read(
         lambda c: feed.stream(
             c, project=project or None, type_=type_ or None, before=before, limit=limit

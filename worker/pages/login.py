@@ -21,7 +21,7 @@ def with_session_cookie(response: Response, cairn: Any) -> Response:
     response.set_cookie(
         COOKIE_NAME,
         cairn.logins.create(),
-        max_age=cairn.settings.session_cookie_days * 86400,
+        max_age=cairn.settings.dashboard.session_cookie_days * 86400,
         path="/",
         httponly=True,
         samesite="strict",

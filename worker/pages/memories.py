@@ -61,7 +61,7 @@ async def memories_page(request: Request) -> Response:
     f = _filters(request)
     cursor_text = request.query_params.get("cursor", "")
     before = int(cursor_text) if cursor_text.isdigit() and len(cursor_text) < 19 else None
-    limit = cairn.settings.page_size
+    limit = cairn.settings.limits.page_size
     items, cursor = await ops.list_memories(cairn, _query(f, before, limit))
     more = None
     if cursor is not None:

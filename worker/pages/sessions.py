@@ -28,7 +28,7 @@ def shown_status(session: dict[str, Any], idle_minutes: int, now: int) -> str:
 
 
 def with_shown_status(request: Request, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    idle_minutes = request.state.cairn.settings.session_idle_minutes
+    idle_minutes = request.state.cairn.settings.dashboard.session_idle_minutes
     now = now_ms()
     return [{**row, "shown_status": shown_status(row, idle_minutes, now)} for row in rows]
 
@@ -39,7 +39,7 @@ async def sessions_page(request: Request) -> Response:
     status = request.query_params.get("status", "")
     status = status if status in ("active", "ended") else ""
     cursor = request.query_params.get("cursor") or None
-    limit = cairn.settings.page_size
+    limit = cairn.settings.limits.page_size
     items, next_cursor = await cairn.store.read(
         lambda c: sessions.list_page(
             c, project=project or None, status=status or None, before=cursor, limit=limit
@@ -114,7 +114,7 @@ async def timeline_page(request: Request) -> Response:
     at_text = request.query_params.get("at", "")
     focus = request.query_params.get("focus", "")
     at = int(at_text) if at_text.isdigit() and len(at_text) < 16 else None
-    span = min(cairn.settings.page_size, 25)
+    span = min(cairn.settings.limits.page_size, 25)
 
     def read(conn: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         if at is None:

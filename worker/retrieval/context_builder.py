@@ -182,7 +182,7 @@ class _StartRows:
 def _start_rows(conn: sqlite3.Connection, req: ContextRequest, s: Settings) -> _StartRows:
     now = now_ms()
     pid = projects.find(conn, req.project)
-    memories = q.core_memories(conn, pid, s.context_memory_min_importance, now, 50)
+    memories = q.core_memories(conn, pid, s.context.memory_min_importance, now, 50)
     if pid is None:
         return _StartRows(None, req.project, memories, None, None, [], [], set())
     name_row = conn.execute("SELECT name FROM projects WHERE id = ?", (pid,)).fetchone()
@@ -193,7 +193,7 @@ def _start_rows(conn: sqlite3.Connection, req: ContextRequest, s: Settings) -> _
         memories=memories,
         summary=q.latest_summary(conn, pid),
         checkpoint=q.latest_checkpoint(conn, pid, req.session_id),
-        recent=q.recent_observations(conn, pid, s.context_recent_observations),
+        recent=q.recent_observations(conn, pid, s.context.recent_observations),
         top_files=q.top_files(conn, pid, 5),
         injected=q.injected(conn, req.session_id) if req.session_id else set(),
         profile=profile,
@@ -275,7 +275,7 @@ async def build_context(
 ) -> dict[str, Any]:
     now = now_ms()
     if req.query is None or not req.query.strip():
-        budget = req.budget if req.budget is not None else settings.context_tokens
+        budget = req.budget if req.budget is not None else settings.context.session_tokens
         rows = await store.read(lambda c: _start_rows(c, req, settings))
         cache, project_id = rows.profile_entry, rows.project_id
         if cache is not None and project_id is not None:
@@ -283,7 +283,7 @@ async def build_context(
         composed = _session_start(rows, req, budget)
         refused = False
     else:
-        budget = req.budget if req.budget is not None else settings.prompt_context_tokens
+        budget = req.budget if req.budget is not None else settings.context.prompt_tokens
         injected = (
             await store.read(lambda c: q.injected(c, req.session_id or ""))
             if req.session_id
@@ -296,7 +296,7 @@ async def build_context(
             SearchRequest(
                 query=req.query,
                 project=req.project,
-                limit=settings.context_prompt_max_items,
+                limit=settings.context.prompt_max_items,
                 exclude=injected,
                 exclude_session_prompts=req.session_id,
                 judge_items=True,

@@ -105,13 +105,13 @@ def more_evidence(
     a prompt nothing stored concerns (a general question whose one common word tops both lists
     with an unrelated edit at a cosine near 0.1), so agreement alone is not enough."""
     cosine = cand.plain_cosine
-    if agreed(cand.keyword_rank, cand.vector_rank, settings.prompt_agree_depth) and (
-        cosine is None or cosine >= settings.prompt_agree_min_cosine
+    if agreed(cand.keyword_rank, cand.vector_rank, settings.judgment.prompt_agree_depth) and (
+        cosine is None or cosine >= settings.judgment.prompt_agree_min_cosine
     ):
         return True
     if not names:
         return False
-    close = cosine is None or cosine >= settings.prompt_name_min_cosine
+    close = cosine is None or cosine >= settings.judgment.prompt_name_min_cosine
     return close and shares_name(names, item)
 
 

@@ -83,7 +83,7 @@ def best_coverage(
 
 def refuse(coverage: float, settings: Settings) -> bool:
     """A query is unanswered when no top keyword hit holds enough of its scope-weighted words."""
-    return coverage < settings.keyword_refusal_min_coverage
+    return coverage < settings.judgment.keyword_refusal_min_coverage
 
 
 # Below this many items in scope, IDF cannot tell a common word from a rare one (in a project of
@@ -97,10 +97,10 @@ def item_relevant(kind: str, found: Evidence, settings: Settings, rows: int) -> 
     (few, high value) pass a looser bar than raw activity (observations, prompts, summaries).
     `rows` is the size of the searched scope (ScopeFrequencies.rows)."""
     if kind == "memory":
-        min_coverage = settings.prompt_keyword_memory_min_coverage
-        min_strength = settings.prompt_keyword_memory_min_strength
+        min_coverage = settings.judgment.prompt_keyword_memory_min_coverage
+        min_strength = settings.judgment.prompt_keyword_memory_min_strength
     else:
-        min_coverage = settings.prompt_keyword_item_min_coverage
-        min_strength = settings.prompt_keyword_item_min_strength
+        min_coverage = settings.judgment.prompt_keyword_item_min_coverage
+        min_strength = settings.judgment.prompt_keyword_item_min_strength
     min_strength *= min(1.0, rows / STRENGTH_FULL_AT_ROWS)
     return found.coverage >= min_coverage and found.strength >= min_strength

@@ -53,25 +53,25 @@ class Weights:
     @classmethod
     def from_settings(cls, s: Settings) -> Weights:
         return cls(
-            method=s.fusion_method,
-            rrf_k=s.fusion_rrf_k,
-            keyword=s.fusion_keyword_weight,
-            vector=s.fusion_vector_weight,
-            relevance=s.rank_relevance_weight,
-            recency=s.rank_recency_weight,
-            frequency=s.rank_frequency_weight,
-            importance=s.rank_importance_weight,
-            staleness=s.rank_staleness_weight,
-            project=s.rank_project_weight,
-            prev=s.fusion_prev_weight,
-            next=s.fusion_next_weight,
-            date=s.rank_date_weight,
-            date_slack_days=s.rank_date_slack_days,
+            method=s.ranking.fusion_method,
+            rrf_k=s.ranking.fusion_rrf_k,
+            keyword=s.ranking.fusion_keyword_weight,
+            vector=s.ranking.fusion_vector_weight,
+            relevance=s.ranking.relevance_weight,
+            recency=s.ranking.recency_weight,
+            frequency=s.ranking.frequency_weight,
+            importance=s.ranking.importance_weight,
+            staleness=s.ranking.staleness_weight,
+            project=s.ranking.project_weight,
+            prev=s.ranking.fusion_prev_weight,
+            next=s.ranking.fusion_next_weight,
+            date=s.ranking.date_weight,
+            date_slack_days=s.ranking.date_slack_days,
             half_life_days={
-                "observation": s.half_life_days_observation,
-                "prompt": s.half_life_days_prompt,
-                "summary": s.half_life_days_summary,
-                "memory": s.half_life_days_memory,
+                "observation": s.ranking.half_life_days_observation,
+                "prompt": s.ranking.half_life_days_prompt,
+                "summary": s.ranking.half_life_days_summary,
+                "memory": s.ranking.half_life_days_memory,
             },
         )
 
@@ -223,9 +223,9 @@ def coverage(
 
 def refuse(best_coverage: float, best_cosine: float | None, settings: Settings) -> bool:
     """Nothing is relevant: no document covers enough of the query and no vector is close."""
-    if best_coverage >= settings.refusal_min_coverage:
+    if best_coverage >= settings.judgment.refusal_min_coverage:
         return False
-    return not (best_cosine is not None and best_cosine >= settings.refusal_min_cosine)
+    return not (best_cosine is not None and best_cosine >= settings.judgment.refusal_min_cosine)
 
 
 def said_nothing(item: Mapping[str, Any]) -> bool:
@@ -249,13 +249,13 @@ def item_relevant(
     close to the prompt, or hold most of its words."""
     if kind == "memory":
         min_cosine, min_coverage = (
-            settings.prompt_memory_min_cosine,
-            settings.prompt_memory_min_coverage,
+            settings.judgment.prompt_memory_min_cosine,
+            settings.judgment.prompt_memory_min_coverage,
         )
     else:
         min_cosine, min_coverage = (
-            settings.prompt_item_min_cosine,
-            settings.prompt_item_min_coverage,
+            settings.judgment.prompt_item_min_cosine,
+            settings.judgment.prompt_item_min_coverage,
         )
     if item_coverage >= min_coverage:
         return True

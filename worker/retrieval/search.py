@@ -92,13 +92,13 @@ def _keyword_pass(
     want_keyword: bool,
     index: KeywordIndex,
 ) -> _KeywordPass:
-    groups = query_groups(req.query, s.search_max_query_terms)
-    terms = query_terms(req.query, s.search_max_query_terms)
+    groups = query_groups(req.query, s.search.max_query_terms)
+    terms = query_terms(req.query, s.search.max_query_terms)
     wanted = sorted({t for g in groups for t in g} | set(terms))
     df, index_rows = index.frequencies(conn, wanted)
     terms = one_stem_per_part(terms, groups, df)
     n_docs = index_rows if terms else 0
-    chosen = selective_terms(terms, df, n_docs, s.search_common_term_share)
+    chosen = selective_terms(terms, df, n_docs, s.search.common_term_share)
     hits: list[tuple[Ref, float]] = []
     if chosen and want_keyword:
         hits = _memory_hits(index, chosen, req, s, project_id)
@@ -121,9 +121,9 @@ def _memory_hits(
         terms,
         project_id=project_id,
         kind_codes=codes,
-        limit=s.search_candidates,
-        title_weight=s.search_title_weight,
-        body_weight=s.search_body_weight,
+        limit=s.search.candidates,
+        title_weight=s.search.title_weight,
+        body_weight=s.search.body_weight,
     )
     return [((KIND_NAMES[rowid % 8], rowid // 8), score) for rowid, score in rows]
 
@@ -289,7 +289,7 @@ async def _judged(
             cand.ref[0], cand.plain_cosine, cand.coverage, settings
         ) or judgment.more_evidence(cand, items[cand.ref], names, settings):
             kept.append(cand)
-    return judgment.within_floor(kept, settings.prompt_relative_floor)
+    return judgment.within_floor(kept, settings.judgment.prompt_relative_floor)
 
 
 async def search(
@@ -322,7 +322,7 @@ async def search(
         vector, index = model.embed_query(req.query), model.index
         if vector is not None and index is not None:
             hits = index.search(
-                vector, project_id=project_id, kinds=req.kinds, limit=settings.search_candidates
+                vector, project_id=project_id, kinds=req.kinds, limit=settings.search.candidates
             )
             found[0] = (vector, hits)
 
@@ -335,9 +335,9 @@ async def search(
     query_vector, vector_hits = found[0]
     best_cosine = vector_hits[0][1] if vector_hits else None
     weights = Weights.from_settings(settings)
-    complete = len(kw.hits) < settings.search_candidates  # every keyword match is listed
+    complete = len(kw.hits) < settings.search.candidates  # every keyword match is listed
     candidates = ranking.fuse(kw.hits, vector_hits, weights, complete)
-    window_ms = int(settings.thread_window_minutes * 60_000)
+    window_ms = int(settings.search.thread_window_minutes * 60_000)
 
     def load(
         conn: sqlite3.Connection,
@@ -400,7 +400,9 @@ async def search(
     )
     if req.judge_items:
         ranked = await _judged(store, settings, service, kw, query_vector, ranked, items, req)
-    hits = _dedupe(ranked, items, service if ready else None, settings.dedupe_cosine, req.limit)
+    hits = _dedupe(
+        ranked, items, service if ready else None, settings.search.dedupe_cosine, req.limit
+    )
     if req.count_retrieval and hits:
         chosen = [c.ref for c in hits]
         await store.write(lambda c: q.count_retrievals(c, chosen, now))

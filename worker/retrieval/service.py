@@ -77,17 +77,17 @@ class EmbeddingService:
         self.store = store
         self._factory = factory or (
             lambda: load_embedder(
-                settings.embed_model,
-                settings.embed_model_path,
+                settings.embedding.model,
+                settings.embedding.model_path,
                 settings.models_path,
-                settings.embed_batch,
-                settings.embed_max_tokens,
-                settings.embed_quantize,
+                settings.embedding.batch,
+                settings.embedding.max_tokens,
+                settings.embedding.quantize,
             )
         )
         self.embedder: Embedder | None = None
         self.index: VectorIndex | None = None
-        self._state = "disabled" if not settings.embed_enabled else "starting"
+        self._state = "disabled" if not settings.embedding.enabled else "starting"
         self._error: str | None = None
         self._queue: deque[Ref] = deque()
         self._wake = threading.Event()
@@ -108,7 +108,7 @@ class EmbeddingService:
         return self.embedder is not None and self.index is not None
 
     def start(self) -> None:
-        if not self.settings.embed_enabled or self._thread is not None:
+        if not self.settings.embedding.enabled or self._thread is not None:
             return
         self._thread = threading.Thread(target=self._run, name="cairn-embedder", daemon=True)
         self._thread.start()
@@ -124,7 +124,7 @@ class EmbeddingService:
         """Item listener: new items get embedded soon (bounded queue; the sweep catches up)."""
         if self._state == "disabled":
             return
-        room = self.settings.embed_queue_max - len(self._queue)
+        room = self.settings.embedding.queue_max - len(self._queue)
         self._queue.extend((kind, i) for i in ids[: max(0, room)])
         if len(ids) > room:
             self._sweep_due = 0.0
@@ -152,7 +152,7 @@ class EmbeddingService:
         return {
             "status": self._state,
             "error": self._error,
-            "model": embedder.model_id if embedder else self.settings.embed_model,
+            "model": embedder.model_id if embedder else self.settings.embedding.model,
             "dimensions": embedder.dimensions if embedder else None,
             "indexed_vectors": len(self.index) if self.index is not None else 0,
             "queue_depth": len(self._queue),
@@ -166,7 +166,7 @@ class EmbeddingService:
         embedder = self.embedder
         if embedder is None:
             return None
-        vectors = embedder.embed([text[: self.settings.embed_max_chars]])
+        vectors = embedder.embed([text[: self.settings.embedding.max_chars]])
         first: npt.NDArray[np.float32] = vectors[0]
         return first
 
@@ -236,7 +236,7 @@ class EmbeddingService:
         self._state = "unavailable"
 
     def _load_vectors(self, index: VectorIndex, embedder: Embedder) -> None:
-        window_ms = int(self.settings.thread_window_minutes * 60_000)
+        window_ms = int(self.settings.search.thread_window_minutes * 60_000)
 
         def read(conn: Any) -> list[tuple[Ref, Ref]]:
             for project_id, rows in vector_q.counts_by_project(conn, embedder.model_id).items():
@@ -245,17 +245,17 @@ class EmbeddingService:
                 vector = from_blob(blob)
                 if vector.shape[0] == embedder.dimensions:
                     index.put(ref, project_id, vector)
-            if self.settings.embed_context_weight <= 0:
+            if self.settings.embedding.context_weight <= 0:
                 return []
             return vector_q.predecessors(conn, window_ms)
 
         links = self.store.read_sync(read)
         if links:
-            index.mix_predecessors(links, self.settings.embed_context_weight)
+            index.mix_predecessors(links, self.settings.embedding.context_weight)
 
     def _next_batch(self, model: str) -> list[Ref]:
         batch: list[Ref] = []
-        size = self.settings.embed_batch
+        size = self.settings.embedding.batch
         if self._queue:
             # Busy before the queue empties or the sweep counts as done: wait_idle reads both.
             self._state = "indexing"
@@ -283,8 +283,8 @@ class EmbeddingService:
         if not batch:
             return False
         started = time.perf_counter()
-        window_ms = int(self.settings.thread_window_minutes * 60_000)
-        context = self.settings.embed_context_weight
+        window_ms = int(self.settings.search.thread_window_minutes * 60_000)
+        context = self.settings.embedding.context_weight
 
         model = embedder.model_id
 
@@ -308,7 +308,7 @@ class EmbeddingService:
             return True
         # Predecessors with no stored vector yet are embedded along (not saved: their turn comes).
         texts_for = list(dict.fromkeys([*refs, *(p for p in previous.values() if p in items)]))
-        texts = [embedding_text(items[ref], self.settings.embed_max_chars) for ref in texts_for]
+        texts = [embedding_text(items[ref], self.settings.embedding.max_chars) for ref in texts_for]
         matrix = embedder.embed(texts)
         plain = {ref: matrix[i] for i, ref in enumerate(texts_for)}
         for ref, blob in stored.items():
@@ -349,7 +349,7 @@ def stats(
     status = service.status() if service is not None else {"status": "disabled"}
     done, total = counts
     return {
-        "model": status.get("model") or settings.embed_model,
+        "model": status.get("model") or settings.embedding.model,
         "dimensions": status.get("dimensions"),
         "coverage": round(done / total, 4) if total else 1.0,
         "embedded": done,
