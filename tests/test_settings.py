@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,27 @@ def test_flat_names_reach_the_grouped_fields() -> None:
     assert s.limits.max_tags == 20  # a copy: the original is unchanged
     with pytest.raises(TypeError, match="unknown settings: max_tag"):
         Settings.from_flat(max_tag=3)
+
+
+def test_every_variable_is_in_the_readme_and_every_one_there_exists() -> None:
+    """The README's Configuration table names each variable in full (a `..._<TYPE>` row names
+    its types in the defaults column), and names no variable the code no longer reads."""
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `CAIRN_")]
+
+    def documented(env: str) -> bool:
+        for row in rows:
+            if f"`{env}`" in row:
+                return True
+            prefix = row.split("`")[1].removesuffix("<TYPE>")
+            if row.startswith(f"| `{prefix}<TYPE>`") and env.startswith(prefix):
+                return f"{env.removeprefix(prefix).lower()} `" in row
+        return False
+
+    assert [env for env in ENV_NAMES.values() if not documented(env)] == []
+    named = {n for row in rows for n in re.findall(r"`(CAIRN_[A-Z_]+[A-Z])`", row.split(" | ")[0])}
+    sources = "".join(p.read_text(encoding="utf-8") for p in (root / "hooks").glob("*.py"))
+    stale = [n for n in named if n not in ENV_NAMES.values() and f'"{n}"' not in sources]
+    assert stale == [], "README names variables nothing reads"
