@@ -18,10 +18,10 @@ from tests.conftest import BASE_URL
 from tests.examples import examples
 from worker import __version__
 from worker.app import create_app
-from worker.errors import BadRequest, Conflict
 from worker.ops.import_rows import row_check
 from worker.settings import Settings, load_settings
 from worker.store import Store, portability
+from worker.store.errors import InvalidValue, RowConflict
 
 ROOT = "/home/dev/api"
 
@@ -221,7 +221,7 @@ def test_conflicts_fail_skip_replace(client: TestClient, settings: Settings) -> 
     original = table_dump(settings.db_path)
     _set_title(settings, "changed locally")
     changed = table_dump(settings.db_path)
-    with pytest.raises(Conflict) as err:
+    with pytest.raises(RowConflict) as err:
         _import(settings, lines)
     assert "observations" in err.value.message and "differs" in err.value.message
     assert table_dump(settings.db_path) == changed  # nothing written
@@ -260,7 +260,7 @@ def test_unique_clash_is_a_conflict(client: TestClient, settings: Settings, tmp_
         )
     finally:
         store.close()
-    with pytest.raises(Conflict) as err:
+    with pytest.raises(RowConflict) as err:
         _import(fresh, lines)
     assert "UNIQUE" in err.value.message
 
@@ -300,7 +300,7 @@ def test_bad_imports_are_rejected_precisely(
     try:
         header = _header(store)
         real = [header if line == "HEADER" else line for line in lines]
-        with pytest.raises(BadRequest) as err:
+        with pytest.raises(InvalidValue) as err:
             store.write_sync(lambda c: portability.import_lines(c, real, check=row_check(settings)))
         assert message in err.value.message
         assert (
@@ -401,7 +401,7 @@ def test_any_import_input_is_imported_or_rejected_cleanly(
                     c, [header, *lines], check=row_check(settings), on_conflict=mode
                 )
             )
-        except (BadRequest, Conflict) as exc:
+        except (InvalidValue, RowConflict) as exc:
             assert exc.message.startswith(("line ", "the import would leave"))
         assert store.read_sync(lambda c: c.execute("PRAGMA foreign_key_check").fetchall()) == []
     finally:

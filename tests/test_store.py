@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from worker.errors import BadRequest, InsufficientStorage, NotFound, ServiceUnavailable
+from worker.errors import BadRequest, NotFound
 from worker.store import Store
 from worker.store import observations as obs
+from worker.store.errors import InvalidValue, StoreFull, StoreLocked, StoreUnavailable
 from worker.store.migrations import MIGRATIONS
 
 
@@ -187,7 +188,7 @@ def test_close_finishes_queued_writes_then_refuses_new_ones(tmp_path: Path) -> N
         gate.set()
         await closer
         await asyncio.gather(first, *rest)
-        with pytest.raises(ServiceUnavailable):
+        with pytest.raises(StoreUnavailable):
             await store.write(lambda c: add(c, "too late"))
 
     asyncio.run(main())
@@ -209,11 +210,11 @@ def test_another_process_holding_the_write_lock_gives_503_after_busy_timeout(
     other = sqlite3.connect(path, isolation_level=None)
     try:
         other.execute("BEGIN IMMEDIATE")
-        with pytest.raises(ServiceUnavailable, match="busy"):
+        with pytest.raises(StoreLocked, match="busy"):
             store.write_sync(lambda c: add(c, "blocked"))
 
         async def main() -> None:
-            with pytest.raises(ServiceUnavailable, match="busy"):
+            with pytest.raises(StoreLocked, match="busy"):
                 await store.write(lambda c: add(c, "blocked async"))
 
         asyncio.run(main())
@@ -231,7 +232,7 @@ def test_read_only_database_gives_507(tmp_path: Path) -> None:  # pragma: no cov
     path.chmod(0o444)
     store = open_store(path)
     try:
-        with pytest.raises(InsufficientStorage):
+        with pytest.raises(StoreFull):
             store.write_sync(lambda c: add(c, "x"))
     finally:
         store.close()
@@ -246,11 +247,11 @@ def test_injected_disk_full_error_gives_507_and_rolls_back(tmp_path: Path) -> No
         raise sqlite3.OperationalError("database or disk is full")
 
     async def main() -> None:
-        with pytest.raises(InsufficientStorage, match="disk is full"):
+        with pytest.raises(StoreFull, match="disk is full"):
             await store.write(full)
 
     try:
-        with pytest.raises(InsufficientStorage):
+        with pytest.raises(StoreFull):
             store.write_sync(full)
         asyncio.run(main())
         assert (
@@ -264,7 +265,7 @@ def test_injected_disk_full_error_gives_507_and_rolls_back(tmp_path: Path) -> No
 def test_out_of_range_integers_are_a_bad_request_not_a_crash(tmp_path: Path) -> None:
     store = open_store(tmp_path / "c.db")
     try:
-        with pytest.raises(BadRequest, match="out of range"):
+        with pytest.raises(InvalidValue, match="out of range"):
             store.read_sync(lambda c: obs.get(c, 2**70))
     finally:
         store.close()
@@ -290,7 +291,7 @@ def test_read_only_connection_gives_507_with_a_message(tmp_path: Path) -> None:
     store = open_store(tmp_path / "c.db")
     try:
         store.write_sync(lambda c: c.execute("PRAGMA query_only = ON"))
-        with pytest.raises(InsufficientStorage, match="read-only"):
+        with pytest.raises(StoreFull, match="read-only"):
             store.write_sync(lambda c: add(c, "x"))
     finally:
         store.close()
@@ -313,7 +314,7 @@ def test_group_commit_reports_exactly_what_was_stored_when_the_disk_fills(tmp_pa
         ok_ids = [r for r in results if isinstance(r, int)]
         failures = [r for r in results if isinstance(r, BaseException)]
         assert ok_ids and failures, "the cap should let some writes in and refuse others"
-        assert all(isinstance(f, InsufficientStorage) for f in failures), failures[:3]
+        assert all(isinstance(f, StoreFull) for f in failures), failures[:3]
         stored = store.read_sync(lambda c: {r[0] for r in c.execute("SELECT id FROM observations")})
         assert stored == set(ok_ids)
     finally:

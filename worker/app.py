@@ -35,7 +35,14 @@ from worker.api.endpoint import Endpoint, make_route
 from worker.auth import DashboardLogins, SecurityMiddleware, TokenKeeper, wants_html
 from worker.clock import now_ms
 from worker.container import Cairn
-from worker.errors import CairnError, error_body
+from worker.errors import (
+    BadRequest,
+    CairnError,
+    Conflict,
+    InsufficientStorage,
+    ServiceUnavailable,
+    error_body,
+)
 from worker.events import Broadcaster
 from worker.home import ensure_home
 from worker.memory.scheduler import DecayService
@@ -47,6 +54,15 @@ from worker.runtime import remove_runtime, write_runtime
 from worker.settings import Settings
 from worker.spool import SpoolReplayer
 from worker.store import Store
+from worker.store.errors import (
+    InvalidValue,
+    RowConflict,
+    StoreCorrupt,
+    StoreError,
+    StoreFull,
+    StoreLocked,
+    StoreUnavailable,
+)
 
 log = logging.getLogger(__name__)
 
@@ -94,9 +110,30 @@ def _rate_wrapper(settings: Settings, limiter: Limiter) -> Callable[[Endpoint, A
     return wrap
 
 
+# What each refusal of the store answers over HTTP (the spool's in-process replay answers the same).
+STORE_ERRORS: dict[type[StoreError], type[CairnError]] = {
+    InvalidValue: BadRequest,
+    RowConflict: Conflict,
+    StoreFull: InsufficientStorage,
+    StoreLocked: ServiceUnavailable,
+    StoreUnavailable: ServiceUnavailable,
+    StoreCorrupt: ServiceUnavailable,
+}
+
+
+def http_error(exc: StoreError) -> CairnError:
+    """The HTTP error a store error answers as: the same message, field and line."""
+    return STORE_ERRORS[type(exc)](exc.message, field=exc.field, line=exc.line)
+
+
 async def _cairn_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, CairnError)
     return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+
+async def _store_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StoreError)
+    return await _cairn_error(request, http_error(exc))
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -238,7 +275,7 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
             token=tokens.current,
             port=cairn.port,
             state={"cairn": cairn},
-            direct=DirectDispatch(app.routes, cairn, {"cairn": cairn}),
+            direct=DirectDispatch(app.routes, cairn, {"cairn": cairn}, http_error),
         )
         cairn.spool.start()
         if port is not None:
@@ -262,6 +299,7 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
         middleware=[Middleware(SecurityMiddleware, max_body_bytes=settings.limits.max_body_bytes)],
         exception_handlers={
             CairnError: _cairn_error,
+            StoreError: _store_error,
             HTTPException: _http_error,
             RateLimitExceeded: _rate_limited,
             ClientDisconnect: _client_gone,

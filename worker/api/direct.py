@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
@@ -20,6 +21,7 @@ from worker.api.endpoint import Answer, Call, Endpoint, path_params
 from worker.container import Cairn
 from worker.errors import BadRequest, CairnError, error_body
 from worker.schema import coerce_params, validate
+from worker.store.errors import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +29,13 @@ log = logging.getLogger(__name__)
 class DirectDispatch:
     """`await dispatch(method, "/api/...?query", body)` -> (status, parsed JSON answer)."""
 
-    def __init__(self, routes: list[BaseRoute], cairn: Cairn, state: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        routes: list[BaseRoute],
+        cairn: Cairn,
+        state: dict[str, Any],
+        http_error: Callable[[StoreError], CairnError],
+    ) -> None:
         self.routes = [
             (route, ep)
             for route in routes
@@ -37,6 +45,7 @@ class DirectDispatch:
         ]
         self.cairn = cairn
         self.state = state
+        self.http_error = http_error  # the app's mapping of store errors to HTTP answers
 
     def _match(self, scope: dict[str, Any]) -> tuple[Endpoint, dict[str, Any]] | None:
         for route, ep in self.routes:
@@ -78,6 +87,9 @@ class DirectDispatch:
             result = await ep.handler(call)
         except CairnError as exc:
             return exc.status, exc.body()
+        except StoreError as exc:
+            answer = self.http_error(exc)
+            return answer.status, answer.body()
         except Exception:
             log.exception("replayed %s %s failed", method, path)
             return 500, error_body("internal_error", "internal error")

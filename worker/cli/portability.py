@@ -208,6 +208,7 @@ def _check_all(settings: Settings, lines: list[str], check: portability.RowCheck
 
 def cmd_import(args: argparse.Namespace) -> int:
     from worker.store import Store, portability
+    from worker.store.errors import StoreError
 
     settings = load_settings()
     try:
@@ -239,7 +240,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             finally:
                 store.close()
             result = imported.as_dict()
-    except CairnError as exc:
+    except (CairnError, StoreError) as exc:
         bar.finish()
         return _fail(f"import failed, nothing written: {exc.message}")
     except ApiError as exc:
@@ -301,6 +302,7 @@ def _project_key(text: str | None) -> str | None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from worker.ops.report import make_report
+    from worker.store.errors import StoreError
 
     settings = load_settings()
     store = _open_existing(settings)
@@ -311,7 +313,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         data = store.read_sync(
             lambda c: make_report(c, settings, project or None, args.since, args.until)
         )
-    except CairnError as exc:
+    except (CairnError, StoreError) as exc:
         return _fail(exc.message)
     finally:
         store.close()

@@ -23,6 +23,7 @@ from worker.ops import memories as memory_ops
 from worker.ops.fields import SESSION_STATUSES, meta_field, observation_schema, plan_schema
 from worker.schema import Schema, validate
 from worker.settings import Settings
+from worker.store.errors import InvalidValue
 from worker.store.portability import RowCheck, TableInfo
 
 # Request limits, not what a stored value must be (see the module docstring).
@@ -119,7 +120,10 @@ def row_check(s: Settings) -> RowCheck:
 
     def check(info: TableInfo, row: dict[str, Any]) -> None:
         own = rules.get(info.name, {})
-        for column, value in row.items():
-            _check_column(info, column, value, own.get(column))
+        try:
+            for column, value in row.items():
+                _check_column(info, column, value, own.get(column))
+        except BadRequest as exc:  # the API's refusal, in the store's terms
+            raise InvalidValue(exc.message, field=exc.field) from None
 
     return check

@@ -14,6 +14,7 @@ from worker.pages.forms import query_strings
 from worker.pages.render import is_htmx, render
 from worker.schema import coerce_params
 from worker.store import projects
+from worker.store.errors import StoreError
 
 SOURCES = ("startup", "resume", "compact", "clear")
 
@@ -34,7 +35,7 @@ async def context_page(request: Request) -> Response:
         try:
             checked = coerce_params(context_query(cairn.settings), query_strings(params))
             preview = await context_answer(cairn, checked, preview=True)
-        except CairnError as exc:
+        except (CairnError, StoreError) as exc:
             error = exc.message
     default_budget = (
         cairn.settings.context.prompt_tokens if query else cairn.settings.context.session_tokens

@@ -14,6 +14,7 @@ from worker.ops.lifecycle import forget_observation, set_observation_archived
 from worker.ops.status import import_progress
 from worker.pages.render import render
 from worker.store import feed, projects
+from worker.store.errors import StoreError
 
 
 def filters(request: Request) -> tuple[str, str]:
@@ -115,7 +116,7 @@ async def observation_action(request: Request) -> Response:
             await forget_observation(cairn, oid)
         except NotFound:
             pass
-        except CairnError as exc:
+        except (CairnError, StoreError) as exc:
             error = exc.message
         if not error:
             return HTMLResponse(
@@ -126,7 +127,7 @@ async def observation_action(request: Request) -> Response:
     elif action in ("archive", "restore"):
         try:
             await set_observation_archived(cairn, oid, archived=action == "archive")
-        except CairnError as exc:
+        except (CairnError, StoreError) as exc:
             error = exc.message
     else:
         raise NotFound(f"no observation action {action!r}", field="action")

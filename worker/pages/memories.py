@@ -20,6 +20,7 @@ from worker.pages.forms import read_form
 from worker.pages.render import is_htmx, render
 from worker.schema import validate
 from worker.store import memories, projects
+from worker.store.errors import StoreError
 
 STATES = ("live", "archived", "all")
 
@@ -147,7 +148,7 @@ def _tags(text: str | None) -> list[str]:
     return [t.strip() for t in (text or "").split(",") if t.strip()]
 
 
-async def _after(request: Request, mid: int, refused: CairnError | None) -> Response:
+async def _after(request: Request, mid: int, refused: CairnError | StoreError | None) -> Response:
     """The card after a change, with the reason if it was refused."""
     if refused is None:
         return await _card(request, mid)
@@ -169,10 +170,10 @@ async def memory_update(request: Request) -> Response:
     if "pinned" in form:
         changes["pinned"] = form["pinned"] == "1"
     cairn = request.state.cairn
-    refused: CairnError | None = None
+    refused: CairnError | StoreError | None = None
     try:
         await ops.update(cairn, mid, validate(ops.patch_schema(cairn.settings), changes))
-    except CairnError as exc:
+    except (CairnError, StoreError) as exc:
         refused = exc
     if refused is not None and "content" in form:
         row = await request.state.cairn.store.read(lambda c: memories.get(c, mid))
@@ -202,16 +203,16 @@ async def memory_action(request: Request) -> Response:
             await ops.forget(cairn, mid)
         except NotFound:
             pass
-        except CairnError as exc:
+        except (CairnError, StoreError) as exc:
             return await _card(request, mid, error=exc.message)
         return HTMLResponse(
             f'<li class="memory gone" id="memory-{mid}" role="status">'
             f"<p>Memory #{mid} was forgotten.</p></li>"
         )
-    refused: CairnError | None = None
+    refused: CairnError | StoreError | None = None
     try:
         await ops.set_archived(cairn, mid, archived=action == "archive")
-    except CairnError as exc:
+    except (CairnError, StoreError) as exc:
         refused = exc
     return await _after(request, mid, refused)
 
@@ -237,7 +238,7 @@ async def memory_create(request: Request) -> Response:
     error = ""
     try:
         saved = await ops.create(cairn, validate(ops.create_schema(cairn.settings), body))
-    except CairnError as exc:
+    except (CairnError, StoreError) as exc:
         error = exc.message
     all_projects = await cairn.store.read(projects.list_all)
     context: dict[str, Any] = {

@@ -16,6 +16,7 @@ from worker.pages.render import is_htmx, render
 from worker.retrieval.search import MODES
 from worker.schema import coerce_params
 from worker.store import observations, projects
+from worker.store.errors import StoreError
 from worker.store.items import KINDS
 
 STEP = 20
@@ -62,7 +63,7 @@ async def search_page(request: Request) -> Response:
         try:
             query = coerce_params(search_query(cairn.settings), query_strings(params), ("q",))
             answer = await search_answer(cairn, query)
-        except CairnError as exc:
+        except (CairnError, StoreError) as exc:
             error = exc.message
         else:
             hits = list(answer["hits"])

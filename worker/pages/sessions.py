@@ -16,6 +16,7 @@ from worker.ops.sessions import session_detail as read_session
 from worker.pages.render import epoch_ms, is_htmx, parse_time, render
 from worker.schema import validate
 from worker.store import feed, projects, sessions
+from worker.store.errors import StoreError
 
 
 def shown_status(session: dict[str, Any], idle_minutes: int, now: int) -> str:
@@ -92,7 +93,7 @@ async def session_detail(request: Request) -> Response:
             {"title": "No such session", "what": f"session {sid}", "back": "/sessions"},
             status=404,
         )
-    except CairnError as exc:
+    except (CairnError, StoreError) as exc:
         error = exc.message
     return render(
         request,

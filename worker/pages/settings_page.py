@@ -15,6 +15,7 @@ from worker.ops.status import embedding_stats, status_report
 from worker.pages.forms import read_form
 from worker.pages.login import with_session_cookie
 from worker.pages.render import render
+from worker.store.errors import StoreError
 
 NOT_SET = "not set"
 
@@ -78,7 +79,7 @@ async def run_job(request: Request) -> Response:
     error = ""
     try:
         result = await run(request.state.cairn, {"dry_run": dry_run})
-    except CairnError as exc:
+    except (CairnError, StoreError) as exc:
         error = exc.message
     if dry_run:
         label = f"{label} preview (nothing changed)"

@@ -21,8 +21,14 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from worker.errors import BadRequest, InsufficientStorage, ServiceUnavailable
 from worker.home import ensure_private_dir, make_private
+from worker.store.errors import (
+    InvalidValue,
+    StoreCorrupt,
+    StoreFull,
+    StoreLocked,
+    StoreUnavailable,
+)
 
 if TYPE_CHECKING:
     import asyncio
@@ -41,34 +47,28 @@ READ_POOL_SIZE = 4
 GROUP_COMMIT_MAX = 64
 
 
-class CorruptDatabase(Exception):
-    """The database file failed its integrity check."""
-
-
 def _translate(exc: BaseException) -> BaseException:
-    """Map SQLite failures to HTTP-shaped errors a client can act on."""
+    """Map SQLite failures to store errors a caller can act on (worker/store/errors.py)."""
     if isinstance(exc, OverflowError):
-        return BadRequest("a number is out of range (SQLite stores 64-bit integers)")
+        return InvalidValue("a number is out of range (SQLite stores 64-bit integers)")
     if not isinstance(exc, sqlite3.Error):
         return exc
     text = str(exc).lower()
     if "locked" in text or "busy" in text:
-        return ServiceUnavailable(
+        return StoreLocked(
             "the database is busy (another process holds a write lock); retry shortly"
         )
     if "full" in text:
-        return InsufficientStorage(
-            "the disk is full: the database cannot grow; free space and retry"
-        )
+        return StoreFull("the disk is full: the database cannot grow; free space and retry")
     if "disk i/o" in text:
-        return InsufficientStorage(
+        return StoreFull(
             "the database file cannot be written (disk I/O error: the disk may be full, "
             "read-only or failing); check it and retry"
         )
     if "readonly" in text or "read-only" in text:
-        return InsufficientStorage("the database file is read-only; check its permissions")
+        return StoreFull("the database file is read-only; check its permissions")
     if "malformed" in text or "not a database" in text:
-        return ServiceUnavailable(
+        return StoreCorrupt(
             "the database file is damaged; restart the worker (it moves the file aside)"
         )
     return exc
@@ -207,7 +207,7 @@ class Store:
         ensure_private_dir(self.path.parent)
         try:
             self._open_checked()
-        except CorruptDatabase as exc:
+        except StoreCorrupt as exc:
             self.close()
             stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
             target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
@@ -238,17 +238,17 @@ class Store:
             conn.execute("PRAGMA journal_mode = WAL")
             row = conn.execute("PRAGMA quick_check").fetchone()
         except sqlite3.DatabaseError as exc:
-            raise CorruptDatabase(str(exc)) from exc
+            raise StoreCorrupt(str(exc)) from exc
         if row is None or row[0] != "ok":
             conn.close()
-            raise CorruptDatabase(str(row[0]) if row else "quick_check returned nothing")
+            raise StoreCorrupt(str(row[0]) if row else "quick_check returned nothing")
         self._writer = conn
         from worker.store.migrations import apply_migrations
 
         try:
             apply_migrations(conn)
         except sqlite3.DatabaseError as exc:
-            raise CorruptDatabase(str(exc)) from exc
+            raise StoreCorrupt(str(exc)) from exc
         if self.max_db_bytes:
             # SQLite then fails writes past the cap with SQLITE_FULL, exactly as on a full disk.
             page_size = int(conn.execute("PRAGMA page_size").fetchone()[0])
@@ -302,7 +302,7 @@ class Store:
         with self._write_lock:
             conn = self._writer
             if conn is None:
-                raise ServiceUnavailable("the store is closed (the worker is shutting down)")
+                raise StoreUnavailable("the store is closed (the worker is shutting down)")
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
@@ -359,13 +359,13 @@ class Store:
             except BaseException as exc:  # never leave a caller waiting forever
                 log.exception("writer failed")
                 for item in group:
-                    item.settle(False, ServiceUnavailable(f"write failed: {exc}"))
+                    item.settle(False, StoreUnavailable(f"write failed: {exc}"))
 
     def _commit_group(self, group: list[_WriteJob]) -> None:
         with self._write_lock:
             conn = self._writer
             if conn is None:
-                closed = ServiceUnavailable("the store is closed (the worker is shutting down)")
+                closed = StoreUnavailable("the store is closed (the worker is shutting down)")
                 outcomes: list[tuple[bool, Any]] = [(False, closed)] * len(group)
             else:
                 together = self._run_together(conn, group)
@@ -448,7 +448,7 @@ class Store:
     ) -> Any:
         """Queue a job for the writer thread (started on first use); its value once durable."""
         if self._closing or self._writer is None:
-            raise ServiceUnavailable("the store is closed (the worker is shutting down)")
+            raise StoreUnavailable("the store is closed (the worker is shutting down)")
         if self._writer_thread is None:
             self._writer_thread = threading.Thread(
                 target=self._writer_main, name="cairn-store-writer", daemon=True

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from worker.clock import now_ms, to_iso
-from worker.errors import BadRequest, Conflict
 from worker.home import ensure_private_dir
+from worker.store.errors import InvalidValue, RowConflict
 
 FORMAT = "cairn-export"
 FORMAT_VERSION = 1
@@ -56,7 +56,7 @@ class TableInfo:
     not_null: frozenset[str] = frozenset()
 
 
-# Checks one parsed row of a table before it is written; raises BadRequest naming the column.
+# Checks one parsed row of a table before it is written; raises InvalidValue naming the column.
 RowCheck = Callable[[TableInfo, dict[str, Any]], None]
 
 
@@ -249,12 +249,12 @@ def _header(line: str) -> dict[str, Any]:
     except (ValueError, RecursionError):
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise BadRequest(
+        raise InvalidValue(
             'line 1 is not a Cairn export header (expected {"format": "cairn-export", ...})',
             field="body",
         )
     if header.get("version") != FORMAT_VERSION:
-        raise BadRequest(
+        raise InvalidValue(
             f"export format version {header.get('version')!r} is not supported "
             f"(this Cairn reads version {FORMAT_VERSION})",
             field="body",
@@ -265,10 +265,10 @@ def _header(line: str) -> dict[str, Any]:
 def _check_schema(conn: sqlite3.Connection, header: dict[str, Any]) -> None:
     wanted = header.get("migrations")
     if not isinstance(wanted, list) or not all(isinstance(v, int) for v in wanted):
-        raise BadRequest("the export header lists no schema migrations", field="body")
+        raise InvalidValue("the export header lists no schema migrations", field="body")
     missing = sorted(set(wanted) - set(applied_migrations(conn)))
     if missing:
-        raise BadRequest(
+        raise InvalidValue(
             f"the export comes from a newer Cairn {header.get('cairn', '?')} (schema steps "
             f"{missing} unknown here); upgrade Cairn before importing",
             field="body",
@@ -285,32 +285,34 @@ def _parse_row(
     try:
         item = json.loads(line, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
-        raise BadRequest(f"line {number}: not valid JSON ({exc})", field="body") from None
+        raise InvalidValue(f"line {number}: not valid JSON ({exc})", field="body") from None
     if not isinstance(item, dict) or not isinstance(item.get("row"), dict):
-        raise BadRequest(f'line {number}: expected {{"table": ..., "row": {{...}}}}', field="body")
+        raise InvalidValue(
+            f'line {number}: expected {{"table": ..., "row": {{...}}}}', field="body"
+        )
     name = item.get("table")
     info = infos.get(name) if isinstance(name, str) else None
     if info is None:
-        raise BadRequest(f"line {number}: unknown table {name!r}", field="body")
+        raise InvalidValue(f"line {number}: unknown table {name!r}", field="body")
     row: dict[str, Any] = {}
     for column, value in item["row"].items():
         if column not in info.columns:
-            raise BadRequest(
+            raise InvalidValue(
                 f"line {number}: table {info.name!r} has no column {column!r}", field="body"
             )
         try:
             row[column] = _decode(value)
         except ValueError as exc:
-            raise BadRequest(f"line {number}: column {column!r}: {exc}", field="body") from None
+            raise InvalidValue(f"line {number}: column {column!r}: {exc}", field="body") from None
     missing_key = [k for k in info.key if row.get(k) is None]
     if missing_key:
-        raise BadRequest(
+        raise InvalidValue(
             f"line {number}: table {info.name!r} row lacks its key {missing_key}", field="body"
         )
     try:
         check(info, row)
-    except BadRequest as exc:
-        raise BadRequest(
+    except InvalidValue as exc:
+        raise InvalidValue(
             f"line {number}: table {info.name!r}: {exc.message}", field=exc.field, line=number
         ) from None
     return info, row
@@ -354,13 +356,13 @@ def _import_row(
             )
         except sqlite3.IntegrityError as exc:
             if not _is_clash(exc):
-                raise BadRequest(
+                raise InvalidValue(
                     f"line {number}: table {info.name!r}: {exc}", field="body"
                 ) from None
             if on_conflict == "skip":
                 result.count(info.name, "skipped")
                 return
-            raise Conflict(
+            raise RowConflict(
                 f"line {number}: table {info.name!r}: {exc} (another row already holds this "
                 "value; import into an empty home, or use on_conflict=skip)",
                 field="body",
@@ -377,7 +379,7 @@ def _import_row(
         return
     if on_conflict == "fail":
         key = {k: row[k] for k in info.key}
-        raise Conflict(
+        raise RowConflict(
             f"line {number}: table {info.name!r} row {key} differs from the stored one "
             "(use on_conflict=replace to overwrite, or skip to keep the stored row)",
             field="body",
@@ -392,7 +394,7 @@ def _import_row(
                 [row[c] for c in sets] + [row[k] for k in info.key],
             )
         except sqlite3.IntegrityError as exc:
-            cls = Conflict if _is_clash(exc) else BadRequest
+            cls = RowConflict if _is_clash(exc) else InvalidValue
             raise cls(f"line {number}: table {info.name!r}: {exc}", field="body") from None
     result.count(info.name, "replaced")
 
@@ -421,7 +423,7 @@ def parsed_rows(
     conn: sqlite3.Connection, lines: Iterable[str], *, check: RowCheck
 ) -> Iterator[ParsedRow]:
     """Every row line parsed and checked (the header line first checked against this
-    database's schema); a bad line raises BadRequest naming it, an empty input too."""
+    database's schema); a bad line raises InvalidValue naming it, an empty input too."""
     infos = {t.name: t for t in tables(conn)}
     header: dict[str, Any] | None = None
     total = 0
@@ -437,7 +439,9 @@ def parsed_rows(
         info, row = _parse_row(number, line, infos, check)
         yield ParsedRow(number, info, row, total)
     if header is None:
-        raise BadRequest("the import is empty: expected a Cairn export (JSON lines)", field="body")
+        raise InvalidValue(
+            "the import is empty: expected a Cairn export (JSON lines)", field="body"
+        )
 
 
 def check_lines(conn: sqlite3.Connection, lines: Iterable[str], *, check: RowCheck) -> int:
@@ -470,12 +474,12 @@ def import_lines(
         try:
             _import_row(conn, number, parsed.info, parsed.row, on_conflict, result)
         except OverflowError:
-            raise BadRequest(
+            raise InvalidValue(
                 f"line {number}: a number is out of range (SQLite stores 64-bit integers)",
                 field="body",
             ) from None
         except UnicodeEncodeError:
-            raise BadRequest(
+            raise InvalidValue(
                 f"line {number}: a text value is not valid Unicode (lone surrogate)", field="body"
             ) from None
         result.rows += 1
@@ -490,7 +494,7 @@ def import_lines(
     ]
     if broken:
         first = broken[0]
-        raise BadRequest(
+        raise InvalidValue(
             f"the import would leave {len(broken)} row(s) pointing at missing rows, e.g. "
             f"{first[0]} rowid {first[1]} -> {first[2]}; import the full export",
             field="body",
