@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from worker.retrieval.keyword_index import KeywordIndex
 from worker.settings import Settings
 from worker.store import Store, memories, observations
-from worker.terms import match_expression, query_terms
+from worker.terms import query_terms, quote
 
 WORDS = [
     "deploy",
@@ -85,7 +85,7 @@ def _memory(store: Store, content: str, project: str | None = "/repo") -> int:
 
 
 def _fts(conn: sqlite3.Connection, terms: list[str], weights: tuple[float, float] = (3, 1)):
-    expression = "{title body} : (" + (match_expression(terms) or "") + ")"
+    expression = "{title body} : (" + " OR ".join(quote(t) for t in terms) + ")"
     rows = conn.execute(FTS, (*weights, expression, 100)).fetchall()
     return [(int(r[0]), -float(r[1])) for r in rows]
 

@@ -143,13 +143,6 @@ def quote(term: str) -> str:
     return '"' + term.replace("\x00", "").replace('"', '""') + '"'
 
 
-def match_expression(terms: list[str]) -> str | None:
-    """An FTS5 MATCH expression: any of the quoted terms (BM25 rewards documents with more)."""
-    if not terms:
-        return None
-    return " OR ".join(quote(t) for t in terms)
-
-
 def new_terms(extra: str | None, *base: str) -> list[str]:
     """Terms of `extra` that `base` does not already contain (tags picked from a memory's own
     words add nothing; a tag that is not in the text does)."""

@@ -17,6 +17,7 @@ from worker.store.rows import (
     normalised_hash,
     placeholders,
 )
+from worker.terms import quote
 
 KINDS = ("lesson", "decision", "fact", "preference", "note")
 # Which kind wins when two memories merge: decisions and preferences weigh most.
@@ -329,7 +330,7 @@ def text_candidates(
             "SELECT m.id FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid "
             "WHERE memories_fts MATCH ? AND m.project_id IS ? AND m.archived_at IS NULL "
             "AND m.superseded_by IS NULL AND m.id != ? ORDER BY memories_fts.rowid DESC LIMIT ?",
-            ('"' + word.replace('"', "") + '"', project_id, exclude_id, per_word),
+            (quote(word), project_id, exclude_id, per_word),
         ):
             counts[int(row[0])] = counts.get(int(row[0]), 0) + 1
     best = sorted(counts, key=lambda i: (-counts[i], -i))[:limit]
