@@ -21,7 +21,6 @@ from worker.imports.transcript import (
     UNKNOWN_BLOCK,
     UNKNOWN_TYPE,
     Skips,
-    complete_end,
     read_lines,
 )
 
@@ -125,14 +124,6 @@ def test_each_kind_of_bad_line_is_skipped_and_counted_by_reason() -> None:
     }
     # The unfinished last line is not passed: the next import reads it once it is complete.
     assert end == len(data) - len(b'{"type": "assistant", "mess')
-
-
-def test_complete_end_finds_the_last_newline(tmp_path: Path) -> None:
-    path = tmp_path / "t.jsonl"
-    path.write_bytes(b'{"a": 1}\n{"b": 2}\n{"c"')
-    assert complete_end(str(path), path.stat().st_size) == 18
-    path.write_bytes(b"no newline at all")
-    assert complete_end(str(path), path.stat().st_size) == 0
 
 
 JSONISH = st.recursive(

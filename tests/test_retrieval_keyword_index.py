@@ -205,14 +205,6 @@ def test_project_filter_keeps_global_items_and_kind_filter(
     assert len(_top(loaded, keywords, ["deploy"], limit=3)) == 3
 
 
-def test_unload_forgets_and_a_fresh_index_is_not_ready(
-    loaded: Store, keywords: KeywordIndex
-) -> None:
-    keywords.unload()
-    assert not keywords.ready
-    assert not KeywordIndex().ready
-
-
 def test_the_worker_loads_it_reports_it_and_finds_a_write_at_once(client: TestClient) -> None:
     deadline = time.monotonic() + 30
     while True:

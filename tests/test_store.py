@@ -271,21 +271,6 @@ def test_out_of_range_integers_are_a_bad_request_not_a_crash(tmp_path: Path) -> 
         store.close()
 
 
-def test_write_listeners_run_after_commit(tmp_path: Path) -> None:
-    store = open_store(tmp_path / "c.db")
-    seen: list[int] = []
-    store.add_write_listener(
-        lambda: seen.append(
-            store.read_sync(lambda c: c.execute("SELECT COUNT(*) FROM observations").fetchone()[0])
-        )
-    )
-    try:
-        store.write_sync(lambda c: add(c, "one"))
-        assert seen == [1]  # the listener already sees the committed row
-    finally:
-        store.close()
-
-
 def test_read_only_connection_gives_507_with_a_message(tmp_path: Path) -> None:
     """Root ignores file modes, so make SQLite itself refuse writes (same error path)."""
     store = open_store(tmp_path / "c.db")

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from worker.memory.activity import command_text, exit_code, is_looking_command, message_parts
-from worker.memory.checkpoint import build_checkpoint, render_checkpoint
-from worker.memory.summary import SummaryLimits, build_summary, render_summary
+from worker.memory.checkpoint import build_checkpoint
+from worker.memory.summary import SummaryLimits, build_summary
 
 ROOT = "/repo"
 
@@ -158,22 +158,6 @@ def test_trivial_prompts_do_not_make_the_request() -> None:
     assert draft.request == "Port the CLI to click"
     only_trivial = build_summary([{"text": "continue"}], [])
     assert only_trivial.request == "continue"
-
-
-def test_render_summary_and_checkpoint() -> None:
-    text = render_summary(
-        {
-            "request": "a\nb",
-            "completed": ["did x"],
-            "files": [f"f{i}" for i in range(12)],
-            "learned": [],
-            "next_steps": ["do y"],
-        }
-    )
-    assert text.splitlines()[0] == "**Asked:** a / b"
-    assert "(+2 more)" in text and "- do y" in text and "Learned" not in text
-    cp = render_checkpoint({"task": "t", "progress": ["p"], "files": ["a.py"]})
-    assert cp == "**Task:** t\n**Progress:**\n- p\n**Files in flight:** a.py"
 
 
 def test_checkpoint_short_follow_up_keeps_context() -> None:

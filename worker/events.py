@@ -13,23 +13,6 @@ from typing import Any
 from worker.clock import now_ms
 from worker.errors import ServiceUnavailable
 
-EVENT_TYPES = (
-    "observation.created",
-    "prompt.created",
-    "session.started",
-    "session.ended",
-    "summary.created",
-    "summary.updated",
-    "checkpoint.created",
-    "memory.created",
-    "memory.updated",
-    "memory.deleted",
-    "observation.updated",
-    "observation.deleted",
-    "decay.completed",
-    "stream.reset",  # sent on resume when the gap cannot be filled: reload the view
-)
-
 
 @dataclass(frozen=True)
 class Event:

@@ -27,29 +27,6 @@ def setting(env: str, default: T) -> T:
     return field(default=default, metadata={"env": env})
 
 
-class Secret:
-    """A string that never prints: repr/str hide it, `reveal()` gives it."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
-
-
 @dataclass(frozen=True)
 class ServerSettings:
     """The worker process: where it listens, its connections, its log file."""

@@ -23,7 +23,6 @@ from worker.imports.transcript import (
     NO_SESSION,
     UNKNOWN_BLOCK,
     UNKNOWN_TYPE,
-    UNPAIRED,
     Line,
     Skips,
 )
@@ -347,9 +346,3 @@ class TranscriptEvents:
             return
         payload = self.base(record) | {"prompt": text}
         yield HookEvent("UserPromptSubmit", payload, at, self.path, line.end)
-
-
-def count_unpaired(readers: Iterable[TranscriptEvents], skips: Skips) -> None:
-    for reader in readers:
-        if reader.unpaired():
-            skips.add(UNPAIRED, reader.unpaired())

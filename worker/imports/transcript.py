@@ -116,18 +116,3 @@ def read_lines(
         if record is not None:
             yield Line(offset, end, record)
         offset = end
-
-
-def complete_end(path: str, size: int) -> int:
-    """Where the last newline-terminated line of the first `size` bytes ends."""
-    with open(path, "rb") as handle:
-        pos = size
-        while pos > 0:
-            step = min(CHUNK, pos)
-            handle.seek(pos - step)
-            chunk = handle.read(step)
-            at = chunk.rfind(b"\n")
-            if at >= 0:
-                return pos - step + at + 1
-            pos -= step
-    return 0

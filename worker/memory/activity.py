@@ -10,8 +10,6 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-FILE_TYPES = frozenset({"file_write"})
-
 _TRIVIAL_PROMPTS = frozenset(
     {
         "y",

@@ -1,7 +1,7 @@
 """The checkpoint saved before compaction (and at Stop): where the work stands, to resume the thread.
 
-`build_checkpoint` is pure and deterministic; `render_checkpoint` gives the compact Markdown the
-context builder puts first after a `resume`, `compact` or `clear` SessionStart.
+`build_checkpoint` is pure and deterministic; the context builder puts a stored one first after a
+`resume`, `compact` or `clear` SessionStart (`retrieval/context_builder.checkpoint_text`).
 """
 
 from __future__ import annotations
@@ -103,29 +103,3 @@ def build_checkpoint(
         open_questions=[clip(s, item_chars) for s in unique(questions)][:max_items],
         files=files_in_flight(observations, root, max_files),
     )
-
-
-def render_checkpoint(checkpoint: Mapping[str, Any], *, max_files: int = 10) -> str:
-    """Compact Markdown for a stored checkpoint dict."""
-    lines: list[str] = []
-    task = str(checkpoint.get("task") or "").strip()
-    if task:
-        lines.append(f"**Task:** {task}")
-    for title, key in (
-        ("Progress", "progress"),
-        ("Next steps", "next_steps"),
-        ("Open questions", "open_questions"),
-    ):
-        items = list(checkpoint.get(key) or [])
-        if items:
-            lines.append(f"**{title}:**")
-            lines += [f"- {item}" for item in items]
-    files = list(checkpoint.get("files") or [])
-    if files:
-        more = len(files) - max_files
-        lines.append(
-            "**Files in flight:** "
-            + ", ".join(files[:max_files])
-            + (f" (+{more} more)" if more > 0 else "")
-        )
-    return "\n".join(lines)

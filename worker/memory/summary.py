@@ -1,7 +1,7 @@
 """The end-of-session summary, built without an LLM from a session's prompts, observations and plan.
 
-`build_summary` is pure and deterministic: same rows in, same summary out. `render_summary` turns a
-stored summary (the dict `worker.store.summaries` returns) into compact Markdown for injection.
+`build_summary` is pure and deterministic: same rows in, same summary out (the context builder,
+`retrieval/context_builder.summary_text`, writes a stored one as Markdown).
 """
 
 from __future__ import annotations
@@ -236,29 +236,3 @@ def build_summary(
         next_steps=[clip(s, chars) for s in unique(next_steps)][: limits.next_steps],
         facts=facts[: limits.learned],
     )
-
-
-def _bullets(title: str, items: Sequence[str]) -> list[str]:
-    if not items:
-        return []
-    return [f"**{title}:**", *(f"- {item}" for item in items)]
-
-
-def render_summary(summary: Mapping[str, Any], *, max_files: int = 10) -> str:
-    """Compact Markdown for a stored summary dict (request, completed, files, learned, next_steps)."""
-    lines: list[str] = []
-    request = str(summary.get("request") or "").strip()
-    if request:
-        lines.append("**Asked:** " + request.replace("\n", " / "))
-    lines += _bullets("Done", list(summary.get("completed") or []))
-    files = list(summary.get("files") or [])
-    if files:
-        more = len(files) - max_files
-        lines.append(
-            "**Files changed:** "
-            + ", ".join(files[:max_files])
-            + (f" (+{more} more)" if more > 0 else "")
-        )
-    lines += _bullets("Learned", list(summary.get("learned") or []))
-    lines += _bullets("Next steps", list(summary.get("next_steps") or []))
-    return "\n".join(lines)

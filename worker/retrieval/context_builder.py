@@ -73,9 +73,6 @@ class Composer:
     parts: list[Part] = field(default_factory=list)
     used: int = 0
 
-    def fits(self, text: str) -> bool:
-        return self.used + estimate_tokens(text) <= self.budget
-
     def add(self, header: str | None, part: Part) -> bool:
         cost = estimate_tokens(part.text)
         header_cost = estimate_tokens(header) if header and header not in self.lines else 0

@@ -91,14 +91,6 @@ class KeywordIndex:
         self._delta_postings = 0
 
     # ------------------------------------------------------------------ loading
-    def unload(self) -> None:
-        """Forget everything (the database file was replaced); the next search loads again."""
-        with self._lock:
-            self.ready = False
-            self.state, self.error = "idle", None
-            self.generation += 1
-            self._reset()
-
     def load(self, conn: sqlite3.Connection) -> None:
         """Build from the whole table (seconds at 100k rows), then swap in and mark ready."""
         with self._load_lock:

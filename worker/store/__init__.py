@@ -181,7 +181,6 @@ class Store:
         self.groups_committed = 0
         self.writes_committed = 0
         self.recovered_from: Path | None = None
-        self._write_listeners: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ lifecycle
     def _connect(self) -> sqlite3.Connection:
@@ -273,10 +272,6 @@ class Store:
         self._all_readers.clear()
         self._readers = queue.SimpleQueue()
 
-    def add_write_listener(self, listener: Callable[[], None]) -> None:
-        """Called (in the writer thread) after every committed write."""
-        self._write_listeners.append(listener)
-
     # ------------------------------------------------------------------ sync access
     @contextmanager
     def _reader(self) -> Iterator[sqlite3.Connection]:
@@ -318,15 +313,7 @@ class Store:
                 if translated is not exc:
                     raise translated from exc
                 raise
-        self._after_commit()
         return result
-
-    def _after_commit(self) -> None:
-        for listener in self._write_listeners:
-            try:
-                listener()
-            except Exception:
-                log.exception("write listener failed")
 
     # ------------------------------------------------------------------ group commit
     def _writer_main(self) -> None:
@@ -371,9 +358,7 @@ class Store:
                 together = self._run_together(conn, group)
                 outcomes = together if together is not None else self._run_alone(conn, group)
         committed = sum(1 for ok, _ in outcomes if ok)
-        if committed:
-            self.writes_committed += committed
-            self._after_commit()
+        self.writes_committed += committed
         settle_all([(job, ok, value) for job, (ok, value) in zip(group, outcomes, strict=True)])
 
     def _run_together(

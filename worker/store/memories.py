@@ -343,13 +343,3 @@ def text_candidates(
         )
     }
     return [rows[i] for i in best if i in rows]
-
-
-def count_access(conn: sqlite3.Connection, ids: list[int]) -> None:
-    """A person or tool opened these memories (not a retrieval)."""
-    if ids:
-        conn.execute(
-            f"UPDATE memories SET access_count = access_count + 1 "
-            f"WHERE id IN ({placeholders(len(ids))})",
-            ids,
-        )

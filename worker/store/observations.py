@@ -19,7 +19,6 @@ from worker.store.rows import (
     iso,
     load_json,
     newest_first_page,
-    placeholders,
 )
 from worker.store.sql_terms import batch_indexing
 from worker.terms import index_text
@@ -263,13 +262,3 @@ def list_page(
         limit=query.limit,
         to_dict=to_dict,
     )
-
-
-def count_access(conn: sqlite3.Connection, ids: list[int]) -> None:
-    """A person or tool opened these items (not a retrieval; see retrieval counters)."""
-    if ids:
-        conn.execute(
-            f"UPDATE observations SET access_count = access_count + 1 "
-            f"WHERE id IN ({placeholders(len(ids))})",
-            ids,
-        )
