@@ -408,6 +408,7 @@ ENV_NAMES: dict[tuple[str, ...], str] = {path: f.metadata["env"] for path, f in 
 """Attribute path from Settings -> its environment variable."""
 FLAT_NAMES: dict[str, tuple[str, ...]] = {flat_name(env): path for path, env in ENV_NAMES.items()}
 """Flat name -> attribute path from Settings."""
+_FLAT_BY_PATH = {path: name for name, path in FLAT_NAMES.items()}
 
 
 def _build(cls: type[T], path: tuple[str, ...], values: Mapping[str, object]) -> T:
@@ -416,7 +417,7 @@ def _build(cls: type[T], path: tuple[str, ...], values: Mapping[str, object]) ->
         here = (*path, f.name)
         if "env" not in f.metadata:
             kwargs[f.name] = _build(f.default_factory, here, values)  # type: ignore[arg-type]
-        elif (name := flat_name(ENV_NAMES[here])) in values:
+        elif (name := _FLAT_BY_PATH[here]) in values:
             kwargs[f.name] = values[name]
     return cls(**kwargs)
 
@@ -446,9 +447,9 @@ def load_settings(env: Mapping[str, str] | None = None, **overrides: object) -> 
     env = os.environ if env is None else env
     defaults = Settings()
     values: dict[str, object] = {}
-    for key in ENV_NAMES.values():
-        if key in env:
-            values[flat_name(key)] = _convert(key, env[key], defaults.value(flat_name(key)))
+    for name, path in FLAT_NAMES.items():
+        if (key := ENV_NAMES[path]) in env:
+            values[name] = _convert(key, env[key], defaults.value(name))
     values.update({k: v for k, v in overrides.items() if v is not None})
     settings = Settings.from_flat(**values)
     _check(settings)
@@ -457,13 +458,13 @@ def load_settings(env: Mapping[str, str] | None = None, **overrides: object) -> 
 
 def _check(settings: Settings) -> None:
     """Refuse values that would only fail later, mid-request (a limit of -1, NaN, '5/fortnight')."""
-    defaults = Settings()
-    for env in ENV_NAMES.values():
-        value = settings.value(flat_name(env))
+    for name, path in FLAT_NAMES.items():
+        value = settings.value(name)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
         if not math.isfinite(value) or value < 0:
-            raise ConfigError(f"{env}={value!r} must be a finite number >= 0")
+            raise ConfigError(f"{ENV_NAMES[path]}={value!r} must be a finite number >= 0")
+    defaults = Settings()
     for name in ("rate_limit_read", "rate_limit_write", "rate_limit_login"):
         raw = settings.value(name)
         if raw == defaults.value(name):
