@@ -7,7 +7,13 @@ import sqlite3
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.terms import index_text, query_groups, query_terms, quote
+from worker.terms import (
+    index_text,
+    query_groups,
+    query_terms,
+    quote,
+    split_text,
+)
 
 
 def test_identifiers_are_split_and_kept_whole() -> None:
@@ -19,6 +25,16 @@ def test_identifiers_are_split_and_kept_whole() -> None:
         index_text("src/auth/login_handler.py").split()
     )
     assert {"http", "server", "error"} <= set(index_text("HTTPServerError").split())
+
+
+def test_split_text_splits_like_the_index_but_leaves_stemming_to_postgresql() -> None:
+    # The PostgreSQL keyword index stems with its own 'english' and 'italian' configurations:
+    # the words reach it split and folded exactly as index_text splits them, and unstemmed.
+    assert split_text("getUserById returned the Caffè HTTPServer_config") == (
+        "getuserbyid get user id returned caffe httpserverconfig http server config"
+    )
+    assert "return" in index_text("returned").split()  # the SQLite index holds the stem
+    assert split_text("the of", None, "") == ""  # stop words only: nothing to index
 
 
 def test_english_and_italian_stems_meet() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from functools import lru_cache
 
 import snowballstemmer
@@ -92,6 +93,22 @@ def _word_text(word: str) -> str:
     return " ".join(_word_terms(word))
 
 
+@lru_cache(maxsize=131072)
+def _word_split(word: str) -> str:
+    """A word as split words, unstemmed: the folded whole identifier if compound, then its
+    parts (the splitting of `_word_parts`), stop words dropped."""
+    whole, _groups = _word_parts(word)
+    parts = [_fold(p) for chunk in word.split("_") for p in _PARTS.findall(chunk)]
+    return " ".join([*([whole] if whole else []), *(p for p in parts if p and p not in STOP_WORDS)])
+
+
+def split_text(*texts: str | None) -> str:
+    """The words of `texts` as a PostgreSQL keyword index reads them: identifiers split exactly
+    as `index_text` splits them, folded and without stop words, but not stemmed (PostgreSQL's
+    'english' and 'italian' text search configurations stem them)."""
+    return _joined(_word_split, texts)
+
+
 def analyse(text: str | None) -> list[str]:
     """All index terms of `text`, in order (duplicates kept: term frequency matters to BM25)."""
     if not text:
@@ -102,15 +119,20 @@ def analyse(text: str | None) -> list[str]:
     return terms
 
 
-def index_text(*texts: str | None) -> str:
-    """The analysed form stored in the FTS index (space-separated terms)."""
+def _joined(word_text: Callable[[str], str], texts: tuple[str | None, ...]) -> str:
+    """`word_text` of every word of `texts`, space-separated (empty results left out)."""
     parts = [
-        _word_text(word)
+        word_text(word)
         for text in texts
         if text
         for word in _WORD.findall(text[:MAX_ANALYSED_CHARS])
     ]
     return " ".join(filter(None, parts))
+
+
+def index_text(*texts: str | None) -> str:
+    """The analysed form stored in the FTS index (space-separated terms)."""
+    return _joined(_word_text, texts)
 
 
 def query_terms(text: str, max_terms: int) -> list[str]:

@@ -27,6 +27,7 @@ from worker.memory.tags import content_words, normalise_tags
 from worker.settings import Settings
 from worker.store import lifecycle, memories
 from worker.store import relations as relations_store
+from worker.store.db import Row
 from worker.store.memories import KIND_RANK
 from worker.store.rows import dump_json, load_json, normalised_hash
 from worker.store.vectors import from_blob
@@ -151,7 +152,7 @@ class Plan:
 
 
 def _candidate_pairs(
-    conn: sqlite3.Connection, project_id: int | None, rows: list[sqlite3.Row], s: Settings
+    conn: sqlite3.Connection, project_id: int | None, rows: list[Row], s: Settings
 ) -> tuple[list[tuple[int, int, float, str]], int]:
     live = {int(r["id"]) for r in rows}
     ids, blobs, _model = lifecycle.memory_vectors(conn, project_id)

@@ -18,6 +18,7 @@ from worker.memory.tags import normalise_tags, pick_tags
 from worker.settings import Settings
 from worker.store import memories, received
 from worker.store import relations as relations_store
+from worker.store.db import Row
 from worker.store.memories import KIND_RANK
 from worker.store.rows import dump_json, load_json, normalised_hash
 
@@ -38,7 +39,7 @@ class Saved:
 
 
 def merge_fields(
-    existing: Mapping[str, Any] | sqlite3.Row,
+    existing: Mapping[str, Any] | Row,
     incoming: Mapping[str, Any],
     *,
     now: int,
@@ -177,7 +178,7 @@ def _detect_supersession(
     if not (mine.negated or mine.cues or mine.contrast or any(k.value for k in mine.keys)):
         return  # nothing that could replace a value: no value, negation or change
     created = int(item.get("created_at_ms") or now_ms())
-    scored: list[tuple[float, sqlite3.Row]] = []
+    scored: list[tuple[float, Row]] = []
     rows = memories.text_candidates(conn, project_id, search_terms(mine), exclude_id=memory_id)
     close = {
         i: cos

@@ -185,12 +185,14 @@ class Store:
     # ------------------------------------------------------------------ lifecycle
     def _connect(self) -> sqlite3.Connection:
         from worker.store import sql_terms
+        from worker.store.db import SqliteDb
 
         conn = sqlite3.connect(
             self.path,
             isolation_level=None,
             check_same_thread=False,
             timeout=self.busy_timeout_ms / 1000,
+            factory=SqliteDb,  # the store's database edge (store/db.py)
         )
         conn.row_factory = sqlite3.Row
         # The keyword index triggers analyse text with this Python function (store/sql_terms.py).

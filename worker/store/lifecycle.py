@@ -6,6 +6,7 @@ import json
 import sqlite3
 from typing import Any
 
+from worker.store.db import AnyDb, as_db
 from worker.store.rows import placeholders
 
 TABLES = {"memory": "memories", "observation": "observations"}
@@ -107,23 +108,20 @@ def restore_observation(conn: sqlite3.Connection, observation_id: int, at_ms: in
     return cur.rowcount > 0
 
 
-def _has_table(conn: sqlite3.Connection, name: str) -> bool:
-    row = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
-    ).fetchone()
-    return row is not None
+def _has_table(conn: AnyDb, name: str) -> bool:
+    db = as_db(conn)
+    return db.execute(db.dialect.table_exists(), (name,)).fetchone() is not None
 
 
-def forget_traces(conn: sqlite3.Connection, kind: str, ids: list[int]) -> None:
+def forget_traces(conn: AnyDb, kind: str, ids: list[int]) -> None:
     """Remove what other tables hold about deleted items: vectors and injection records."""
     if not ids:
         return
+    db = as_db(conn)
     marks = placeholders(len(ids))
-    conn.execute(
-        f"DELETE FROM embeddings WHERE item_kind = ? AND item_id IN ({marks})", (kind, *ids)
-    )
-    if _has_table(conn, "context_injections"):
-        conn.execute(
+    db.execute(f"DELETE FROM embeddings WHERE item_kind = ? AND item_id IN ({marks})", (kind, *ids))
+    if _has_table(db, "context_injections"):  # not on PostgreSQL yet (README, Team memory)
+        db.execute(
             f"DELETE FROM context_injections WHERE item_kind = ? AND item_id IN ({marks})",
             (kind, *ids),
         )

@@ -1,13 +1,17 @@
-"""Memories: curated knowledge (lessons, decisions, facts, preferences, notes), project or global."""
+"""Memories: curated knowledge (lessons, decisions, facts, preferences, notes), project or global.
+
+Ported to the store's database edge (store/db.py): every function here runs on SQLite and on
+PostgreSQL alike, its SQL written once.
+"""
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
 from worker.clock import now_ms
 from worker.store import lifecycle, projects, received
+from worker.store.db import AnyDb, Db, Row, as_db, same_value
 from worker.store.rows import (
     by_ids,
     dump_json,
@@ -17,7 +21,7 @@ from worker.store.rows import (
     normalised_hash,
     placeholders,
 )
-from worker.terms import quote
+from worker.terms import split_text
 
 KINDS = ("lesson", "decision", "fact", "preference", "note")
 # Which kind wins when two memories merge: decisions and preferences weigh most.
@@ -52,7 +56,7 @@ UPDATABLE = (
 )
 
 
-def to_dict(row: sqlite3.Row) -> dict[str, Any]:
+def to_dict(row: Row) -> dict[str, Any]:
     return {
         "id": row["id"],
         "project": row["project"],
@@ -82,45 +86,68 @@ def to_dict(row: sqlite3.Row) -> dict[str, Any]:
     }
 
 
-def get_row(conn: sqlite3.Connection, memory_id: int) -> sqlite3.Row | None:
-    row: sqlite3.Row | None = conn.execute(
-        f"SELECT {COLUMNS} {FROM} WHERE m.id = ?", (memory_id,)
-    ).fetchone()
+def get_row(conn: AnyDb, memory_id: int) -> Row | None:
+    row: Row | None = (
+        as_db(conn).execute(f"SELECT {COLUMNS} {FROM} WHERE m.id = ?", (memory_id,)).fetchone()
+    )
     return row
 
 
-def get(conn: sqlite3.Connection, memory_id: int) -> dict[str, Any] | None:
+def get(conn: AnyDb, memory_id: int) -> dict[str, Any] | None:
     row = get_row(conn, memory_id)
     return to_dict(row) if row is not None else None
 
 
-def get_many(conn: sqlite3.Connection, ids: list[int]) -> list[dict[str, Any]]:
+def get_many(conn: AnyDb, ids: list[int]) -> list[dict[str, Any]]:
     return by_ids(conn, f"SELECT {COLUMNS} {FROM}", "m.id", ids, to_dict)
 
 
-def resolve_scope(conn: sqlite3.Connection, item: dict[str, Any]) -> int | None:
+def resolve_scope(conn: AnyDb, item: dict[str, Any]) -> int | None:
     """The project id for an item (created if new), or None for a global memory."""
     if item.get("scope") == "global" or not item.get("project"):
         return None
     return projects.ensure(conn, item["project"])
 
 
-def find_same(
-    conn: sqlite3.Connection, project_id: int | None, text_hash: str
-) -> sqlite3.Row | None:
+def find_same(conn: AnyDb, project_id: int | None, text_hash: str) -> Row | None:
     """An existing memory with the same normalised content in the same scope."""
-    row: sqlite3.Row | None = conn.execute(
-        f"SELECT {COLUMNS} {FROM} WHERE m.project_id IS ? AND m.content_hash = ? "
-        "ORDER BY m.archived_at IS NOT NULL, m.id LIMIT 1",
-        (project_id, text_hash),
-    ).fetchone()
+    scope, args = same_value("m.project_id", project_id)
+    row: Row | None = (
+        as_db(conn)
+        .execute(
+            f"SELECT {COLUMNS} {FROM} WHERE {scope} AND m.content_hash = ? "
+            "ORDER BY m.archived_at IS NOT NULL, m.id LIMIT 1",
+            (*args, text_hash),
+        )
+        .fetchone()
+    )
     return row
 
 
-def insert_row(conn: sqlite3.Connection, project_id: int | None, item: dict[str, Any]) -> int:
+def index_text(content: str, tags_json: str | None) -> str:
+    """A memory's words for a keyword index the writer fills (Dialect.writes_index_text): its
+    text split as worker/terms.py splits it, plus the tag words the text lacks (as on SQLite,
+    migration 2: tags mostly repeat the text, and counting them twice skews the ranking)."""
+    text = split_text(content)
+    have = set(text.split())
+    extra = [word for word in split_text(tags_json).split() if word not in have]
+    return " ".join([text, *dict.fromkeys(extra)]).strip()
+
+
+def _write_index_text(db: Db, memory_id: int) -> None:
+    row = db.execute("SELECT content, tags FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    if row is not None:
+        db.execute(
+            "UPDATE memories SET search_text = ? WHERE id = ?",
+            (index_text(row[0], row[1]), memory_id),
+        )
+
+
+def insert_row(conn: AnyDb, project_id: int | None, item: dict[str, Any]) -> int:
     """Insert one memory whose fields are all decided (see worker.memory.merge.save)."""
+    db = as_db(conn)
     created = item.get("created_at_ms") or now_ms()
-    cur = conn.execute(
+    memory_id = db.insert(
         "INSERT INTO memories(project_id, session_id, kind, content, content_hash, tags, "
         "importance, importance_auto, tags_auto, pinned, expires_at, created_at, updated_at, meta, "
         "dated, author) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -143,24 +170,27 @@ def insert_row(conn: sqlite3.Connection, project_id: int | None, item: dict[str,
             item.get("author"),
         ),
     )
-    return int(cur.lastrowid or 0)
+    if db.dialect.writes_index_text:
+        _write_index_text(db, memory_id)
+    return memory_id
 
 
-def insert(conn: sqlite3.Connection, item: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+def insert(conn: AnyDb, item: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """Store one memory as given; returns (row, created). Same content in the same scope merges.
 
     This is the plain storage step: prefer `worker.memory.merge.save`, which also scores
     importance, picks tags and detects supersession.
     """
-    seen = received.seen(conn, item.get("event_id"))
+    db = as_db(conn)
+    seen = received.seen(db, item.get("event_id"))
     if seen is not None:
-        row = get(conn, int(seen))
+        row = get(db, int(seen))
         if row is not None:
             return row, False
-    project_id = resolve_scope(conn, item)
-    same = find_same(conn, project_id, normalised_hash(item["content"]))
+    project_id = resolve_scope(db, item)
+    same = find_same(db, project_id, normalised_hash(item["content"]))
     if same is not None:
-        conn.execute(
+        db.execute(
             "UPDATE memories SET hit_count = hit_count + 1, updated_at = ?, archived_at = NULL, "
             "archive_reason = NULL WHERE id = ?",
             (now_ms(), same["id"]),
@@ -168,45 +198,49 @@ def insert(conn: sqlite3.Connection, item: dict[str, Any]) -> tuple[dict[str, An
         memory_id = int(same["id"])
         created = False
     else:
-        memory_id = insert_row(conn, project_id, item)
+        memory_id = insert_row(db, project_id, item)
         created = True
-    received.record(conn, item.get("event_id"), "memory", memory_id)
-    row = get(conn, memory_id)
+    received.record(db, item.get("event_id"), "memory", memory_id)
+    row = get(db, memory_id)
     assert row is not None
     return row, created
 
 
-def update(conn: sqlite3.Connection, memory_id: int, changes: dict[str, Any]) -> None:
+def update(conn: AnyDb, memory_id: int, changes: dict[str, Any]) -> None:
     cols = [c for c in changes if c in UPDATABLE]
     if not cols:
         return
+    db = as_db(conn)
     assignments = ", ".join(f"{c} = ?" for c in cols)
-    conn.execute(
+    db.execute(
         f"UPDATE memories SET {assignments} WHERE id = ?",
         (*(changes[c] for c in cols), memory_id),
     )
+    if db.dialect.writes_index_text and ("content" in cols or "tags" in cols):
+        _write_index_text(db, memory_id)
 
 
-def drop_embedding(conn: sqlite3.Connection, kind: str, ids: list[int]) -> int:
+def drop_embedding(conn: AnyDb, kind: str, ids: list[int]) -> int:
     """Remove stored vectors (stale after an edit, or gone after a forget)."""
     if not ids:
         return 0
-    cur = conn.execute(
+    cur = as_db(conn).execute(
         f"DELETE FROM embeddings WHERE item_kind = ? AND item_id IN ({placeholders(len(ids))})",
         (kind, *ids),
     )
     return cur.rowcount
 
 
-def delete(conn: sqlite3.Connection, memory_id: int) -> dict[str, Any] | None:
+def delete(conn: AnyDb, memory_id: int) -> dict[str, Any] | None:
     """Forget a memory for good: the row, its FTS entry (trigger), relations and vector."""
-    row = get(conn, memory_id)
+    db = as_db(conn)
+    row = get(db, memory_id)
     if row is None:
         return None
     # Memories this one superseded become the latest again; the FK would null it anyway.
-    conn.execute("UPDATE memories SET superseded_by = NULL WHERE superseded_by = ?", (memory_id,))
-    conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
-    lifecycle.forget_traces(conn, "memory", [memory_id])
+    db.execute("UPDATE memories SET superseded_by = NULL WHERE superseded_by = ?", (memory_id,))
+    db.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+    lifecycle.forget_traces(db, "memory", [memory_id])
     return row
 
 
@@ -230,24 +264,21 @@ class MemoryQuery:
     limit: int = 50
 
 
-def list_page(
-    conn: sqlite3.Connection, query: MemoryQuery
-) -> tuple[list[dict[str, Any]], int | None]:
+def list_page(conn: AnyDb, query: MemoryQuery) -> tuple[list[dict[str, Any]], int | None]:
     """Newest first with id-cursor pagination; returns (items, next cursor)."""
+    db = as_db(conn)
     where: list[str] = []
     args: list[Any] = []
     if query.scope == "global":
         where.append("m.project_id IS NULL")
     elif query.project is not None:
-        pid = projects.find(conn, query.project)
-        if query.include_global:
-            # A project's list may also show the global memories that apply to it.
-            where.append("(m.project_id IS ? OR m.project_id IS NULL)")
-        elif pid is None:
+        pid = projects.find(db, query.project)
+        if pid is None and not query.include_global:
             return [], None
-        else:
-            where.append("m.project_id IS ?")
-        args.append(pid)
+        scope, scope_args = same_value("m.project_id", pid)
+        # A project's list may also show the global memories that apply to it.
+        where.append(f"({scope} OR m.project_id IS NULL)" if query.include_global else scope)
+        args.extend(scope_args)
     elif query.scope == "project":
         where.append("m.project_id IS NOT NULL")
     if query.kind is not None:
@@ -266,16 +297,17 @@ def list_page(
     if query.latest_only:
         where.append("m.superseded_by IS NULL")
     if query.text:
-        where.append("instr(lower(m.content), ?) > 0")
+        where.append(db.dialect.contains("lower(m.content)"))
         args.append(query.text.lower())
     if query.tag:
-        where.append("EXISTS (SELECT 1 FROM json_each(m.tags) t WHERE lower(t.value) = ?)")
+        tags = db.dialect.json_array_values("m.tags", "t")
+        where.append(f"EXISTS (SELECT 1 FROM {tags} WHERE lower(t.value) = ?)")
         args.append(query.tag.lower())
     if query.session_id is not None:
         where.append("m.session_id = ?")
         args.append(query.session_id)
     return newest_first_page(
-        conn,
+        db,
         f"SELECT {COLUMNS} {FROM}",
         where,
         args,
@@ -286,59 +318,71 @@ def list_page(
     )
 
 
-def live_in_scope(conn: sqlite3.Connection, project_id: int | None) -> list[sqlite3.Row]:
+def live_in_scope(conn: AnyDb, project_id: int | None) -> list[Row]:
     """Live (not archived, not superseded) memories of one scope, oldest first."""
-    return conn.execute(
-        f"SELECT {COLUMNS} {FROM} WHERE m.project_id IS ? AND m.archived_at IS NULL "
-        "AND m.superseded_by IS NULL ORDER BY m.id",
-        (project_id,),
-    ).fetchall()
+    scope, args = same_value("m.project_id", project_id)
+    return (
+        as_db(conn)
+        .execute(
+            f"SELECT {COLUMNS} {FROM} WHERE {scope} AND m.archived_at IS NULL "
+            "AND m.superseded_by IS NULL ORDER BY m.id",
+            args,
+        )
+        .fetchall()
+    )
 
 
-def live_rows(
-    conn: sqlite3.Connection, project_id: int | None, ids: list[int]
-) -> list[sqlite3.Row]:
+def live_rows(conn: AnyDb, project_id: int | None, ids: list[int]) -> list[Row]:
     """The live, latest memories of one scope among `ids`."""
     if not ids:
         return []
-    return conn.execute(
-        f"SELECT {COLUMNS} {FROM} WHERE m.id IN ({placeholders(len(ids))}) "
-        "AND m.project_id IS ? AND m.archived_at IS NULL AND m.superseded_by IS NULL",
-        (*ids, project_id),
-    ).fetchall()
+    scope, args = same_value("m.project_id", project_id)
+    return (
+        as_db(conn)
+        .execute(
+            f"SELECT {COLUMNS} {FROM} WHERE m.id IN ({placeholders(len(ids))}) "
+            f"AND {scope} AND m.archived_at IS NULL AND m.superseded_by IS NULL",
+            (*ids, *args),
+        )
+        .fetchall()
+    )
 
 
 def text_candidates(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     project_id: int | None,
     words: list[str],
     *,
     exclude_id: int,
     limit: int = 12,
     per_word: int = 60,
-) -> list[sqlite3.Row]:
-    """Live memories of the same scope sharing the most of `words` (FTS5), most shared first.
+) -> list[Row]:
+    """Live memories of the same scope sharing the most of `words` (the keyword index: FTS5 on
+    SQLite, full-text search on PostgreSQL), most shared first.
 
     Each word is looked up alone, newest first, at most `per_word` rows: a common word cannot
     make one save scan (and score) every memory of the project.
     """
+    db = as_db(conn)
+    source, match, newest = db.dialect.memory_word_match()
+    scope, scope_args = same_value("m.project_id", project_id)
+    sql = (
+        f"SELECT m.id FROM {source} WHERE {match} AND {scope} AND m.archived_at IS NULL "
+        f"AND m.superseded_by IS NULL AND m.id != ? ORDER BY {newest} LIMIT ?"
+    )
     counts: dict[int, int] = {}
     for word in words[:32]:
         if not word.replace("_", "").replace("-", "").replace(".", "").isalnum():
             continue
-        for row in conn.execute(
-            "SELECT m.id FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid "
-            "WHERE memories_fts MATCH ? AND m.project_id IS ? AND m.archived_at IS NULL "
-            "AND m.superseded_by IS NULL AND m.id != ? ORDER BY memories_fts.rowid DESC LIMIT ?",
-            (quote(word), project_id, exclude_id, per_word),
-        ):
+        args = (*db.dialect.word_parameters(word), *scope_args, exclude_id, per_word)
+        for row in db.execute(sql, args):
             counts[int(row[0])] = counts.get(int(row[0]), 0) + 1
     best = sorted(counts, key=lambda i: (-counts[i], -i))[:limit]
     if not best:
         return []
     rows = {
         int(r["id"]): r
-        for r in conn.execute(
+        for r in db.execute(
             f"SELECT {COLUMNS} {FROM} WHERE m.id IN ({placeholders(len(best))})", best
         )
     }

@@ -6,6 +6,7 @@ import sqlite3
 from typing import Any
 
 from worker.clock import now_ms, to_iso
+from worker.store.db import AnyDb, as_db
 from worker.store.rows import ms
 
 
@@ -16,20 +17,20 @@ def display_name(key: str) -> str:
     return key
 
 
-def ensure(conn: sqlite3.Connection, key: str) -> int:
+def ensure(conn: AnyDb, key: str) -> int:
     """The project id for `key`, creating the project if it is new."""
-    row = conn.execute("SELECT id FROM projects WHERE key = ?", (key,)).fetchone()
+    db = as_db(conn)
+    row = db.execute("SELECT id FROM projects WHERE key = ?", (key,)).fetchone()
     if row is not None:
         return int(row[0])
-    cur = conn.execute(
+    return db.insert(
         "INSERT INTO projects(key, name, created_at) VALUES (?, ?, ?)",
         (key, display_name(key), now_ms()),
     )
-    return int(cur.lastrowid or 0)
 
 
-def find(conn: sqlite3.Connection, key: str) -> int | None:
-    row = conn.execute("SELECT id FROM projects WHERE key = ?", (key,)).fetchone()
+def find(conn: AnyDb, key: str) -> int | None:
+    row = as_db(conn).execute("SELECT id FROM projects WHERE key = ?", (key,)).fetchone()
     return int(row[0]) if row is not None else None
 
 

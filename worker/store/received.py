@@ -5,16 +5,19 @@ from __future__ import annotations
 import sqlite3
 
 from worker.clock import now_ms
+from worker.store.db import AnyDb, as_db
 from worker.store.rows import insert_values
 
 
-def seen(conn: sqlite3.Connection, event_id: str | None) -> str | None:
+def seen(conn: AnyDb, event_id: str | None) -> str | None:
     """The item id recorded for `event_id`, or None if the event is new."""
     if not event_id:
         return None
-    row = conn.execute(
-        "SELECT item_id FROM received_events WHERE event_id = ?", (event_id,)
-    ).fetchone()
+    row = (
+        as_db(conn)
+        .execute("SELECT item_id FROM received_events WHERE event_id = ?", (event_id,))
+        .fetchone()
+    )
     return None if row is None else str(row[0])
 
 
@@ -29,11 +32,11 @@ def record_many(conn: sqlite3.Connection, events: list[tuple[str | None, str, ob
     )
 
 
-def record(conn: sqlite3.Connection, event_id: str | None, kind: str, item_id: object) -> None:
+def record(conn: AnyDb, event_id: str | None, kind: str, item_id: object) -> None:
     if not event_id:
         return
-    conn.execute(
-        "INSERT OR IGNORE INTO received_events(event_id, kind, item_id, created_at) "
-        "VALUES (?, ?, ?, ?)",
+    as_db(conn).execute(
+        "INSERT INTO received_events(event_id, kind, item_id, created_at) "
+        "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (event_id, kind, str(item_id), now_ms()),
     )

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from worker.clock import to_iso
+from worker.store.db import AnyDb, Row, as_db
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ def normalised_hash(text: str) -> str:
     return content_hash(" ".join(text.lower().split()))
 
 
-def iso(row: sqlite3.Row | Mapping[str, Any], key: str) -> str | None:
+def iso(row: Row | Mapping[str, Any], key: str) -> str | None:
     return to_iso(ms(row[key], key))
 
 
@@ -114,26 +115,27 @@ def placeholders(n: int) -> str:
 
 
 def by_ids(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     select: str,
     id_column: str,
     ids: list[int],
-    convert: Callable[[sqlite3.Row], dict[str, Any]],
+    convert: Callable[[Any], dict[str, Any]],
 ) -> list[dict[str, Any]]:
     """Rows of `select` (a SELECT ... FROM ... without WHERE) whose `id_column` is in `ids`,
-    converted, in the order of `ids`; missing ids are skipped. Ids travel as one JSON array,
-    so there is no bound-parameter limit."""
+    converted, in the order of `ids`; missing ids are skipped. Ids travel as one parameter
+    (see Dialect.in_ids), so there is no bound-parameter limit."""
     if not ids:
         return []
-    rows = conn.execute(
-        f"{select} WHERE {id_column} IN (SELECT value FROM json_each(?))", (json.dumps(ids),)
+    db = as_db(conn)
+    rows = db.execute(
+        f"{select} WHERE {db.dialect.in_ids(id_column)}", (db.dialect.ids_parameter(ids),)
     ).fetchall()
     found = {r["id"]: convert(r) for r in rows}
     return [found[i] for i in ids if i in found]
 
 
 def newest_first_page(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     select: str,
     where: list[str],
     args: list[Any],
@@ -141,7 +143,7 @@ def newest_first_page(
     id_column: str,
     before_id: int | None,
     limit: int,
-    to_dict: Callable[[sqlite3.Row], dict[str, Any]],
+    to_dict: Callable[[Any], dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], int | None]:
     """One page of `select` filtered by `where` (ANDed), newest id first, from below `before_id`;
     returns (items, the cursor of the next page or None)."""
@@ -149,9 +151,11 @@ def newest_first_page(
         where = [*where, f"{id_column} < ?"]
         args = [*args, before_id]
     clause = ("WHERE " + " AND ".join(where)) if where else ""
-    rows = conn.execute(
-        f"{select} {clause} ORDER BY {id_column} DESC LIMIT ?", (*args, limit + 1)
-    ).fetchall()
+    rows = (
+        as_db(conn)
+        .execute(f"{select} {clause} ORDER BY {id_column} DESC LIMIT ?", (*args, limit + 1))
+        .fetchall()
+    )
     items = [to_dict(r) for r in rows[:limit]]
     cursor = int(rows[limit - 1]["id"]) if len(rows) > limit else None
     return items, cursor
