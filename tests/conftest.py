@@ -20,6 +20,7 @@ from worker.store import Store
 
 if TYPE_CHECKING:
     from tests.pg import PostgresServer
+    from worker.store.pg import PgStore
 
 BASE_URL = "http://127.0.0.1:37800"
 
@@ -166,3 +167,70 @@ def pg_url(request: pytest.FixtureRequest, postgres_server: PostgresServer) -> I
         pytest.fail("a test using a PostgreSQL server is marked @pytest.mark.postgres")
     with postgres_server.database() as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def postgres_server_without_pgvector() -> Iterator[PostgresServer]:
+    """A second throwaway server, of an installation without pgvector (Debian's): the store's
+    fallback, vectors compared by the worker. Skips when every installation has pgvector."""
+    from tests import pg
+
+    plain = [b for b in pg.find_binaries() if not b.has_pgvector]
+    if not plain:
+        pytest.skip("no PostgreSQL installation without pgvector (Debian's `postgresql`)")
+    server = pg.started(plain[0])
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _opened_pg_store(url: str) -> PgStore:
+    from worker.store.pg import PgStore
+
+    opened = PgStore(url)
+    opened.open()
+    return opened
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backend_store(request: pytest.FixtureRequest, settings: Settings) -> Iterator[Store | PgStore]:
+    """An open store of each backend, for the store modules ported to both (store/db.py): a
+    SQLite file in the test's home, or a new database on the run's PostgreSQL server."""
+    opened: Store | PgStore
+    if request.param == "sqlite":
+        opened = Store(settings.db_path)
+        opened.open()
+    else:
+        opened = _opened_pg_store(request.getfixturevalue("pg_url"))
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(
+    params=[
+        "sqlite",
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("postgres-no-pgvector", marks=pytest.mark.postgres),
+    ]
+)
+def vector_store(request: pytest.FixtureRequest, settings: Settings) -> Iterator[Store | PgStore]:
+    """Like `backend_store`, plus a PostgreSQL server without pgvector (vectors compared by
+    the worker). The plain `postgres` case is the first installation found (pgvector if any)."""
+    opened: Store | PgStore
+    if request.param == "sqlite":
+        opened = Store(settings.db_path)
+        opened.open()
+        yield opened
+        opened.close()
+        return
+    if request.param == "postgres":
+        opened = _opened_pg_store(request.getfixturevalue("pg_url"))
+        yield opened
+        opened.close()
+        return
+    server = request.getfixturevalue("postgres_server_without_pgvector")
+    with server.database() as url:
+        opened = _opened_pg_store(url)
+        yield opened
+        opened.close()

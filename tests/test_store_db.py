@@ -28,7 +28,7 @@ def test_the_stores_connections_are_sqlite_dbs(store: Store) -> None:
 def test_a_plain_sqlite_connection_is_refused_with_what_to_do(tmp_path: Path) -> None:
     plain = sqlite3.connect(tmp_path / "x.db")
     try:
-        with pytest.raises(TypeError, match="factory=worker.store.db.SqliteDb"):
+        with pytest.raises(TypeError, match=r"factory=worker\.store\.db\.SqliteDb"):
             as_db(plain)
     finally:
         plain.close()

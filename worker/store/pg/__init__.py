@@ -1,0 +1,156 @@
+"""PgStore: the store over a PostgreSQL database a team shares (the counterpart of Store).
+
+Reads run in read-only transactions on pooled connections. Writes are serialised like SQLite's
+`BEGIN IMMEDIATE`: one at a time in this worker (a lock), and one at a time across every worker
+of the database (`pg_advisory_xact_lock`, released at COMMIT or ROLLBACK), so the store modules'
+read-then-write steps (same content merges, dedupe by event id) see no concurrent writer, as on
+SQLite. A write is acknowledged only after its COMMIT; a connection lost mid-write raises
+ServiceUnavailable and nothing of that write is kept (the client retries; event ids dedupe).
+
+Only the ported modules run here (README, "Team memory (in progress)"): memories, projects and
+received events, with memory vectors. psycopg is imported where a PgStore is opened.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from worker.errors import BadRequest, InsufficientStorage, ServiceUnavailable
+from worker.team import redact
+
+if TYPE_CHECKING:
+    import anyio
+
+    from worker.store.pg.connection import PgDb, PgPool
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+READ_POOL_SIZE = 4
+# pg_advisory_xact_lock key serialising every worker's writes (see the module docstring).
+WRITE_LOCK = 0x636169726E_0002  # "cairn", 2
+
+
+class PgStore:
+    def __init__(self, url: str, *, pool_size: int = READ_POOL_SIZE + 1) -> None:
+        self._url = url  # never logged: `where` is the printable form
+        self.where = redact(url)
+        self.pool_size = pool_size
+        self._pool: PgPool | None = None
+        self._write_lock = threading.Lock()
+        self._reader_limiter: anyio.CapacityLimiter | None = None
+        self._write_listeners: list[Callable[[], None]] = []
+        self.native_vectors = False
+        # How memory vectors are searched (pgvector in the database, or the worker): for status.
+        self.vector_search = ""
+        self.migrations_applied: list[int] = []
+
+    def __repr__(self) -> str:
+        return f"PgStore({self.where})"
+
+    # ------------------------------------------------------------------ lifecycle
+    def open(self) -> None:
+        """Connect, migrate (under an advisory lock), and use pgvector where it exists."""
+        from worker.store.pg import vectors
+        from worker.store.pg.connection import PgPool
+        from worker.store.pg.migrations import apply_migrations
+
+        pool = PgPool(self._url, self.pool_size)
+        try:
+            with pool.connection() as conn:
+                self.migrations_applied = self._guard(lambda: apply_migrations(conn, self.where))
+                self.native_vectors, self.vector_search = self._guard(lambda: vectors.enable(conn))
+        except BaseException:
+            pool.close()
+            raise
+        self._pool = pool
+        log.info("team database %s open; vectors: %s", self.where, self.vector_search)
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    def add_write_listener(self, listener: Callable[[], None]) -> None:
+        """Called after every committed write (in the writing thread)."""
+        self._write_listeners.append(listener)
+
+    # ------------------------------------------------------------------ sync access
+    def _live_pool(self) -> PgPool:
+        if self._pool is None:
+            raise ServiceUnavailable("the store is closed (the worker is shutting down)")
+        return self._pool
+
+    def _db(self, conn: Any) -> PgDb:
+        from worker.store.pg.connection import PgDb
+
+        return PgDb(conn, native_vectors=self.native_vectors)
+
+    def read_sync(self, fn: Callable[[PgDb], T]) -> T:
+        def run() -> T:
+            with self._live_pool().connection() as conn, conn.transaction():
+                conn.execute("SET TRANSACTION READ ONLY")
+                return fn(self._db(conn))
+
+        return self._guard(run)
+
+    def write_sync(self, fn: Callable[[PgDb], T]) -> T:
+        def run() -> T:
+            with self._live_pool().connection() as conn, conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                return fn(self._db(conn))
+
+        with self._write_lock:
+            result = self._guard(run)
+        for listener in self._write_listeners:
+            try:
+                listener()
+            except Exception:
+                log.exception("write listener failed")
+        return result
+
+    def _guard(self, run: Callable[[], T]) -> T:
+        """`run()`, its database errors as errors a client can act on (password never shown)."""
+        import psycopg
+
+        from worker.store.pg.connection import safe_message
+
+        try:
+            return run()
+        except psycopg.Error as exc:
+            raise self._translate(exc, safe_message(str(exc).strip(), self._url)) from None
+
+    def _translate(self, exc: Exception, text: str) -> Exception:
+        import psycopg
+
+        if isinstance(exc, psycopg.errors.NumericValueOutOfRange):
+            return BadRequest("a number is out of range (the database stores 64-bit integers)")
+        if isinstance(exc, psycopg.errors.DiskFull | psycopg.errors.OutOfMemory):
+            return InsufficientStorage(f"the team database {self.where} is out of space: {text}")
+        if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
+            return InsufficientStorage(f"the team database {self.where} is read-only: {text}")
+        if isinstance(exc, psycopg.OperationalError):
+            return ServiceUnavailable(
+                f"the team database {self.where} is unreachable or the connection was lost "
+                f"(nothing of this write was kept); retry shortly: {text}"
+            )
+        # Anything else is a defect (a query the database rejects): say what, without secrets.
+        return RuntimeError(f"team database error ({type(exc).__name__}): {text}")
+
+    # ------------------------------------------------------------------ async access
+    async def read(self, fn: Callable[[PgDb], T]) -> T:
+        import anyio
+        import anyio.to_thread
+
+        if self._reader_limiter is None:
+            self._reader_limiter = anyio.CapacityLimiter(READ_POOL_SIZE)
+        return await anyio.to_thread.run_sync(self.read_sync, fn, limiter=self._reader_limiter)
+
+    async def write(self, fn: Callable[[PgDb], T]) -> T:
+        """Run `fn(db)` in a write transaction; its result once committed."""
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(self.write_sync, fn)

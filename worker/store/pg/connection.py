@@ -1,0 +1,202 @@
+"""PostgreSQL connections for the store: the `Db` over psycopg 3, its rows, and a small pool.
+
+Query modules write `?` placeholders once (see store/db.py); `to_psycopg` turns them into
+psycopg's `%s` (and a literal `%` into `%%`), outside string literals. PostgreSQL's jsonb `?`
+operators cannot be written through it: use `jsonb_exists()` and friends.
+
+The connection string is a secret (it may hold a password): it is never logged, and every error
+raised from here has the password cut out (`safe_message`).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from worker.errors import ServiceUnavailable
+from worker.store.db import POSTGRES, Dialect
+from worker.team import MASK, redact
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg.rows import RowMaker
+
+CONNECT_TIMEOUT_S = 10
+
+
+@lru_cache(maxsize=4096)
+def to_psycopg(sql: str) -> str:
+    """`sql` with `?` placeholders as psycopg's `%s` (literal `%` doubled), quotes respected."""
+    if "?" not in sql and "%" not in sql:
+        return sql
+    # Splitting on `'` leaves the text outside string literals at even indexes (a doubled `''`
+    # inside a literal splits into an empty piece, which keeps the parity).
+    pieces = sql.split("'")
+    for i, piece in enumerate(pieces):
+        piece = piece.replace("%", "%%")
+        pieces[i] = piece.replace("?", "%s") if i % 2 == 0 else piece
+    return "'".join(pieces)
+
+
+class PgRow:
+    """A row readable by position and by column name, like sqlite3.Row."""
+
+    __slots__ = ("_names", "_values")
+
+    def __init__(self, names: dict[str, int], values: Sequence[Any]) -> None:
+        self._names = names
+        self._values = values
+
+    def __getitem__(self, key: int | str, /) -> Any:
+        if isinstance(key, str):
+            return self._values[self._names[key]]
+        return self._values[key]
+
+    def keys(self) -> list[str]:
+        return list(self._names)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def __repr__(self) -> str:
+        return f"PgRow({dict(zip(self._names, self._values, strict=True))!r})"
+
+
+def pg_row(cursor: psycopg.Cursor[Any]) -> RowMaker[PgRow]:
+    """psycopg row factory: PgRow objects sharing one name index per result."""
+    names = {column.name: i for i, column in enumerate(cursor.description or ())}
+
+    def make(values: Sequence[Any]) -> PgRow:
+        return PgRow(names, values)
+
+    return make
+
+
+class PgDb:
+    """One pooled psycopg connection as a `Db` (store/db.py), inside a store's transaction."""
+
+    dialect: ClassVar[Dialect] = POSTGRES
+
+    def __init__(self, conn: psycopg.Connection[PgRow], *, native_vectors: bool) -> None:
+        self.conn = conn
+        # pgvector is installed in the database: vectors are searched there (HNSW, cosine).
+        self.native_vectors = native_vectors
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> psycopg.Cursor[PgRow]:
+        # Parameters always passed (even none): psycopg reads `%%` as `%` only then.
+        return self.conn.execute(to_psycopg(sql), tuple(parameters))
+
+    def executemany(
+        self, sql: str, parameters: Iterable[Sequence[Any]], /
+    ) -> psycopg.Cursor[PgRow]:
+        cursor = self.conn.cursor()
+        cursor.executemany(to_psycopg(sql), [tuple(p) for p in parameters])
+        return cursor
+
+    def insert(self, sql: str, parameters: Sequence[Any]) -> int:
+        row = self.execute(f"{sql} RETURNING id", parameters).fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+def password_of(url: str) -> str:
+    """The password a connection string carries ('' if none or unreadable)."""
+    import psycopg.conninfo
+
+    try:
+        return str(psycopg.conninfo.conninfo_to_dict(url).get("password") or "")
+    except psycopg.Error:
+        return ""
+
+
+def safe_message(text: str, url: str) -> str:
+    """`text` with the connection string shown redacted and its password masked anywhere."""
+    text = text.replace(url, redact(url))
+    password = password_of(url)
+    return text.replace(password, MASK) if password else text
+
+
+class PgPool:
+    """At most `size` connections, reused; a broken one is closed and replaced on next use.
+
+    (psycopg_pool would do: this is the few lines the store needs, with no new dependency.)
+    """
+
+    def __init__(self, url: str, size: int, *, wait_s: float = 30.0) -> None:
+        self.url = url
+        self.size = size
+        self.wait_s = wait_s
+        self._idle: queue.SimpleQueue[psycopg.Connection[PgRow]] = queue.SimpleQueue()
+        self._slots = threading.BoundedSemaphore(size)
+        self._all: set[psycopg.Connection[PgRow]] = set()
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def _connect(self) -> psycopg.Connection[PgRow]:
+        import psycopg
+
+        try:
+            conn = psycopg.connect(
+                self.url,
+                autocommit=True,  # transactions are opened explicitly by the store
+                row_factory=pg_row,
+                connect_timeout=CONNECT_TIMEOUT_S,
+                application_name="cairn",
+            )
+        except psycopg.Error as exc:
+            raise ServiceUnavailable(
+                f"the team database {redact(self.url)} is unreachable: "
+                f"{safe_message(str(exc).strip(), self.url)}"
+            ) from None
+        with self._lock:
+            self._all.add(conn)
+        return conn
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[PgRow]]:
+        """A connection for one unit of work; returned to the pool after unless it broke."""
+        from psycopg.pq import TransactionStatus
+
+        if self.closed:
+            raise ServiceUnavailable("the store is closed (the worker is shutting down)")
+        if not self._slots.acquire(timeout=self.wait_s):
+            raise ServiceUnavailable("every team database connection is busy; retry shortly")
+        try:
+            try:
+                conn = self._idle.get_nowait()
+            except queue.Empty:
+                conn = self._connect()
+            try:
+                yield conn
+            finally:
+                # Kept after a failed unit of work too, once its transaction is rolled back.
+                if (
+                    not self.closed
+                    and not conn.closed
+                    and not conn.broken
+                    and conn.info.transaction_status == TransactionStatus.IDLE
+                ):
+                    self._idle.put(conn)
+                else:
+                    self._discard(conn)
+        finally:
+            self._slots.release()
+
+    def _discard(self, conn: psycopg.Connection[PgRow]) -> None:
+        with self._lock:
+            self._all.discard(conn)
+        conn.close()
+
+    def close(self) -> None:
+        self.closed = True
+        with self._lock:
+            conns, self._all = list(self._all), set()
+        for conn in conns:
+            conn.close()

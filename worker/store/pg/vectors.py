@@ -1,0 +1,66 @@
+"""pgvector, where the database server has it: a `vector` column beside each stored blob.
+
+Vectors are always stored as little-endian float32 `bytea` (as on SQLite: export, the in-memory
+index and a server without pgvector all read that). When the extension can be used, each row
+also holds the vector as pgvector's type, and the memories' nearest neighbours are found by the
+database through an HNSW index (cosine), one partial index per dimension (a model's vectors
+share one). Without it the worker compares the blobs itself (store/memory_vectors.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from worker.store.pg.migrations import MIGRATION_LOCK
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from worker.store.db import Db
+    from worker.store.pg.connection import PgRow
+
+NOT_INSTALLED = (
+    "worker (numpy): the pgvector extension is not installed on the database server; "
+    "install it (package postgresql-NN-pgvector) for vector search in the database"
+)
+NOT_ALLOWED = (
+    "worker (numpy): pgvector is installed but this database role may not create the "
+    "extension; run `CREATE EXTENSION vector` once as a superuser"
+)
+IN_DATABASE = "pgvector (HNSW, cosine)"
+
+
+def enable(conn: psycopg.Connection[PgRow]) -> tuple[bool, str]:
+    """(pgvector in use, how vectors are searched: the status line). `conn` is in autocommit."""
+    import psycopg
+
+    row = conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone()
+    if row is None:
+        return False, NOT_INSTALLED
+    conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+    try:
+        with conn.transaction():
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            conn.execute("ALTER TABLE embeddings ADD COLUMN IF NOT EXISTS embedding vector")
+    except psycopg.errors.InsufficientPrivilege:
+        return False, NOT_ALLOWED
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+    return True, IN_DATABASE
+
+
+def ensure_index(db: Db, dim: int) -> None:
+    """The HNSW index of `dim`-long vectors, made the first time one is stored."""
+    name = f"embeddings_hnsw_{int(dim)}"
+    if db.execute("SELECT 1 FROM pg_indexes WHERE indexname = ?", (name,)).fetchone():
+        return
+    db.execute(
+        f"CREATE INDEX IF NOT EXISTS {name} ON embeddings USING hnsw "
+        f"((embedding::vector({int(dim)})) vector_cosine_ops) "
+        f"WHERE dim = {int(dim)} AND embedding IS NOT NULL"
+    )
+
+
+def literal(values: list[float]) -> str:
+    """A vector as pgvector's text form, cast in SQL with `?::vector(n)`."""
+    return "[" + ",".join(repr(float(v)) for v in values) + "]"
