@@ -10,11 +10,12 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import numpy as np
 import psycopg
 import pytest
 
 from worker.errors import ConfigError, InsufficientStorage, ServiceUnavailable
-from worker.store import memories, projects
+from worker.store import memories, memory_vectors, projects
 from worker.store.pg import PgStore
 from worker.store.pg.connection import to_psycopg
 from worker.store.pg.migrations import MIGRATIONS, NewerSchema
@@ -206,3 +207,49 @@ def test_the_keyword_index_splits_identifiers_and_stems_english_and_italian(
     assert found("webhook") == [tagged]  # a tag word the text lacks is indexed
     store.write_sync(lambda c: memories.update(c, code, {"content": "fetchOrder is slow"}))
     assert found("user") == [] and found("order") == [code]  # the index follows an edit
+
+
+def test_an_hnsw_scan_filtered_by_scope_still_finds_the_scopes_vectors(pg_url: str) -> None:
+    store = opened(pg_url)
+    if not store.native_vectors:
+        store.close()
+        pytest.skip("this PostgreSQL has no pgvector")
+    rng = np.random.default_rng(3)
+    query = rng.normal(size=8).astype(np.float32)
+
+    def fill(c: Any) -> tuple[int, list[int]]:
+        # 80 memories of another project right next to the query (more than the 40 candidates
+        # an HNSW scan gathers by default), and 3 of ours further away.
+        crowd = projects.ensure(c, "github.com/acme/crowd")
+        for n in range(80):
+            row, _ = memories.insert(
+                c, {"content": f"crowd {n}", "kind": "fact", "project": "github.com/acme/crowd"}
+            )
+            near = query + rng.normal(size=8).astype(np.float32) * 0.01
+            memory_vectors.save(c, row["id"], crowd, "m", near)
+        ours = projects.ensure(c, APP)
+        ids = []
+        for n in range(3):
+            row, _ = memories.insert(c, {"content": f"ours {n}", "kind": "fact", "project": APP})
+            memory_vectors.save(c, row["id"], ours, "m", rng.normal(size=8).astype(np.float32))
+            ids.append(int(row["id"]))
+        return ours, ids
+
+    ours, ids = store.write_sync(fill)
+
+    def nearest_by_index(c: Any) -> list[int]:
+        c.execute("SET LOCAL enable_seqscan = off")  # the HNSW index, as on a large table
+        plan = " ".join(
+            str(r[0])
+            for r in c.execute(
+                "EXPLAIN SELECT item_id FROM embeddings e "
+                "WHERE e.dim = 8 AND e.embedding IS NOT NULL ORDER BY "
+                "(e.embedding::vector(8)) <=> ?::vector(8) LIMIT 3",
+                ("[" + ",".join(["0"] * 7 + ["1"]) + "]",),
+            )
+        )
+        assert "embeddings_hnsw_8" in plan
+        return [i for i, _ in memory_vectors.nearest(c, "m", query, ours, limit=3)]
+
+    assert sorted(store.read_sync(nearest_by_index)) == sorted(ids)
+    store.close()

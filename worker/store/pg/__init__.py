@@ -63,6 +63,10 @@ class PgStore:
             with pool.connection() as conn:
                 self.migrations_applied = self._guard(lambda: apply_migrations(conn, self.where))
                 self.native_vectors, self.vector_search = self._guard(lambda: vectors.enable(conn))
+                if self.native_vectors:
+                    pool.session_sql = self._guard(lambda: vectors.session_settings(conn))
+                    # This connection was made before: it takes them now.
+                    self._guard(lambda: [conn.execute(sql) for sql in pool.session_sql])
         except BaseException:
             pool.close()
             raise

@@ -138,6 +138,8 @@ class PgPool:
         self._all: set[psycopg.Connection[PgRow]] = set()
         self._lock = threading.Lock()
         self.closed = False
+        # Statements each new connection runs once (settings that depend on the database).
+        self.session_sql: list[str] = []
 
     def _connect(self) -> psycopg.Connection[PgRow]:
         import psycopg
@@ -155,6 +157,8 @@ class PgPool:
                 f"the team database {redact(self.url)} is unreachable: "
                 f"{safe_message(str(exc).strip(), self.url)}"
             ) from None
+        for statement in self.session_sql:
+            conn.execute(statement)
         with self._lock:
             self._all.add(conn)
         return conn

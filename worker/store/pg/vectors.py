@@ -49,6 +49,15 @@ def enable(conn: psycopg.Connection[PgRow]) -> tuple[bool, str]:
     return True, IN_DATABASE
 
 
+def session_settings(conn: psycopg.Connection[PgRow]) -> list[str]:
+    """Settings every connection takes once pgvector is in use: from pgvector 0.8 an HNSW scan
+    filtered by scope goes on past its first candidates (in exact distance order) until it has
+    `limit` rows; before 0.8 a selective filter could leave fewer rows than asked."""
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    version = tuple(int(p) for p in str(row[0]).split(".")[:2] if p.isdigit()) if row else ()
+    return ["SET hnsw.iterative_scan = strict_order"] if version >= (0, 8) else []
+
+
 def ensure_index(db: Db, dim: int) -> None:
     """The HNSW index of `dim`-long vectors, made the first time one is stored."""
     name = f"embeddings_hnsw_{int(dim)}"
