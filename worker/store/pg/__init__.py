@@ -5,7 +5,8 @@ Reads run in read-only transactions on pooled connections. Writes are serialised
 of the database (`pg_advisory_xact_lock`, released at COMMIT or ROLLBACK), so the store modules'
 read-then-write steps (same content merges, dedupe by event id) see no concurrent writer, as on
 SQLite. A write is acknowledged only after its COMMIT; a connection lost mid-write raises
-ServiceUnavailable and nothing of that write is kept (the client retries; event ids dedupe).
+ServiceUnavailable: lost before COMMIT, nothing of the write is kept; lost during COMMIT, it may
+have been kept, and the client's retry with the same event id is deduplicated.
 
 Only the ported modules run here (README, "Team memory (in progress)"): memories, projects and
 received events, with memory vectors. psycopg is imported where a PgStore is opened.
@@ -139,7 +140,7 @@ class PgStore:
         if isinstance(exc, psycopg.OperationalError):
             return ServiceUnavailable(
                 f"the team database {self.where} is unreachable or the connection was lost "
-                f"(nothing of this write was kept); retry shortly: {text}"
+                f"(a write was not acknowledged; retrying it with its event id is safe): {text}"
             )
         # Anything else is a defect (a query the database rejects): say what, without secrets.
         return RuntimeError(f"team database error ({type(exc).__name__}): {text}")
