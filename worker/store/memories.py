@@ -147,32 +147,35 @@ def insert_row(conn: AnyDb, project_id: int | None, item: dict[str, Any]) -> int
     """Insert one memory whose fields are all decided (see worker.memory.merge.save)."""
     db = as_db(conn)
     created = item.get("created_at_ms") or now_ms()
-    memory_id = db.insert(
-        "INSERT INTO memories(project_id, session_id, kind, content, content_hash, tags, "
-        "importance, importance_auto, tags_auto, pinned, expires_at, created_at, updated_at, meta, "
-        "dated, author) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (
-            project_id,
-            item.get("session_id"),
-            item["kind"],
-            item["content"],
-            normalised_hash(item["content"]),
-            dump_json(item.get("tags") or []),
-            int(item.get("importance") or 3),
-            1 if item.get("importance_auto") else 0,
-            1 if item.get("tags_auto") else 0,
-            1 if item.get("pinned") else 0,
-            item.get("expires_at_ms"),
-            created,
-            max(created, item.get("updated_at_ms") or created),
-            dump_json(item.get("meta")),
-            1 if item.get("created_at_ms") else 0,  # imported history carries its own date
-            item.get("author"),
-        ),
+    tags = dump_json(item.get("tags") or [])
+    columns = (
+        "project_id, session_id, kind, content, content_hash, tags, importance, importance_auto, "
+        "tags_auto, pinned, expires_at, created_at, updated_at, meta, dated, author"
+    )
+    values: tuple[Any, ...] = (
+        project_id,
+        item.get("session_id"),
+        item["kind"],
+        item["content"],
+        normalised_hash(item["content"]),
+        tags,
+        int(item.get("importance") or 3),
+        1 if item.get("importance_auto") else 0,
+        1 if item.get("tags_auto") else 0,
+        1 if item.get("pinned") else 0,
+        item.get("expires_at_ms"),
+        created,
+        max(created, item.get("updated_at_ms") or created),
+        dump_json(item.get("meta")),
+        1 if item.get("created_at_ms") else 0,  # imported history carries its own date
+        item.get("author"),
     )
     if db.dialect.writes_index_text:
-        _write_index_text(db, memory_id)
-    return memory_id
+        columns += ", search_text"
+        values += (index_text(item["content"], tags),)
+    return db.insert(
+        f"INSERT INTO memories({columns}) VALUES ({placeholders(len(values))})", values
+    )
 
 
 def insert(conn: AnyDb, item: dict[str, Any]) -> tuple[dict[str, Any], bool]:
