@@ -14,8 +14,9 @@ import numpy as np
 import psycopg
 import pytest
 
-from worker.errors import ConfigError, InsufficientStorage, ServiceUnavailable
+from worker.errors import ConfigError
 from worker.store import memories, memory_vectors, projects
+from worker.store.errors import StoreFull, StoreUnavailable
 from worker.store.pg import PgStore
 from worker.store.pg.connection import to_psycopg
 from worker.store.pg.migrations import MIGRATIONS, NewerSchema
@@ -110,7 +111,7 @@ def test_an_unreachable_database_is_unavailable_and_its_password_never_shown(
     url = f"postgresql://ann:{SECRET}@127.0.0.1:{port}/cairn?connect_timeout=2"
     caplog.set_level(logging.DEBUG)
     store = PgStore(url)
-    with pytest.raises(ServiceUnavailable) as raised:
+    with pytest.raises(StoreUnavailable) as raised:
         store.open()
     assert "unreachable" in str(raised.value)
     assert SECRET not in str(raised.value) and SECRET not in repr(store)
@@ -156,7 +157,7 @@ def test_a_connection_lost_mid_write_keeps_nothing_and_the_next_write_works(
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
         c.execute("SELECT 1")  # the server is gone: this fails
 
-    with pytest.raises(ServiceUnavailable, match="connection was lost"):
+    with pytest.raises(StoreUnavailable, match="connection was lost"):
         store.write_sync(write_then_lose_connection)
     _row, created = store.write_sync(
         lambda c: memories.insert(c, {"content": "Whole", "kind": "fact", "project": APP})
@@ -170,7 +171,7 @@ def test_a_connection_lost_mid_write_keeps_nothing_and_the_next_write_works(
 def test_reads_run_in_read_only_transactions(pg_url: str) -> None:
     # As SQLite's readers (query_only): a write there is refused, as on a read-only server.
     store = opened(pg_url)
-    with pytest.raises(InsufficientStorage, match="is read-only: cannot execute INSERT"):
+    with pytest.raises(StoreFull, match="is read-only: cannot execute INSERT"):
         store.read_sync(lambda c: projects.ensure(c, APP))
     assert store.read_sync(lambda c: projects.find(c, APP)) is None
     store.close()

@@ -5,7 +5,7 @@ Reads run in read-only transactions on pooled connections. Writes are serialised
 of the database (`pg_advisory_xact_lock`, released at COMMIT or ROLLBACK), so the store modules'
 read-then-write steps (same content merges, dedupe by event id) see no concurrent writer, as on
 SQLite. A write is acknowledged only after its COMMIT; a connection lost mid-write raises
-ServiceUnavailable: lost before COMMIT, nothing of the write is kept; lost during COMMIT, it may
+StoreUnavailable: lost before COMMIT, nothing of the write is kept; lost during COMMIT, it may
 have been kept, and the client's retry with the same event id is deduplicated.
 
 Only the ported modules run here (README, "Team memory (in progress)"): memories, projects and
@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from worker.errors import BadRequest, InsufficientStorage, ServiceUnavailable
+from worker.store.errors import InvalidValue, StoreFull, StoreUnavailable
 from worker.team import redact
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ class PgStore:
     # ------------------------------------------------------------------ sync access
     def _live_pool(self) -> PgPool:
         if self._pool is None:
-            raise ServiceUnavailable("the store is closed (the worker is shutting down)")
+            raise StoreUnavailable("the store is closed (the worker is shutting down)")
         return self._pool
 
     def _db(self, conn: Any) -> PgDb:
@@ -132,13 +132,13 @@ class PgStore:
         import psycopg
 
         if isinstance(exc, psycopg.errors.NumericValueOutOfRange):
-            return BadRequest("a number is out of range (the database stores 64-bit integers)")
+            return InvalidValue("a number is out of range (the database stores 64-bit integers)")
         if isinstance(exc, psycopg.errors.DiskFull | psycopg.errors.OutOfMemory):
-            return InsufficientStorage(f"the team database {self.where} is out of space: {text}")
+            return StoreFull(f"the team database {self.where} is out of space: {text}")
         if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
-            return InsufficientStorage(f"the team database {self.where} is read-only: {text}")
+            return StoreFull(f"the team database {self.where} is read-only: {text}")
         if isinstance(exc, psycopg.OperationalError):
-            return ServiceUnavailable(
+            return StoreUnavailable(
                 f"the team database {self.where} is unreachable or the connection was lost "
                 f"(a write was not acknowledged; retrying it with its event id is safe): {text}"
             )

@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from worker.errors import ServiceUnavailable
 from worker.store.db import POSTGRES, Dialect
+from worker.store.errors import StoreUnavailable
 from worker.team import MASK, redact
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ class PgPool:
                 application_name="cairn",
             )
         except psycopg.Error as exc:
-            raise ServiceUnavailable(
+            raise StoreUnavailable(
                 f"the team database {redact(self.url)} is unreachable: "
                 f"{safe_message(str(exc).strip(), self.url)}"
             ) from None
@@ -169,9 +169,9 @@ class PgPool:
         from psycopg.pq import TransactionStatus
 
         if self.closed:
-            raise ServiceUnavailable("the store is closed (the worker is shutting down)")
+            raise StoreUnavailable("the store is closed (the worker is shutting down)")
         if not self._slots.acquire(timeout=self.wait_s):
-            raise ServiceUnavailable("every team database connection is busy; retry shortly")
+            raise StoreUnavailable("every team database connection is busy; retry shortly")
         try:
             try:
                 conn = self._idle.get_nowait()
