@@ -173,6 +173,8 @@ def test_policy_from_settings_rejects_bad_values() -> None:
         # a clause that says the subject, or the value named, is gone or renamed
         ("Dependabot opens PRs for every dependency", "Dependabot is disabled; Renovate runs"),
         ("The CLI is called acmectl", "acmectl was renamed to acme"),
+        ("The search page uses Algolia", "The search page was removed"),
+        ("The old search page uses Algolia", "The old search page was removed"),
         ("The env var for the database is DB_URL", "DB_URL was renamed to DATABASE_URL"),
         # a version bump may bring another change with it
         (
@@ -222,6 +224,9 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         ("acmectl deploy needs an API token", "acmectl was renamed to acme"),
         ("Dependabot opens PRs for every dependency", "Dependabot is disabled for the docs repo"),
         ("Redis caches sessions for 24 hours", "Redis persistence was disabled"),
+        # the removal of a former one leaves the current one ("the old search page was removed")
+        ("The search page uses Algolia", "The old search page was removed"),
+        ("The admin panel uses Django admin", "The legacy admin panel was deleted"),
         ("The Android app runs React Native 0.72", "The iOS app was upgraded to React Native 0.74"),
         ("The web app uses Redux 4 for state", "The web app was upgraded to React 18 with SWC"),
         # "from" alone is no change; a plain-word slot needs a value on both sides (or a cue)

@@ -36,6 +36,7 @@ from worker.memory.update_words import (
     COMMAND_WORDS,
     DETERMINERS,
     ENVIRONMENTS,
+    FORMER,
     LABEL_NOUNS,
     MOVE_CUES,
     NEGATIONS,
@@ -99,6 +100,9 @@ class Features:
     # keys a clause says are gone ("Jest was removed"), or renamed ("=acmectl": "acmectl was
     # renamed to acme")
     dropped: frozenset[str] = frozenset()
+    # keys of a clause that says a former one is gone ("the old search page was removed")
+    former: frozenset[str] = frozenset()
+    marked: bool = False  # the text calls something old, legacy or former
 
 
 @dataclass(frozen=True)
@@ -146,7 +150,7 @@ def features(text: str) -> Features:
         is_name = (token[:1].isupper() and not starts) or token[1:] != token[1:].lower()
         if _DIGIT.search(word) or is_name or "_" in word:
             values.add(word)
-    keys, cues, retired, headed, dropped = _keys(text)
+    keys, cues, retired, headed, dropped, former = _keys(text)
     parts = [part for part in _CLAUSE.split(text) if part.strip()]
     clauses = tuple(parts) if len(parts) > 1 else ()
     return Features(
@@ -161,21 +165,26 @@ def features(text: str) -> Features:
         retired,
         clauses,
         dropped,
+        former,
+        any(word in FORMER for word in sequence),
     )
 
 
 def _keys(
     text: str,
-) -> tuple[tuple[Key, ...], frozenset[str], frozenset[str], bool, frozenset[str]]:
+) -> tuple[tuple[Key, ...], frozenset[str], frozenset[str], bool, frozenset[str], frozenset[str]]:
     """The text's keys in order, its update cues, the keys it retires ("pnpm, not npm"), whether
-    it is headed by its subject (a determiner or a key first: "The web app ..."), and the keys of
+    it is headed by its subject (a determiner or a key first: "The web app ..."), the keys of
     a clause that only says they are gone ("the .env file was deleted", "acmectl was renamed to
-    acme"; not "Dependabot is disabled for the docs repo")."""
+    acme"; not "Dependabot is disabled for the docs repo"), and the keys of a clause that says a
+    former one is gone ("the old search page was removed": they stay, as the current one)."""
     keys: list[Key] = []
     cues: set[str] = set()
     retired: set[str] = set()
     dropped: set[str] = set()
+    former: set[str] = set()
     clause: list[str] = []  # keys since the clause began
+    old_one = False  # the clause calls its thing old, legacy or former
     retiring: list[str] | None = None  # keys after a retiring word, in this clause
     moving = False  # "from X": X is retired only once "to Y" follows
     headed = False
@@ -193,7 +202,10 @@ def _keys(
         before, previous = previous, lower
         if lower in UPDATE_CUES:
             cues.add(lower)
-        if lower in REMOVALS and before in PASSIVE and clause:
+        old_one = old_one or lower in FORMER
+        if lower in REMOVALS and before in PASSIVE and clause and old_one:
+            former.update(clause)  # "the old search page was removed": not the current one
+        elif lower in REMOVALS and before in PASSIVE and clause:
             retired.update(clause)  # "ESLint and Prettier were removed"
             if _ALONE.match(text, match.end()):
                 # A rename retires only the name: "acmectl was renamed" leaves "acmectl needs a
@@ -251,14 +263,21 @@ def _keys(
         if retiring is not None:
             retiring.append(key)
         if follows in (",", ";", ".", ":", ")", "!", "?"):
-            clause = []
+            clause, old_one = [], False
         if follows in (",", ";", ".", ":", ")") and retiring is not None:
             if not moving:
                 retired.update(retiring)
             retiring = None
     if retiring is not None and not moving:
         retired.update(retiring)
-    return tuple(keys), frozenset(cues), frozenset(retired), headed, frozenset(dropped)
+    return (
+        tuple(keys),
+        frozenset(cues),
+        frozenset(retired),
+        headed,
+        frozenset(dropped),
+        frozenset(former),
+    )
 
 
 def _contracted_not(text: str, end: int) -> bool:
@@ -299,6 +318,8 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
         return DISTINCT  # the same statement ("use X, not Y" / "use Y, not X" is not)
     if not shared:
         return UNKNOWN
+    if a[0] in new.former and not old.marked:
+        return DISTINCT  # "the old search page was removed" / "the search page uses Algolia"
     qualifiers = {k.key for k in old.keys if k.qualifier and k.key in removed} | {
         k.key for k in new.keys if k.qualifier and k.key in added
     }

@@ -68,6 +68,9 @@ COMMAND_INTRO = word_set("with by via run runs running use uses using then type"
 # Passive verbs that say a thing is gone or renamed ("Sphinx was dropped", "X was renamed to Y"),
 # after one of the PASSIVE auxiliaries.
 REMOVALS = word_set("removed deleted dropped disabled archived retired renamed replaced")
+# Words that mark a thing as a former one ("the old search page was removed"): its removal says a
+# current one exists, and nothing of what was said of that one ("the search page uses Algolia").
+FORMER = word_set("old legacy former previous outdated")
 PASSIVE = word_set("was were is are been be got gets")
 PREPOSITIONS = word_set("to into in on onto at under")
 PLACES = PREPOSITIONS | word_set("is are was were from")
