@@ -174,6 +174,15 @@ def test_policy_from_settings_rejects_bad_values() -> None:
         ("Dependabot opens PRs for every dependency", "Dependabot is disabled; Renovate runs"),
         ("The CLI is called acmectl", "acmectl was renamed to acme"),
         ("The search page uses Algolia", "The search page was removed"),
+        # the main clause of a long text, its reason or occasion set aside
+        (
+            "The build timeout is 20 minutes",
+            "We raised the build timeout to 45 minutes because the layer cache is cold on new runners",
+        ),
+        (
+            "The worker concurrency is 4",
+            "After the memory leak last week, the worker concurrency was lowered to 2",
+        ),
         ("The old search page uses Algolia", "The old search page was removed"),
         ("The env var for the database is DB_URL", "DB_URL was renamed to DATABASE_URL"),
         # a version bump may bring another change with it
@@ -227,6 +236,11 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         # the removal of a former one leaves the current one ("the old search page was removed")
         ("The search page uses Algolia", "The old search page was removed"),
         ("The admin panel uses Django admin", "The legacy admin panel was deleted"),
+        # a reason set aside leaves the subject as it was: another one
+        (
+            "The API rate limit is 100 requests per minute",
+            "The search API rate limit is 20 requests per minute because search is expensive",
+        ),
         ("The Android app runs React Native 0.72", "The iOS app was upgraded to React Native 0.74"),
         ("The web app uses Redux 4 for state", "The web app was upgraded to React 18 with SWC"),
         # "from" alone is no change; a plain-word slot needs a value on both sides (or a cue)

@@ -71,6 +71,18 @@ _DIGIT = re.compile(r"\d")
 _IDENTIFIER = re.compile(r"[_/.]")
 # Where one clause ends and another starts: "; " or a full stop before a capital.
 _CLAUSE = re.compile(r";\s+|(?<=[.!?])\s+(?=[A-Z])")
+# Where the reason for a statement begins ("... to port 5433 to avoid clashing with ...").
+_REASON = re.compile(
+    r",?\s+(?:because|since|so that|so as to|to avoid|to prevent|in order to|as part of|due to"
+    r"|now that|which)\b",
+    re.IGNORECASE,
+)
+# A text that opens with its reason or occasion ("After the outage last week, ...").
+_OPENS_WITH_REASON = re.compile(
+    r"\s*(?:after|following|since|because|as|given|due to|once|now that)\b", re.IGNORECASE
+)
+# Where a coordinated clause begins: "..., and the Docker build moved to ...".
+_COORDINATED = re.compile(r",\s+(?:and|but|so)\s+", re.IGNORECASE)
 _STEMMER = snowballstemmer.stemmer("english")
 REGION_STEMS = frozenset(_STEMMER.stemWords(sorted(REGION_NAMES)))
 
@@ -103,6 +115,9 @@ class Features:
     # keys of a clause that says a former one is gone ("the old search page was removed")
     former: frozenset[str] = frozenset()
     marked: bool = False  # the text calls something old, legacy or former
+    # a long text's main clauses, each with the keys of what was cut away from it and whether
+    # that was only a reason or occasion ("to avoid clashing with a local install")
+    fragments: tuple[tuple[str, frozenset[str], bool], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -167,7 +182,34 @@ def features(text: str) -> Features:
         dropped,
         former,
         any(word in FORMER for word in sequence),
+        _fragments(text),
     )
+
+
+def _fragments(text: str) -> tuple[tuple[str, frozenset[str], bool], ...]:
+    """The main clauses of a long text, without its reasons or occasions ("..., to avoid ...",
+    "After the outage, ...") or without the clause coordinated with them ("..., and ..."); each
+    with the keys of the part cut away, and whether that part was a reason. A coordinated clause
+    that holds an environment, region or label is never cut away: it may say which one the other
+    clause is of ("In production, logs go to Datadog, and ...")."""
+    cuts: list[tuple[str, str, bool]] = []
+    reason = _REASON.search(text)
+    if reason is not None:
+        cuts.append((text[: reason.start()], text[reason.start() :], True))
+    if _OPENS_WITH_REASON.match(text):
+        for comma in (i for i, c in enumerate(text) if c == ","):
+            rest = text[comma + 1 :].strip()
+            if rest and rest.split()[0].lower() not in ("which", "who", "and", "but"):
+                cuts.append((rest, text[:comma], True))
+    for joint in _COORDINATED.finditer(text):
+        cuts.append((text[: joint.start()], text[joint.start() :], False))
+        cuts.append((text[joint.end() :], text[: joint.start()], False))
+    out: list[tuple[str, frozenset[str], bool]] = []
+    for kept, cut, reason_only in cuts:
+        cut_keys = _keys(cut)[0]
+        if kept.strip() and (reason_only or not any(k.qualifier for k in cut_keys)):
+            out.append((kept, frozenset(k.key for k in cut_keys), reason_only))
+    return tuple(out)
 
 
 def _keys(
@@ -288,6 +330,9 @@ def _contracted_not(text: str, end: int) -> bool:
 def judge(new: Features, old: Features, min_similarity: float = 0.5) -> Verdict:
     """Does `new` update `old`, state another fact (`distinct`), or can the words not tell?
 
+    A long text updates when its main clause alone does, its reasons set aside ("now maps
+    Postgres to port 5433 to avoid clashing with a local install"; a reason set aside says
+    nothing of the old text, a coordinated clause names no environment, region or label).
     A text of several clauses updates when one of its clauses alone does ("Pre-commit no longer
     runs mypy; mypy runs in CI only": the first retires the old statement, the second adds one).
     """
@@ -295,6 +340,13 @@ def judge(new: Features, old: Features, min_similarity: float = 0.5) -> Verdict:
     if verdict.kind == "update":
         return verdict
     for text in new.clauses:
+        alone = _judge(_clause_features(text), old, min_similarity)
+        if alone.kind == "update":
+            return alone
+    said = {k.key for k in old.keys}
+    for text, cut, reason_only in new.fragments:
+        if reason_only and cut & said:
+            continue  # what was cut speaks of the old text's subject: not only a reason
         alone = _judge(_clause_features(text), old, min_similarity)
         if alone.kind == "update":
             return alone
