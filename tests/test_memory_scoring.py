@@ -174,6 +174,12 @@ def test_policy_from_settings_rejects_bad_values() -> None:
         ("Dependabot opens PRs for every dependency", "Dependabot is disabled; Renovate runs"),
         ("The CLI is called acmectl", "acmectl was renamed to acme"),
         ("The search page uses Algolia", "The search page was removed"),
+        # a reversal said in words, of the decision about the subject it names
+        (
+            "Decision: a monorepo with Nx for all packages",
+            "Decision reversed: the packages get their own repos, no monorepo",
+        ),
+        ("Decision: no ORM, plain SQL", "We scrapped the no-ORM rule; new code uses SQLModel"),
         # the main clause of a long text, its reason or occasion set aside
         (
             "The build timeout is 20 minutes",
@@ -236,6 +242,12 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         # the removal of a former one leaves the current one ("the old search page was removed")
         ("The search page uses Algolia", "The old search page was removed"),
         ("The admin panel uses Django admin", "The legacy admin panel was deleted"),
+        # a reversal of another decision (its subject not named), or of no decision at all
+        (
+            "Decision: Postgres for the main database",
+            "Decision reversed: the analytics database moves off BigQuery",
+        ),
+        ("The monolith is written in Django", "Decision reversed: the monolith gets split up"),
         # a reason set aside leaves the subject as it was: another one
         (
             "The API rate limit is 100 requests per minute",

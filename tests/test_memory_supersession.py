@@ -91,3 +91,19 @@ def test_another_head_is_final_for_the_vector_path(store: Store, settings: Setti
     old = put(store, settings, "STRIPE_WH_SECRET holds the webhook secret").row
     new = put(store, settings, "STRIPE_API_KEY holds the secret API key", similar={old["id"]: 0.8})
     assert new.superseded == []
+
+
+def test_a_reversal_said_in_words_replaces_one_decision(store: Store, settings: Settings) -> None:
+    """ "Decision reversed: ..." names one decision: of two about its subject, the closer goes;
+    a memory saved as a decision counts as one even when its words do not say so."""
+    monolith = put(store, settings, "Keep the monolith; no microservices", kind="decision").row
+    deploy = put(store, settings, "Decision: the monolith deploys to one VM").row
+    fact = put(store, settings, "The monolith is written in Django").row
+    reversed_ = put(
+        store,
+        settings,
+        "Decision reversed: notifications get split out of the monolith into microservices",
+        kind="decision",
+    )
+    assert reversed_.superseded == [monolith["id"]]
+    assert fact["id"] not in reversed_.superseded and deploy["id"] not in reversed_.superseded

@@ -6,6 +6,7 @@ summaries turning learned items into facts, imports), inside the caller's write 
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ from typing import Any
 
 from worker.clock import now_ms
 from worker.memory import importance as importance_mod
-from worker.memory.relations import features, may_update_by_meaning, search_terms, supersedes
+from worker.memory.relations import features, judge, may_update_by_meaning, search_terms
 from worker.memory.tags import normalise_tags, pick_tags
 from worker.settings import Settings
 from worker.store import memories, received
@@ -178,7 +179,7 @@ def _detect_supersession(
     if not (mine.negated or mine.cues or mine.contrast or any(k.value for k in mine.keys)):
         return  # nothing that could replace a value: no value, negation or change
     created = int(item.get("created_at_ms") or now_ms())
-    scored: list[tuple[float, Row]] = []
+    scored: list[tuple[float, bool, Row]] = []
     rows = memories.text_candidates(conn, project_id, search_terms(mine), exclude_id=memory_id)
     close = {
         i: cos
@@ -191,7 +192,10 @@ def _detect_supersession(
         if row["kind"] not in SUPERSEDING_KINDS:
             continue
         theirs = features(row["content"])
-        score = supersedes(mine, theirs, settings.memories.supersede_min_similarity)
+        if row["kind"] == "decision":
+            theirs = dataclasses.replace(theirs, decided=True)
+        verdict = judge(mine, theirs, settings.memories.supersede_min_similarity)
+        score = verdict.score if verdict.kind == "update" else None
         if (
             score is None
             and int(row["id"]) in close
@@ -201,9 +205,12 @@ def _detect_supersession(
             # another fact: a paraphrased update.
             score = round(close[int(row["id"])], 4)
         if score is not None:
-            scored.append((score, row))
-    scored.sort(key=lambda pair: -pair[0])
-    for _score, row in scored[:MAX_SUPERSEDED_PER_SAVE]:
+            scored.append((score, verdict.reversal, row))
+    scored.sort(key=lambda entry: -entry[0])
+    # A reversal said in words ("Decision reversed: ...") names one decision: the closest.
+    reversals = [entry for entry in scored if entry[1]][:1]
+    scored = [entry for entry in scored if not entry[1] or entry in reversals]
+    for _score, _reversal, row in scored[:MAX_SUPERSEDED_PER_SAVE]:
         if int(row["created_at"]) > created:
             # An import older than what is stored: the stored memory stays the latest.
             relations_store.add(conn, int(row["id"]), memory_id, "updates", "supersession")

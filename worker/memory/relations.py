@@ -34,6 +34,7 @@ from worker.memory.update_words import (
     CHANGE_WORDS,
     COMMAND_INTRO,
     COMMAND_WORDS,
+    DECISION_WORDS,
     DETERMINERS,
     ENVIRONMENTS,
     FORMER,
@@ -49,6 +50,7 @@ from worker.memory.update_words import (
     RELATION_FORMS,
     RELATION_VERBS,
     REMOVALS,
+    REVERSALS,
     TIME_WORDS,
     UNIT_WORDS,
     UPDATE_CUES,
@@ -82,6 +84,12 @@ _OPENS_WITH_REASON = re.compile(
     r"\s*(?:after|following|since|because|as|given|due to|once|now that)\b", re.IGNORECASE
 )
 # Where a coordinated clause begins: "..., and the Docker build moved to ...".
+# A label that says a decision changed: "Decision changed: ...", "Policy update: ...".
+_CHANGED_DECISION = re.compile(
+    r"\s*(?:decision|policy)\s+(?:changed|change|updated|update|revised|revisited)\b"
+    r"|.*\b(?:changed|change)\s+(?:our|my)\s+minds?\b|.*\bchange\s+of\s+plans?\b",
+    re.IGNORECASE,
+)
 _COORDINATED = re.compile(r",\s+(?:and|but|so)\s+", re.IGNORECASE)
 _STEMMER = snowballstemmer.stemmer("english")
 REGION_STEMS = frozenset(_STEMMER.stemWords(sorted(REGION_NAMES)))
@@ -118,12 +126,15 @@ class Features:
     # a long text's main clauses, each with the keys of what was cut away from it and whether
     # that was only a reason or occasion ("to avoid clashing with a local install")
     fragments: tuple[tuple[str, frozenset[str], bool], ...] = ()
+    reverses: bool = False  # says a decision was reversed ("Decision reversed: ...")
+    decided: bool = False  # states a decision ("Decision: ...", "we decided ...")
 
 
 @dataclass(frozen=True)
 class Verdict:
     kind: str  # "update", "distinct" (final), or "unknown" (the words cannot tell)
     score: float = 0.0  # subject similarity in 0..1, for an update
+    reversal: bool = False  # an update only by a reversal said in words: one per save
 
 
 DISTINCT = Verdict("distinct")
@@ -183,6 +194,8 @@ def features(text: str) -> Features:
         former,
         any(word in FORMER for word in sequence),
         _fragments(text),
+        any(word in REVERSALS for word in sequence) or _CHANGED_DECISION.match(text) is not None,
+        any(word in DECISION_WORDS for word in sequence),
     )
 
 
@@ -368,7 +381,8 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     shared = mine & theirs
     if not (removed or added or flipped or new.retired != old.retired):
         return DISTINCT  # the same statement ("use X, not Y" / "use Y, not X" is not)
-    if not shared:
+    reversal = _reversal(new, old)
+    if not shared and reversal is None:
         return UNKNOWN
     if a[0] in new.former and not old.marked:
         return DISTINCT  # "the old search page was removed" / "the search page uses Algolia"
@@ -377,6 +391,10 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     }
     if qualifiers and not _moved(new, qualifiers & added, removed):
         return DISTINCT  # staging / production, us-east-1 / eu-west-1, suite A / suite B
+    if reversal is not None:
+        # "Decision reversed: notifications get split out of the monolith" of "Decision: keep
+        # the monolith": a reversal said in so many words, of the decision about that subject.
+        return Verdict("update", _score(a, b, reversal), reversal=True)
     dropped = {k for k in new.dropped if k[:1] != "="} - old.retired
     renamed = {k[1:] for k in new.dropped if k[:1] == "="} - old.retired
     named = {k.key for k in old.keys if k.value and not k.joined and _IDENTIFIER.search(k.key)}
@@ -435,6 +453,24 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     if subject < max(0.6, min_similarity):
         return DISTINCT
     return Verdict("update", _score(a, b, subject))
+
+
+def _reversal(new: Features, old: Features) -> float | None:
+    """If `new` says a decision was reversed, `old` is a decision (not itself a reversal), and
+    the new text names the old one's subject (its first key that is not a relation verb, the
+    parts of hyphenated words compared too: "the no-ORM decision" names "no ORM"): the share of
+    the old keys the new text names."""
+    if not (new.reverses and old.decided) or old.reverses:
+        return None
+    subject = next((k.key for k in old.keys if not k.relation), None)
+    named = {k.key for k in new.keys}
+    named |= {
+        _STEMMER.stemWord(part) for k in new.keys if "-" in k.key for part in k.key.split("-")
+    }
+    if subject not in named:
+        return None
+    theirs = {k.key for k in old.keys}
+    return len(theirs & named) / len(theirs)
 
 
 def _bumped(

@@ -68,6 +68,13 @@ COMMAND_INTRO = word_set("with by via run runs running use uses using then type"
 # Passive verbs that say a thing is gone or renamed ("Sphinx was dropped", "X was renamed to Y"),
 # after one of the PASSIVE auxiliaries.
 REMOVALS = word_set("removed deleted dropped disabled archived retired renamed replaced")
+# Words that say a decision was reversed ("Decision reversed: ...", "we scrapped the plan to ...").
+REVERSALS = word_set(
+    "reverse reversed reverses reversing overturn overturned overrule overruled scrap scrapped "
+    "abandon abandoned revoke revoked rescind rescinded undo undid undone"
+)
+# Words that say a statement is a decision (of a memory not saved with the kind "decision").
+DECISION_WORDS = word_set("decision decisions decide decided agreed chose chosen policy")
 # Words that mark a thing as a former one ("the old search page was removed"): its removal says a
 # current one exists, and nothing of what was said of that one ("the search page uses Algolia").
 FORMER = word_set("old legacy former previous outdated")
