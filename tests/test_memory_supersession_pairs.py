@@ -79,30 +79,30 @@ def test_held_out_pairs_do_not_slip(store: Store, settings: Settings, shared_mod
 
 def test_fresh_pairs_by_their_words(store: Store, settings: Settings) -> None:
     """The second dev set (tests/data/supersession-pairs-fresh.json), kept at what the rule reaches
-    (36/37 caught, 0/37 wrong): wrong supersessions must stay at none; the blind sets are only
+    (37/37 caught, 0/37 wrong): wrong supersessions must stay at none; the blind sets are only
     scored (`python -m tests.supersession_pairs --set blind1`), never asserted."""
     fresh = load_pairs("fresh")
     labels = [p["label"] for p in fresh]
     assert len(fresh) >= 70 and labels.count("update") == labels.count("distinct")
     result = score(store, settings, fresh, run="fresh")
-    assert result.caught >= 36 and result.wrong == 0, result.line("fresh, words only")
+    assert result.caught >= 37 and result.wrong == 0, result.line("fresh, words only")
 
 
 def test_extra_pairs_by_their_words(store: Store, settings: Settings) -> None:
     """The third dev set (tests/data/supersession-pairs-extra.json, written before it was scored:
-    22/37 caught, 3/37 wrong then), kept at what the rule reaches: 30/37 caught, none wrong."""
+    22/37 caught, 3/37 wrong then), kept at what the rule reaches: 34/37 caught, none wrong."""
     extra = load_pairs("extra")
     labels = [p["label"] for p in extra]
     assert len(extra) >= 60 and labels.count("update") == labels.count("distinct")
     result = score(store, settings, extra, run="extra")
-    assert result.caught >= 31 and result.wrong == 0, result.line("extra, words only")
+    assert result.caught >= 34 and result.wrong == 0, result.line("extra, words only")
 
 
 def test_extra2_pairs_by_their_words(store: Store, settings: Settings) -> None:
     """The fourth dev set (tests/data/supersession-pairs-extra2.json), scored once before it was
-    tuned on (14/20 caught, 2/20 wrong), kept at what the rule reaches: 18/20, none wrong."""
+    tuned on (14/20 caught, 2/20 wrong), kept at what the rule reaches: 19/20, none wrong."""
     extra2 = load_pairs("extra2")
     labels = [p["label"] for p in extra2]
     assert len(extra2) >= 40 and labels.count("update") == labels.count("distinct")
     result = score(store, settings, extra2, run="extra2")
-    assert result.caught >= 18 and result.wrong == 0, result.line("extra2, words only")
+    assert result.caught >= 19 and result.wrong == 0, result.line("extra2, words only")

@@ -413,6 +413,16 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     if len(slots) == 2 and bumped:
         # "Next.js 13 with the pages router" -> "upgraded to Next.js 14 with the app router"
         slots = bumped[:1]
+    retiring = (new.retired - old.retired) & theirs
+    if (
+        retiring
+        and shared - retiring - relations
+        and not flipped
+        and len(shared) / len(theirs) >= 0.6
+    ):
+        # The old value named and retired, the subject kept, however the rest was reworded:
+        # "migrations are run with make db-migrate now, not alembic directly".
+        return Verdict("update", _score(a, b, len(shared) / len(theirs)))
     if len(slots) >= 2:
         return DISTINCT  # two slots differ: which one, and what it is
     # Only what the old text did not already say: "pnpm, not npm" restates "pnpm instead of npm".
