@@ -174,6 +174,9 @@ def test_policy_from_settings_rejects_bad_values() -> None:
         ("Dependabot opens PRs for every dependency", "Dependabot is disabled; Renovate runs"),
         ("The CLI is called acmectl", "acmectl was renamed to acme"),
         ("The search page uses Algolia", "The search page was removed"),
+        # a short restatement: every word the old one's, one value for another, announced
+        ("The platform team's weekly retro is at 15:00", "Retro moved to 16:30"),
+        ("Nightly backups of the main database run at 02:00", "Backups moved to 03:00"),
         # a reversal said in words, of the decision about the subject it names
         (
             "Decision: a monorepo with Nx for all packages",
@@ -242,6 +245,8 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         # the removal of a former one leaves the current one ("the old search page was removed")
         ("The search page uses Algolia", "The old search page was removed"),
         ("The admin panel uses Django admin", "The legacy admin panel was deleted"),
+        # a short text that names another subject is no restatement
+        ("The platform team's weekly retro is at 15:00", "The mobile retro moved to 16:30"),
         # a reversal of another decision (its subject not named), or of no decision at all
         (
             "Decision: Postgres for the main database",

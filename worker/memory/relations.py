@@ -437,6 +437,10 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
             return DISTINCT  # another head: "the checkout page uses X" / "the subscription ..."
     wording = relations - shared  # relation verbs only one text has: "shipped to" / "send to"
     if len(shared) / len((mine | theirs) - wording) < 0.3:
+        if len(slots) == 1 and announced and not flipped and _restated(new, old):
+            # "Standup moved to 10:00" of "The team standup is at 9:30": a short restatement,
+            # every word of it the old one's, one value for another, the change announced.
+            return Verdict("update", _score(a, b, len(shared) / len(theirs)))
         return UNKNOWN  # too few words in common to align: a paraphrase, or another subject
     coverage = len(shared) / len(theirs)
     if new.headed and b[0] not in theirs and a[0] in mine and not (flipped or retires):
@@ -463,6 +467,19 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     if subject < max(0.6, min_similarity):
         return DISTINCT
     return Verdict("update", _score(a, b, subject))
+
+
+def _restated(new: Features, old: Features) -> bool:
+    """Every word of `new` that is no value the old text says too, and each text has a number
+    the other lacks (a time, a size, a count), and no other new value: the new one names no
+    other subject or thing ("upgraded to React 18" of "uses Redux 4"), only another number."""
+    theirs = {k.key for k in old.keys}
+    mine = {k.key for k in new.keys}
+    words = {k.key for k in new.keys if not k.value}
+    new_values = {k.key for k in new.keys if k.value} - theirs
+    old_values = {k.key for k in old.keys if k.value} - mine
+    numbers = all(_DIGIT.search(v) for v in new_values | old_values)
+    return bool(words) and words <= theirs and bool(new_values and old_values) and numbers
 
 
 def _reversal(new: Features, old: Features) -> float | None:
