@@ -247,6 +247,11 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         ("The admin panel uses Django admin", "The legacy admin panel was deleted"),
         # a short text that names another subject is no restatement
         ("The platform team's weekly retro is at 15:00", "The mobile retro moved to 16:30"),
+        # a removal of another thing of that name retires no value ("not X" would)
+        (
+            "The search page uses Algolia",
+            "Search results now refresh on every keystroke; the Algolia docs index was removed",
+        ),
         # a reversal of another decision (its subject not named), or of no decision at all
         (
             "Decision: Postgres for the main database",

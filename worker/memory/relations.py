@@ -23,6 +23,7 @@ import difflib
 import functools
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import snowballstemmer
 
@@ -128,6 +129,7 @@ class Features:
     fragments: tuple[tuple[str, frozenset[str], bool], ...] = ()
     reverses: bool = False  # says a decision was reversed ("Decision reversed: ...")
     decided: bool = False  # states a decision ("Decision: ...", "we decided ...")
+    contrasted: frozenset[str] = frozenset()  # retired keys, but by a contrast: "not alembic"
 
 
 @dataclass(frozen=True)
@@ -176,7 +178,7 @@ def features(text: str) -> Features:
         is_name = (token[:1].isupper() and not starts) or token[1:] != token[1:].lower()
         if _DIGIT.search(word) or is_name or "_" in word:
             values.add(word)
-    keys, cues, retired, headed, dropped, former = _keys(text)
+    keys, cues, retired, headed, dropped, former, contrasted = _keys(text)
     parts = [part for part in _CLAUSE.split(text) if part.strip()]
     clauses = tuple(parts) if len(parts) > 1 else ()
     return Features(
@@ -196,6 +198,7 @@ def features(text: str) -> Features:
         _fragments(text),
         any(word in REVERSALS for word in sequence) or _CHANGED_DECISION.match(text) is not None,
         any(word in DECISION_WORDS for word in sequence),
+        contrasted,
     )
 
 
@@ -219,23 +222,33 @@ def _fragments(text: str) -> tuple[tuple[str, frozenset[str], bool], ...]:
         cuts.append((text[joint.end() :], text[: joint.start()], False))
     out: list[tuple[str, frozenset[str], bool]] = []
     for kept, cut, reason_only in cuts:
-        cut_keys = _keys(cut)[0]
+        cut_keys = _keys(cut).keys
         if kept.strip() and (reason_only or not any(k.qualifier for k in cut_keys)):
             out.append((kept, frozenset(k.key for k in cut_keys), reason_only))
     return tuple(out)
 
 
-def _keys(
-    text: str,
-) -> tuple[tuple[Key, ...], frozenset[str], frozenset[str], bool, frozenset[str], frozenset[str]]:
+class _Parsed(NamedTuple):
+    keys: tuple[Key, ...]
+    cues: frozenset[str]
+    retired: frozenset[str]
+    headed: bool
+    dropped: frozenset[str]
+    former: frozenset[str]
+    contrasted: frozenset[str]  # retired by "not", "instead of", "from ... to" (no removal)
+
+
+def _keys(text: str) -> _Parsed:
     """The text's keys in order, its update cues, the keys it retires ("pnpm, not npm"), whether
     it is headed by its subject (a determiner or a key first: "The web app ..."), the keys of
     a clause that only says they are gone ("the .env file was deleted", "acmectl was renamed to
-    acme"; not "Dependabot is disabled for the docs repo"), and the keys of a clause that says a
-    former one is gone ("the old search page was removed": they stay, as the current one)."""
+    acme"; not "Dependabot is disabled for the docs repo"), the keys of a clause that says a
+    former one is gone ("the old search page was removed": they stay, as the current one), and
+    the keys a contrast retires ("not npm", "instead of black"; a removal's are not among them)."""
     keys: list[Key] = []
     cues: set[str] = set()
     retired: set[str] = set()
+    contrasted: set[str] = set()  # retired by "not", "instead of", "from ... to" only
     dropped: set[str] = set()
     former: set[str] = set()
     clause: list[str] = []  # keys since the clause began
@@ -271,6 +284,7 @@ def _keys(
         elif lower in ("to", "with", "into") and retiring is not None:
             if not moving or lower != "with":
                 retired.update(retiring)
+                contrasted.update(retiring)
             retiring = None
         letter = len(token) == 1 and token.isupper() and token != "I" and not starts
         negation = (
@@ -288,6 +302,7 @@ def _keys(
         if negation or filler:
             if retiring and not moving:
                 retired.update(retiring)  # "instead of npm | for installing": only npm
+                contrasted.update(retiring)
                 retiring = None
             continue
         if not keys:
@@ -322,16 +337,19 @@ def _keys(
         if follows in (",", ";", ".", ":", ")") and retiring is not None:
             if not moving:
                 retired.update(retiring)
+                contrasted.update(retiring)
             retiring = None
     if retiring is not None and not moving:
         retired.update(retiring)
-    return (
+        contrasted.update(retiring)
+    return _Parsed(
         tuple(keys),
         frozenset(cues),
         frozenset(retired),
         headed,
         frozenset(dropped),
         frozenset(former),
+        frozenset(contrasted),
     )
 
 
@@ -413,7 +431,7 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     if len(slots) == 2 and bumped:
         # "Next.js 13 with the pages router" -> "upgraded to Next.js 14 with the app router"
         slots = bumped[:1]
-    retiring = (new.retired - old.retired) & theirs
+    retiring = (new.contrasted - old.retired) & theirs
     if (
         retiring
         and shared - retiring - relations
