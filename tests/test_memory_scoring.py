@@ -174,6 +174,11 @@ def test_policy_from_settings_rejects_bad_values() -> None:
         ("Dependabot opens PRs for every dependency", "Dependabot is disabled; Renovate runs"),
         ("The CLI is called acmectl", "acmectl was renamed to acme"),
         ("The search page uses Algolia", "The search page was removed"),
+        # the subject restated with a change, and the thing the old one named said to be gone
+        (
+            "Releases are published by hand from the Travis dashboard",
+            "Releases now go out on every tag; the Travis pipeline was deleted",
+        ),
         # a short restatement: every word the old one's, one value for another, announced
         ("The platform team's weekly retro is at 15:00", "Retro moved to 16:30"),
         ("Nightly backups of the main database run at 02:00", "Backups moved to 03:00"),
@@ -245,6 +250,11 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         # the removal of a former one leaves the current one ("the old search page was removed")
         ("The search page uses Algolia", "The old search page was removed"),
         ("The admin panel uses Django admin", "The legacy admin panel was deleted"),
+        # more than the thing named is gone: another thing of that name
+        (
+            "Deploys are triggered from the Jenkins UI",
+            "Deploys now need two approvals; the Jenkins nightly backup job was removed",
+        ),
         # a short text that names another subject is no restatement
         ("The platform team's weekly retro is at 15:00", "The mobile retro moved to 16:30"),
         # a removal of another thing of that name retires no value ("not X" would)

@@ -423,6 +423,19 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
         # A clause says what the old text is about, or the value it names, is gone or renamed:
         # "Dependabot is disabled", "the .env file was deleted", "acmectl was renamed to acme".
         return Verdict("update", _score(a, b, len(shared) / len(theirs)))
+    gone_names = dropped & {k.key for k in old.keys if k.value}
+    if (
+        gone_names
+        and len(dropped - theirs) <= 1
+        and a[0] in mine
+        and a[0] not in dropped
+        and (new.cues - old.cues) - REMOVALS
+    ):
+        # The old subject restated with a change, and a clause says a thing the old text names
+        # (a word more at most: "the Jenkins job") is gone: "Deploys now run on every merge;
+        # the Jenkins job was removed" of "Deploys are triggered from the Jenkins UI"; not "the
+        # Algolia docs index was removed" of "the search page uses Algolia".
+        return Verdict("update", _score(a, b, len(shared) / len(theirs)))
     valued = {k.key for k in (*old.keys, *new.keys) if k.value}
     joined = {k.key for k in (*old.keys, *new.keys) if k.joined}
     relations = {k.key for k in (*old.keys, *new.keys) if k.relation}
