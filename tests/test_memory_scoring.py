@@ -179,6 +179,8 @@ def test_policy_from_settings_rejects_bad_values() -> None:
             "Releases are published by hand from the Travis dashboard",
             "Releases now go out on every tag; the Travis pipeline was deleted",
         ),
+        # "turned off" / "switched off" negate as "disabled" does
+        ("Request logging writes every body to disk", "Request body logging was turned off"),
         # a short restatement: every word the old one's, one value for another, announced
         ("The platform team's weekly retro is at 15:00", "Retro moved to 16:30"),
         ("Nightly backups of the main database run at 02:00", "Backups moved to 03:00"),
@@ -255,6 +257,8 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
             "Deploys are triggered from the Jenkins UI",
             "Deploys now need two approvals; the Jenkins nightly backup job was removed",
         ),
+        # turned off in another environment
+        ("The debug toolbar shows in development", "The debug toolbar is turned off in production"),
         # a short text that names another subject is no restatement
         ("The platform team's weekly retro is at 15:00", "The mobile retro moved to 16:30"),
         # a removal of another thing of that name retires no value ("not X" would)

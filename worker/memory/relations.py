@@ -43,6 +43,7 @@ from worker.memory.update_words import (
     MOVE_CUES,
     NEGATIONS,
     NUMBER_WORDS,
+    OFF_VERBS,
     PASSIVE,
     PLACE_CUES,
     PLACES,
@@ -169,6 +170,7 @@ def features(text: str) -> Features:
             or _contracted_not(text, match.end())
             or (word == "not" and before in AUXILIARIES)
             or (word in ("longer", "more") and before == "no")
+            or (word == "off" and before in OFF_VERBS)
         ):
             negated = True
             continue
@@ -288,7 +290,10 @@ def _keys(text: str) -> _Parsed:
             retiring = None
         letter = len(token) == 1 and token.isupper() and token != "I" and not starts
         negation = (
-            lower in NEGATIONS or lower in ("not", "no") or _contracted_not(text, match.end())
+            lower in NEGATIONS
+            or lower in ("not", "no")
+            or _contracted_not(text, match.end())
+            or (lower == "off" and before in OFF_VERBS)
         )
         spelled = lower in NUMBER_WORDS
         # "make dev", "make deploy": the tool, not the verb (after a word that introduces a command)

@@ -11,6 +11,8 @@ NEGATIONS = word_set(
     "never don't dont doesn't isn't aren't wasn't won't can't cannot shouldn't mustn't "
     "without neither stop stopped disable disabled drop dropped avoid"
 )
+# "off" negates after these ("preview deployments are turned off", "switched off", "shut off").
+OFF_VERBS = word_set("turn turned turns turning switch switched switches switching shut shuts")
 # "not" negates a statement after an auxiliary ("do not deploy"); after a comma it only contrasts
 # ("use pnpm, not npm"). "no" negates in "no longer" / "no more".
 AUXILIARIES = word_set("do does did is are was were be must should can could will would may")
@@ -21,7 +23,8 @@ CHANGE_WORDS = word_set(
     "old prefer preferred going forward anymore longer latest current currently going decided "
     "decide decision let's lets we our will shall should start started bump bumped raise raised "
     "lower lowered increase increased decrease decreased reverse reversed rename renamed remove "
-    "removed deprecate deprecated retire retired rather chose choose set update updated"
+    "removed deprecate deprecated retire retired rather chose choose set update updated turn "
+    "turned turning shut"
 )
 # Words that date a statement ("last week", "since March"): neither subject nor value.
 TIME_WORDS = word_set(
