@@ -181,6 +181,11 @@ def test_policy_from_settings_rejects_bad_values() -> None:
         ),
         # "turned off" / "switched off" negate as "disabled" does
         ("Request logging writes every body to disk", "Request body logging was turned off"),
+        # the object of an active "replaced" is retired, as after "instead of"
+        (
+            "Prettier formats the TypeScript code",
+            "Biome replaced Prettier for formatting the TypeScript code",
+        ),
         # a short restatement: every word the old one's, one value for another, announced
         ("The platform team's weekly retro is at 15:00", "Retro moved to 16:30"),
         ("Nightly backups of the main database run at 02:00", "Backups moved to 03:00"),
@@ -259,6 +264,8 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         ),
         # turned off in another environment
         ("The debug toolbar shows in development", "The debug toolbar is turned off in production"),
+        # replaced somewhere else
+        ("We lint JavaScript with ESLint", "Biome replaced ESLint in the docs repo"),
         # a short text that names another subject is no restatement
         ("The platform team's weekly retro is at 15:00", "The mobile retro moved to 16:30"),
         # a removal of another thing of that name retires no value ("not X" would)

@@ -52,6 +52,7 @@ from worker.memory.update_words import (
     RELATION_FORMS,
     RELATION_VERBS,
     REMOVALS,
+    REPLACING,
     REVERSALS,
     TIME_WORDS,
     UNIT_WORDS,
@@ -281,7 +282,11 @@ def _keys(text: str) -> _Parsed:
                 # A rename retires only the name: "acmectl was renamed" leaves "acmectl needs a
                 # token" true of the tool; a removal retires all that was said of the thing.
                 dropped.update(clause if lower != "renamed" else ("=" + k for k in clause))
-        if (lower == "not" and before not in AUXILIARIES) or lower in ("instead", "rather", "from"):
+        if (
+            (lower == "not" and before not in AUXILIARIES)
+            or lower in ("instead", "rather", "from")
+            or (lower in REPLACING and before not in PASSIVE)  # "Biome replaced ESLint"
+        ):
             retiring, moving = [], lower == "from"  # "not npm", "instead of black", "from Heroku"
         elif lower in ("to", "with", "into") and retiring is not None:
             if not moving or lower != "with":

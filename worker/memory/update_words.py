@@ -82,6 +82,8 @@ DECISION_WORDS = word_set("decision decisions decide decided agreed chose chosen
 # current one exists, and nothing of what was said of that one ("the search page uses Algolia").
 FORMER = word_set("old legacy former previous outdated")
 PASSIVE = word_set("was were is are been be got gets")
+# Active verbs whose object is retired ("Biome replaced ESLint", "v2 supersedes the v1 client").
+REPLACING = word_set("replace replaces replaced replacing supersede supersedes superseded")
 PREPOSITIONS = word_set("to into in on onto at under")
 PLACES = PREPOSITIONS | word_set("is are was were from")
 PLACE_CUES = word_set("move moved moving relocate relocated")
