@@ -189,6 +189,7 @@ def test_policy_from_settings_rejects_bad_values() -> None:
         # a short restatement: every word the old one's, one value for another, announced
         ("The platform team's weekly retro is at 15:00", "Retro moved to 16:30"),
         ("Nightly backups of the main database run at 02:00", "Backups moved to 03:00"),
+        ("Docs are hosted on ReadTheDocs", "Docs moved to GitHub Pages"),  # a name, moved
         # a reversal said in words, of the decision about the subject it names
         (
             "Decision: a monorepo with Nx for all packages",
@@ -268,6 +269,7 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         ("We lint JavaScript with ESLint", "Biome replaced ESLint in the docs repo"),
         # a short text that names another subject is no restatement
         ("The platform team's weekly retro is at 15:00", "The mobile retro moved to 16:30"),
+        ("Secrets are kept in Vault", "Secrets for CI moved to GitHub"),
         # a removal of another thing of that name retires no value ("not X" would)
         (
             "The search page uses Algolia",

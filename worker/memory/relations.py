@@ -513,14 +513,19 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
 def _restated(new: Features, old: Features) -> bool:
     """Every word of `new` that is no value the old text says too, and each text has a number
     the other lacks (a time, a size, a count), and no other new value: the new one names no
-    other subject or thing ("upgraded to React 18" of "uses Redux 4"), only another number."""
+    other subject or thing ("upgraded to React 18" of "uses Redux 4"), only another number; or
+    names, when a move or switch says the one replaced the other ("Secrets moved to AWS
+    Secrets Manager" of "Secrets are kept in Vault")."""
     theirs = {k.key for k in old.keys}
     mine = {k.key for k in new.keys}
     words = {k.key for k in new.keys if not k.value}
     new_values = {k.key for k in new.keys if k.value} - theirs
     old_values = {k.key for k in old.keys if k.value} - mine
     numbers = all(_DIGIT.search(v) for v in new_values | old_values)
-    return bool(words) and words <= theirs and bool(new_values and old_values) and numbers
+    moved = bool((new.cues - old.cues) & MOVE_CUES)  # "Secrets moved to AWS Secrets Manager"
+    return (
+        bool(words) and words <= theirs and bool(new_values and old_values) and (numbers or moved)
+    )
 
 
 def _reversal(new: Features, old: Features) -> float | None:
