@@ -205,6 +205,8 @@ def test_policy_from_settings_rejects_bad_values() -> None:
             "The worker concurrency is 4",
             "After the memory leak last week, the worker concurrency was lowered to 2",
         ),
+        ("API keys rotate every 90 days", "Per the new policy, API keys now rotate every 30 days"),
+        ("Merges need one approval", "Starting Monday, merges need two approvals"),
         ("The old search page uses Algolia", "The old search page was removed"),
         ("The env var for the database is DB_URL", "DB_URL was renamed to DATABASE_URL"),
         # a version bump may bring another change with it
@@ -267,6 +269,8 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         ("The debug toolbar shows in development", "The debug toolbar is turned off in production"),
         # replaced somewhere else
         ("We lint JavaScript with ESLint", "Biome replaced ESLint in the docs repo"),
+        # an opening that says which environment the rest is of is not set aside
+        ("Merges need one approval", "Starting in production, merges need two approvals"),
         # a short text that names another subject is no restatement
         ("The platform team's weekly retro is at 15:00", "The mobile retro moved to 16:30"),
         ("Secrets are kept in Vault", "Secrets for CI moved to GitHub"),

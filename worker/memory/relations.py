@@ -82,9 +82,12 @@ _REASON = re.compile(
     r"|now that|which)\b",
     re.IGNORECASE,
 )
-# A text that opens with its reason or occasion ("After the outage last week, ...").
+# A text that opens with its reason or occasion ("After the outage last week, ...", "Per the
+# new policy, ...", "Starting Monday, ...").
 _OPENS_WITH_REASON = re.compile(
-    r"\s*(?:after|following|since|because|as|given|due to|once|now that)\b", re.IGNORECASE
+    r"\s*(?:after|following|since|because|as|given|due to|once|now that|per|according to"
+    r"|starting|beginning|effective)\b",
+    re.IGNORECASE,
 )
 # Where a coordinated clause begins: "..., and the Docker build moved to ...".
 # A label that says a decision changed: "Decision changed: ...", "Policy update: ...".
@@ -208,25 +211,26 @@ def features(text: str) -> Features:
 def _fragments(text: str) -> tuple[tuple[str, frozenset[str], bool], ...]:
     """The main clauses of a long text, without its reasons or occasions ("..., to avoid ...",
     "After the outage, ...") or without the clause coordinated with them ("..., and ..."); each
-    with the keys of the part cut away, and whether that part was a reason. A coordinated clause
-    that holds an environment, region or label is never cut away: it may say which one the other
-    clause is of ("In production, logs go to Datadog, and ...")."""
-    cuts: list[tuple[str, str, bool]] = []
+    with the keys of the part cut away, and whether that part was a reason. An opening or a
+    coordinated clause that holds an environment, region or label is never cut away: it may say
+    which one the rest is of ("Starting in production, ...", "In production, logs go to ..., and
+    ..."); a trailing reason may ("to avoid clashing with a local install")."""
+    cuts: list[tuple[str, str, bool, bool]] = []  # kept, cut, a reason, may say which one
     reason = _REASON.search(text)
     if reason is not None:
-        cuts.append((text[: reason.start()], text[reason.start() :], True))
+        cuts.append((text[: reason.start()], text[reason.start() :], True, False))
     if _OPENS_WITH_REASON.match(text):
         for comma in (i for i, c in enumerate(text) if c == ","):
             rest = text[comma + 1 :].strip()
             if rest and rest.split()[0].lower() not in ("which", "who", "and", "but"):
-                cuts.append((rest, text[:comma], True))
+                cuts.append((rest, text[:comma], True, True))
     for joint in _COORDINATED.finditer(text):
-        cuts.append((text[: joint.start()], text[joint.start() :], False))
-        cuts.append((text[joint.end() :], text[: joint.start()], False))
+        cuts.append((text[: joint.start()], text[joint.start() :], False, True))
+        cuts.append((text[joint.end() :], text[: joint.start()], False, True))
     out: list[tuple[str, frozenset[str], bool]] = []
-    for kept, cut, reason_only in cuts:
+    for kept, cut, reason_only, scoping in cuts:
         cut_keys = _keys(cut).keys
-        if kept.strip() and (reason_only or not any(k.qualifier for k in cut_keys)):
+        if kept.strip() and not (scoping and any(k.qualifier for k in cut_keys)):
             out.append((kept, frozenset(k.key for k in cut_keys), reason_only))
     return tuple(out)
 
