@@ -186,6 +186,11 @@ def test_policy_from_settings_rejects_bad_values() -> None:
             "Prettier formats the TypeScript code",
             "Biome replaced Prettier for formatting the TypeScript code",
         ),
+        # "local" before a thing (a disk, runners) names no environment
+        (
+            "Dependencies are cached on local runners",
+            "Dependencies are cached on hosted runners now",
+        ),
         # a short restatement: every word the old one's, one value for another, announced
         ("The platform team's weekly retro is at 15:00", "Retro moved to 16:30"),
         ("Nightly backups of the main database run at 02:00", "Backups moved to 03:00"),
@@ -271,6 +276,8 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         ("We lint JavaScript with ESLint", "Biome replaced ESLint in the docs repo"),
         # an opening that says which environment the rest is of is not set aside
         ("Merges need one approval", "Starting in production, merges need two approvals"),
+        # "local dev" does
+        ("The app runs on port 3000 in local dev", "The app runs on port 8080 in staging"),
         # a short text that names another subject is no restatement
         ("The platform team's weekly retro is at 15:00", "The mobile retro moved to 16:30"),
         ("Secrets are kept in Vault", "Secrets for CI moved to GitHub"),

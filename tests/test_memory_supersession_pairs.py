@@ -100,9 +100,9 @@ def test_extra_pairs_by_their_words(store: Store, settings: Settings) -> None:
 
 def test_extra2_pairs_by_their_words(store: Store, settings: Settings) -> None:
     """The fourth dev set (tests/data/supersession-pairs-extra2.json), scored once before it was
-    tuned on (14/20 caught, 2/20 wrong), kept at what the rule reaches: 19/20, none wrong."""
+    tuned on (14/20 caught, 2/20 wrong), kept at what the rule reaches: 20/20, none wrong."""
     extra2 = load_pairs("extra2")
     labels = [p["label"] for p in extra2]
     assert len(extra2) >= 40 and labels.count("update") == labels.count("distinct")
     result = score(store, settings, extra2, run="extra2")
-    assert result.caught >= 19 and result.wrong == 0, result.line("extra2, words only")
+    assert result.caught >= 20 and result.wrong == 0, result.line("extra2, words only")

@@ -97,6 +97,12 @@ _CHANGED_DECISION = re.compile(
     re.IGNORECASE,
 )
 _COORDINATED = re.compile(r",\s+(?:and|but|so)\s+", re.IGNORECASE)
+# A word after "local" that is not an environment's: "local disk", "local install".
+_NEXT_WORD = re.compile(
+    r" (?!(?:dev|development|env|environment|setup|machine|machines|laptop|laptops|testing|run|"
+    r"runs|stack)\b)[a-z]",
+    re.IGNORECASE,
+)
 _STEMMER = snowballstemmer.stemmer("english")
 REGION_STEMS = frozenset(_STEMMER.stemWords(sorted(REGION_NAMES)))
 
@@ -334,7 +340,11 @@ def _keys(text: str) -> _Parsed:
         hashed = text[match.start() - 1 : match.start()] == "#"
         label = letter or (numeric and (hashed or before in LABEL_NOUNS))
         region = lower in REGION_NAMES or _REGION.fullmatch(lower) is not None
-        qualifier = label or region or lower in ENVIRONMENTS
+        # "local" names an environment ("local dev", "runs local"), not a disk or an install
+        environment = lower in ENVIRONMENTS and not (
+            lower == "local" and _NEXT_WORD.match(text, match.end()) is not None
+        )
+        qualifier = label or region or environment
         word = ABBREVIATIONS.get(lower, lower)
         key = _STEMMER.stemWord(word) if word.isalpha() else word
         if hashed and not numeric:
