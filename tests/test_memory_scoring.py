@@ -191,6 +191,8 @@ def test_policy_from_settings_rejects_bad_values() -> None:
             "Dependencies are cached on local runners",
             "Dependencies are cached on hosted runners now",
         ),
+        # the same measure of the same subject at another figure, reworded, announced
+        ("Page load must stay under 2 seconds", "Page load budget is 1.5 seconds now"),
         # a short restatement: every word the old one's, one value for another, announced
         ("The platform team's weekly retro is at 15:00", "Retro moved to 16:30"),
         ("Nightly backups of the main database run at 02:00", "Backups moved to 03:00"),
@@ -278,6 +280,9 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         ("Merges need one approval", "Starting in production, merges need two approvals"),
         # "local dev" does
         ("The app runs on port 3000 in local dev", "The app runs on port 8080 in staging"),
+        # another measure of the subject, or of a part of it
+        ("The API timeout is 30 seconds", "The API retry delay is now 5 seconds"),
+        ("Coverage must stay above 80%", "Coverage of the billing module is 95% now"),
         # a short text that names another subject is no restatement
         ("The platform team's weekly retro is at 15:00", "The mobile retro moved to 16:30"),
         ("Secrets are kept in Vault", "Secrets for CI moved to GitHub"),

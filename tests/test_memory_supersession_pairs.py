@@ -90,12 +90,12 @@ def test_fresh_pairs_by_their_words(store: Store, settings: Settings) -> None:
 
 def test_extra_pairs_by_their_words(store: Store, settings: Settings) -> None:
     """The third dev set (tests/data/supersession-pairs-extra.json, written before it was scored:
-    22/37 caught, 3/37 wrong then), kept at what the rule reaches: 36/37 caught, none wrong."""
+    22/37 caught, 3/37 wrong then), kept at what the rule reaches: 37/37 caught, none wrong."""
     extra = load_pairs("extra")
     labels = [p["label"] for p in extra]
     assert len(extra) >= 60 and labels.count("update") == labels.count("distinct")
     result = score(store, settings, extra, run="extra")
-    assert result.caught >= 36 and result.wrong == 0, result.line("extra, words only")
+    assert result.caught >= 37 and result.wrong == 0, result.line("extra, words only")
 
 
 def test_extra2_pairs_by_their_words(store: Store, settings: Settings) -> None:

@@ -103,6 +103,7 @@ _NEXT_WORD = re.compile(
     r"runs|stack)\b)[a-z]",
     re.IGNORECASE,
 )
+_WORD_AFTER = re.compile(r"\s*([A-Za-z]+)")
 _STEMMER = snowballstemmer.stemmer("english")
 REGION_STEMS = frozenset(_STEMMER.stemWords(sorted(REGION_NAMES)))
 
@@ -115,6 +116,7 @@ class Key:
     before: str  # the word before it (lower-cased), to tell "moved to eu-west-1"
     joined: bool = False  # a value that goes on a name: "Hub" in "Docker Hub"
     relation: bool = False  # a verb form that only relates subject and value: "shipped to"
+    unit: str = ""  # what a number measures: "%" in "80%", "second" in "30 seconds"
 
 
 @dataclass(frozen=True)
@@ -352,7 +354,8 @@ def _keys(text: str) -> _Parsed:
         joined = is_value and value_end >= 0 and text[value_end : match.start()] == " "
         value_end = match.end() if is_value else -1
         relation = key in RELATION_STEMS or lower in RELATION_FORMS
-        keys.append(Key(key, is_value, qualifier, before, joined, relation))
+        unit = _unit(text, match.end()) if numeric and not label else ""
+        keys.append(Key(key, is_value, qualifier, before, joined, relation, unit))
         clause.append(key)
         if retiring is not None:
             retiring.append(key)
@@ -375,6 +378,17 @@ def _keys(text: str) -> _Parsed:
         frozenset(former),
         frozenset(contrasted),
     )
+
+
+def _unit(text: str, end: int) -> str:
+    """The unit after a number ending at `end`: "%" or a unit word's stem ("30 seconds")."""
+    if text[end : end + 1] == "%":
+        return "%"
+    after = _WORD_AFTER.match(text, end)
+    if after is None:
+        return ""
+    stem = _STEMMER.stemWord(after.group(1).lower())
+    return stem if stem in UNIT_STEMS else ""
 
 
 def _contracted_not(text: str, end: int) -> bool:
@@ -478,6 +492,10 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
         # The old value named and retired, the subject kept, however the rest was reworded:
         # "migrations are run with make db-migrate now, not alembic directly".
         return Verdict("update", _score(a, b, len(shared) / len(theirs)))
+    if len(slots) == 2 and (new.cues - old.cues) and not flipped and _remeasured(new, old):
+        # The same subject, the same measure at another figure, the wording around it changed,
+        # the change announced: "The coverage floor is 85% now" of "Coverage must stay above 80%".
+        return Verdict("update", _score(a, b, len(shared) / len(theirs)))
     if len(slots) >= 2:
         return DISTINCT  # two slots differ: which one, and what it is
     # Only what the old text did not already say: "pnpm, not npm" restates "pnpm instead of npm".
@@ -522,6 +540,20 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     if subject < max(0.6, min_similarity):
         return DISTINCT
     return Verdict("update", _score(a, b, subject))
+
+
+def _remeasured(new: Features, old: Features) -> bool:
+    """Both texts headed by the same key, one measured number each (a unit: "%", "seconds"), in
+    the same unit at another figure, and the new text adds one word at most besides."""
+    mine = [k for k in new.keys if k.unit]
+    theirs = [k for k in old.keys if k.unit]
+    if not (len(mine) == len(theirs) == 1 and old.headed and new.headed):
+        return False
+    if old.keys[0].key != new.keys[0].key or mine[0].unit != theirs[0].unit:
+        return False
+    said = {k.key for k in old.keys}
+    added = {k.key for k in new.keys if not k.value and not k.relation} - said
+    return mine[0].key != theirs[0].key and len(added) <= 1
 
 
 def _restated(new: Features, old: Features) -> bool:
