@@ -1,8 +1,8 @@
 """Supersession without an LLM: same subject, one changed value -> the newer memory updates the older.
 
-Each memory becomes a sequence of keys: its meaning words (stemmed, so "bundled" meets "bundle") and
-its values (numbers, versions, paths, URLs, identifiers, names), kept whole. Aligning the two
-sequences shows what changed and where:
+Each memory becomes a sequence of keys (worker/memory/statement.py): its meaning words (stemmed, so
+"bundled" meets "bundle") and its values (numbers, versions, paths, URLs, identifiers, names), kept
+whole. Aligning the two sequences shows what changed and where:
 
 - an update restates the subject and changes ONE slot: "PostgreSQL 15" -> "PostgreSQL 16" for
   the database; or it keeps the old value and retires it ("ruff instead of black", "we no longer
@@ -23,126 +23,28 @@ import difflib
 import functools
 import re
 from dataclasses import dataclass
-from typing import NamedTuple
 
-import snowballstemmer
-
-from worker.memory.tags import STOP_WORDS, WORD
+from worker.memory.statement import (
+    DIGIT,
+    RELATION_STEMS,
+    STEMMER,
+    UNIT_STEMS,
+    Features,
+    features,
+    is_region,
+)
 from worker.memory.update_words import (
-    ABBREVIATIONS,
-    AUXILIARIES,
     BUMP_CUES,
-    CHANGE_WORDS,
-    COMMAND_INTRO,
-    COMMAND_WORDS,
-    DECISION_WORDS,
-    DETERMINERS,
-    ENVIRONMENTS,
-    FORMER,
-    LABEL_NOUNS,
     MOVE_CUES,
-    NEGATIONS,
-    NUMBER_WORDS,
-    OFF_VERBS,
-    PASSIVE,
     PLACE_CUES,
     PLACES,
     PREPOSITIONS,
-    REGION_NAMES,
-    RELATION_FORMS,
-    RELATION_VERBS,
     REMOVALS,
-    REPLACING,
-    REVERSALS,
-    TIME_WORDS,
-    UNIT_WORDS,
-    UPDATE_CUES,
 )
 
 RELATION_KINDS = ("updates", "extends", "derives")
-MAX_WORDS = 300
-
-_REGION = re.compile(
-    r"(us|eu|ap|sa|ca|me|af|il|cn|mx)(-gov)?-[a-z]+-\d+[a-z]?"  # AWS: us-east-1, eu-west-2
-    r"|[a-z]+-[a-z]+\d+(-[a-z])?"  # GCP: europe-west1, us-central1-a
-)
-# What may follow a removal ("was dropped") for its clause to say only that: the clause's end, or
-# the replacement ("was renamed to acme"); not a restriction ("disabled for the docs repo").
-_ALONE = re.compile(r"\s*(?:$|[.;,!?)]|(?:to|by|with)\s)")
-# Identifiers, versions, paths and URLs stay whole: "docs/api.md", "https://api.acme.dev".
-_TOKEN = re.compile(r"[^\W_][\w./+#:~@-]*[\w+#/]|[^\W_]", re.UNICODE)
-_DIGIT = re.compile(r"\d")
 # An identifier, path or file name: what a lesson or fact is about ("test_payment_webhook").
 _IDENTIFIER = re.compile(r"[_/.]")
-# Where one clause ends and another starts: "; " or a full stop before a capital.
-_CLAUSE = re.compile(r";\s+|(?<=[.!?])\s+(?=[A-Z])")
-# Where the reason for a statement begins ("... to port 5433 to avoid clashing with ...").
-_REASON = re.compile(
-    r",?\s+(?:because|since|so that|so as to|to avoid|to prevent|in order to|as part of|due to"
-    r"|now that|which)\b",
-    re.IGNORECASE,
-)
-# A text that opens with its reason or occasion ("After the outage last week, ...", "Per the
-# new policy, ...", "Starting Monday, ...").
-_OPENS_WITH_REASON = re.compile(
-    r"\s*(?:after|following|since|because|as|given|due to|once|now that|per|according to"
-    r"|starting|beginning|effective)\b",
-    re.IGNORECASE,
-)
-# Where a coordinated clause begins: "..., and the Docker build moved to ...".
-# A label that says a decision changed: "Decision changed: ...", "Policy update: ...".
-_CHANGED_DECISION = re.compile(
-    r"\s*(?:decision|policy)\s+(?:changed|change|updated|update|revised|revisited)\b"
-    r"|.*\b(?:changed|change)\s+(?:our|my)\s+minds?\b|.*\bchange\s+of\s+plans?\b",
-    re.IGNORECASE,
-)
-_COORDINATED = re.compile(r",\s+(?:and|but|so)\s+", re.IGNORECASE)
-# A word after "local" that is not an environment's: "local disk", "local install".
-_NEXT_WORD = re.compile(
-    r" (?!(?:dev|development|env|environment|setup|machine|machines|laptop|laptops|testing|run|"
-    r"runs|stack)\b)[a-z]",
-    re.IGNORECASE,
-)
-_WORD_AFTER = re.compile(r"\s*([A-Za-z]+)")
-_STEMMER = snowballstemmer.stemmer("english")
-REGION_STEMS = frozenset(_STEMMER.stemWords(sorted(REGION_NAMES)))
-
-
-@dataclass(frozen=True)
-class Key:
-    key: str  # what is compared: a value lower-cased whole, a word by its stem
-    value: bool  # a number, version, path, identifier or name
-    qualifier: bool  # an environment, region or label: which one, not what it is
-    before: str  # the word before it (lower-cased), to tell "moved to eu-west-1"
-    joined: bool = False  # a value that goes on a name: "Hub" in "Docker Hub"
-    relation: bool = False  # a verb form that only relates subject and value: "shipped to"
-    unit: str = ""  # what a number measures: "%" in "80%", "second" in "30 seconds"
-
-
-@dataclass(frozen=True)
-class Features:
-    words: tuple[str, ...]  # every word in order
-    terms: frozenset[str]  # subject and value words (no stop/change/negation words)
-    values: frozenset[str]  # the terms that are values
-    negated: bool
-    keys: tuple[Key, ...] = ()  # terms in order, as compared by the supersession rule
-    cues: frozenset[str] = frozenset()  # update cues the text holds ("now", "instead", ...)
-    contrast: bool = False  # "X, not Y" / "instead of Y" / "rather than Y": Y is retired
-    headed: bool = False  # starts with a determiner: its first key is the sentence's subject
-    retired: frozenset[str] = frozenset()  # keys after "not" / "instead of" / "from ... to"
-    clauses: tuple[str, ...] = ()  # the text's clauses, when there are two or more
-    # keys a clause says are gone ("Jest was removed"), or renamed ("=acmectl": "acmectl was
-    # renamed to acme")
-    dropped: frozenset[str] = frozenset()
-    # keys of a clause that says a former one is gone ("the old search page was removed")
-    former: frozenset[str] = frozenset()
-    marked: bool = False  # the text calls something old, legacy or former
-    # a long text's main clauses, each with the keys of what was cut away from it and whether
-    # that was only a reason or occasion ("to avoid clashing with a local install")
-    fragments: tuple[tuple[str, frozenset[str], bool], ...] = ()
-    reverses: bool = False  # says a decision was reversed ("Decision reversed: ...")
-    decided: bool = False  # states a decision ("Decision: ...", "we decided ...")
-    contrasted: frozenset[str] = frozenset()  # retired keys, but by a contrast: "not alembic"
 
 
 @dataclass(frozen=True)
@@ -154,246 +56,6 @@ class Verdict:
 
 DISTINCT = Verdict("distinct")
 UNKNOWN = Verdict("unknown")
-# Verbs that only relate a subject to its value ("runs on", "lives in"): a change of them is wording.
-RELATION_STEMS = frozenset(_STEMMER.stemWords(sorted(RELATION_VERBS)))
-# Units after a number belong to its value: "7 days" -> "24 hours" changes one slot, not two.
-UNIT_STEMS = frozenset(_STEMMER.stemWords(sorted(UNIT_WORDS)))
-
-
-def features(text: str) -> Features:
-    sequence: list[str] = []
-    terms: set[str] = set()
-    values: set[str] = set()
-    negated = False
-    sentence_start = True
-    previous = ""
-    for match in WORD.finditer(text):
-        if len(sequence) >= MAX_WORDS:
-            break
-        token = match.group(0)
-        word = token.lower().rstrip(".-")
-        sequence.append(word)
-        after = text[match.end() : match.end() + 1]
-        starts = sentence_start
-        sentence_start = after in (".", "!", "?", ":", "\n")
-        before, previous = previous, word
-        if (
-            word in NEGATIONS
-            or _contracted_not(text, match.end())
-            or (word == "not" and before in AUXILIARIES)
-            or (word in ("longer", "more") and before == "no")
-            or (word == "off" and before in OFF_VERBS)
-        ):
-            negated = True
-            continue
-        if word in STOP_WORDS or word in CHANGE_WORDS or (len(word) < 2 and not word.isdigit()):
-            continue
-        terms.add(word)
-        is_name = (token[:1].isupper() and not starts) or token[1:] != token[1:].lower()
-        if _DIGIT.search(word) or is_name or "_" in word:
-            values.add(word)
-    keys, cues, retired, headed, dropped, former, contrasted = _keys(text)
-    parts = [part for part in _CLAUSE.split(text) if part.strip()]
-    clauses = tuple(parts) if len(parts) > 1 else ()
-    return Features(
-        tuple(sequence),
-        frozenset(terms),
-        frozenset(values),
-        negated,
-        keys,
-        cues,
-        bool(retired) or "instead" in cues or "rather" in cues,
-        headed,
-        retired,
-        clauses,
-        dropped,
-        former,
-        any(word in FORMER for word in sequence),
-        _fragments(text),
-        any(word in REVERSALS for word in sequence) or _CHANGED_DECISION.match(text) is not None,
-        any(word in DECISION_WORDS for word in sequence),
-        contrasted,
-    )
-
-
-def _fragments(text: str) -> tuple[tuple[str, frozenset[str], bool], ...]:
-    """The main clauses of a long text, without its reasons or occasions ("..., to avoid ...",
-    "After the outage, ...") or without the clause coordinated with them ("..., and ..."); each
-    with the keys of the part cut away, and whether that part was a reason. An opening or a
-    coordinated clause that holds an environment, region or label is never cut away: it may say
-    which one the rest is of ("Starting in production, ...", "In production, logs go to ..., and
-    ..."); a trailing reason may ("to avoid clashing with a local install")."""
-    cuts: list[tuple[str, str, bool, bool]] = []  # kept, cut, a reason, may say which one
-    reason = _REASON.search(text)
-    if reason is not None:
-        cuts.append((text[: reason.start()], text[reason.start() :], True, False))
-    if _OPENS_WITH_REASON.match(text):
-        for comma in (i for i, c in enumerate(text) if c == ","):
-            rest = text[comma + 1 :].strip()
-            if rest and rest.split()[0].lower() not in ("which", "who", "and", "but"):
-                cuts.append((rest, text[:comma], True, True))
-    for joint in _COORDINATED.finditer(text):
-        cuts.append((text[: joint.start()], text[joint.start() :], False, True))
-        cuts.append((text[joint.end() :], text[: joint.start()], False, True))
-    out: list[tuple[str, frozenset[str], bool]] = []
-    for kept, cut, reason_only, scoping in cuts:
-        cut_keys = _keys(cut).keys
-        if kept.strip() and not (scoping and any(k.qualifier for k in cut_keys)):
-            out.append((kept, frozenset(k.key for k in cut_keys), reason_only))
-    return tuple(out)
-
-
-class _Parsed(NamedTuple):
-    keys: tuple[Key, ...]
-    cues: frozenset[str]
-    retired: frozenset[str]
-    headed: bool
-    dropped: frozenset[str]
-    former: frozenset[str]
-    contrasted: frozenset[str]  # retired by "not", "instead of", "from ... to" (no removal)
-
-
-def _keys(text: str) -> _Parsed:
-    """The text's keys in order, its update cues, the keys it retires ("pnpm, not npm"), whether
-    it is headed by its subject (a determiner or a key first: "The web app ..."), the keys of
-    a clause that only says they are gone ("the .env file was deleted", "acmectl was renamed to
-    acme"; not "Dependabot is disabled for the docs repo"), the keys of a clause that says a
-    former one is gone ("the old search page was removed": they stay, as the current one), and
-    the keys a contrast retires ("not npm", "instead of black"; a removal's are not among them)."""
-    keys: list[Key] = []
-    cues: set[str] = set()
-    retired: set[str] = set()
-    contrasted: set[str] = set()  # retired by "not", "instead of", "from ... to" only
-    dropped: set[str] = set()
-    former: set[str] = set()
-    clause: list[str] = []  # keys since the clause began
-    old_one = False  # the clause calls its thing old, legacy or former
-    retiring: list[str] | None = None  # keys after a retiring word, in this clause
-    moving = False  # "from X": X is retired only once "to Y" follows
-    headed = False
-    sentence_start = True
-    previous = ""
-    value_end = -1  # where the last key ended, if it was a value
-    for position, match in enumerate(_TOKEN.finditer(text)):
-        if position >= MAX_WORDS:
-            break
-        token = match.group(0).rstrip("/")
-        lower = token.lower()
-        starts = sentence_start
-        follows = text[match.end() : match.end() + 1]
-        sentence_start = follows in (".", "!", "?", ":", ";", "\n")
-        before, previous = previous, lower
-        if lower in UPDATE_CUES:
-            cues.add(lower)
-        old_one = old_one or lower in FORMER
-        if lower in REMOVALS and before in PASSIVE and clause and old_one:
-            former.update(clause)  # "the old search page was removed": not the current one
-        elif lower in REMOVALS and before in PASSIVE and clause:
-            retired.update(clause)  # "ESLint and Prettier were removed"
-            if _ALONE.match(text, match.end()):
-                # A rename retires only the name: "acmectl was renamed" leaves "acmectl needs a
-                # token" true of the tool; a removal retires all that was said of the thing.
-                dropped.update(clause if lower != "renamed" else ("=" + k for k in clause))
-        if (
-            (lower == "not" and before not in AUXILIARIES)
-            or lower in ("instead", "rather", "from")
-            or (lower in REPLACING and before not in PASSIVE)  # "Biome replaced ESLint"
-        ):
-            retiring, moving = [], lower == "from"  # "not npm", "instead of black", "from Heroku"
-        elif lower in ("to", "with", "into") and retiring is not None:
-            if not moving or lower != "with":
-                retired.update(retiring)
-                contrasted.update(retiring)
-            retiring = None
-        letter = len(token) == 1 and token.isupper() and token != "I" and not starts
-        negation = (
-            lower in NEGATIONS
-            or lower in ("not", "no")
-            or _contracted_not(text, match.end())
-            or (lower == "off" and before in OFF_VERBS)
-        )
-        spelled = lower in NUMBER_WORDS
-        # "make dev", "make deploy": the tool, not the verb (after a word that introduces a command)
-        tool = lower in COMMAND_WORDS and before in COMMAND_INTRO and follows == " "
-        filler = not (letter or spelled or tool) and (
-            lower in STOP_WORDS
-            or lower in CHANGE_WORDS
-            or lower in TIME_WORDS
-            or (len(token) < 2 and not token.isdigit())
-        )
-        if negation or filler:
-            if retiring and not moving:
-                retired.update(retiring)  # "instead of npm | for installing": only npm
-                contrasted.update(retiring)
-                retiring = None
-            continue
-        if not keys:
-            headed = position == 0 or (position == 1 and before in DETERMINERS)
-        numeric = spelled or bool(_DIGIT.search(token))
-        is_value = (
-            tool
-            or numeric
-            or letter
-            or any(c in token for c in "/_@")
-            or "." in token.strip(".")
-            or (token[:1].isupper() and not starts)
-            or token[1:] != token[1:].lower()
-        )
-        hashed = text[match.start() - 1 : match.start()] == "#"
-        label = letter or (numeric and (hashed or before in LABEL_NOUNS))
-        region = lower in REGION_NAMES or _REGION.fullmatch(lower) is not None
-        # "local" names an environment ("local dev", "runs local"), not a disk or an install
-        environment = lower in ENVIRONMENTS and not (
-            lower == "local" and _NEXT_WORD.match(text, match.end()) is not None
-        )
-        qualifier = label or region or environment
-        word = ABBREVIATIONS.get(lower, lower)
-        key = _STEMMER.stemWord(word) if word.isalpha() else word
-        if hashed and not numeric:
-            key = "#" + lower  # a channel or anchor name: "#alerts" is not "alerts"
-        joined = is_value and value_end >= 0 and text[value_end : match.start()] == " "
-        value_end = match.end() if is_value else -1
-        relation = key in RELATION_STEMS or lower in RELATION_FORMS
-        unit = _unit(text, match.end()) if numeric and not label else ""
-        keys.append(Key(key, is_value, qualifier, before, joined, relation, unit))
-        clause.append(key)
-        if retiring is not None:
-            retiring.append(key)
-        if follows in (",", ";", ".", ":", ")", "!", "?"):
-            clause, old_one = [], False
-        if follows in (",", ";", ".", ":", ")") and retiring is not None:
-            if not moving:
-                retired.update(retiring)
-                contrasted.update(retiring)
-            retiring = None
-    if retiring is not None and not moving:
-        retired.update(retiring)
-        contrasted.update(retiring)
-    return _Parsed(
-        tuple(keys),
-        frozenset(cues),
-        frozenset(retired),
-        headed,
-        frozenset(dropped),
-        frozenset(former),
-        frozenset(contrasted),
-    )
-
-
-def _unit(text: str, end: int) -> str:
-    """The unit after a number ending at `end`: "%" or a unit word's stem ("30 seconds")."""
-    if text[end : end + 1] == "%":
-        return "%"
-    after = _WORD_AFTER.match(text, end)
-    if after is None:
-        return ""
-    stem = _STEMMER.stemWord(after.group(1).lower())
-    return stem if stem in UNIT_STEMS else ""
-
-
-def _contracted_not(text: str, end: int) -> bool:
-    """The word ends in n't ("don't", either apostrophe): the word pattern stops at the apostrophe."""
-    return text[end : end + 2] in ("'t", "\u2019t") and text[end - 1 : end] in ("n", "N")
 
 
 def judge(new: Features, old: Features, min_similarity: float = 0.5) -> Verdict:
@@ -567,7 +229,7 @@ def _restated(new: Features, old: Features) -> bool:
     words = {k.key for k in new.keys if not k.value}
     new_values = {k.key for k in new.keys if k.value} - theirs
     old_values = {k.key for k in old.keys if k.value} - mine
-    numbers = all(_DIGIT.search(v) for v in new_values | old_values)
+    numbers = all(DIGIT.search(v) for v in new_values | old_values)
     moved = bool((new.cues - old.cues) & MOVE_CUES)  # "Secrets moved to AWS Secrets Manager"
     return (
         bool(words) and words <= theirs and bool(new_values and old_values) and (numbers or moved)
@@ -583,9 +245,7 @@ def _reversal(new: Features, old: Features) -> float | None:
         return None
     subject = next((k.key for k in old.keys if not k.relation), None)
     named = {k.key for k in new.keys}
-    named |= {
-        _STEMMER.stemWord(part) for k in new.keys if "-" in k.key for part in k.key.split("-")
-    }
+    named |= {STEMMER.stemWord(part) for k in new.keys if "-" in k.key for part in k.key.split("-")}
     if subject not in named:
         return None
     theirs = {k.key for k in old.keys}
@@ -601,7 +261,7 @@ def _bumped(
     gone, came = slot
     if not (new.cues - old.cues) & BUMP_CUES or not (old.headed and new.headed and a[0] == b[0]):
         return False
-    if not (len(gone) == len(came) == 1 and _DIGIT.search(gone[0]) and _DIGIT.search(came[0])):
+    if not (len(gone) == len(came) == 1 and DIGIT.search(gone[0]) and DIGIT.search(came[0])):
         return False
     i, j = a.index(gone[0]), b.index(came[0])
     return i > 0 and j > 0 and a[i - 1] == b[j - 1]
@@ -609,7 +269,7 @@ def _bumped(
 
 def _versioned(gone: list[str], came: list[str]) -> bool:
     """The old side holds a number the new side has none of ("Node 18" / "the payments cluster")."""
-    return any(_DIGIT.search(w) for w in gone) and not any(_DIGIT.search(w) for w in came)
+    return any(DIGIT.search(w) for w in gone) and not any(DIGIT.search(w) for w in came)
 
 
 def _placed(old: Features, key: str) -> bool:
@@ -622,17 +282,13 @@ def _moved(new: Features, came: set[str], removed: set[str]) -> bool:
     """A location that moved: "migrated the bucket to eu-west-1" (a move cue, each new qualifier
     after a preposition, and the old text lost no more than that: only the place changed)."""
     movers = new.cues & MOVE_CUES
-    if "now" in new.cues and all(_region(k) for k in came):
+    if "now" in new.cues and all(is_region(k) for k in came):
         movers = movers | {
             "now"
         }  # "the bucket now lives in eu-west-1" (not "now ... in production")
     placed = {k.key for k in new.keys if k.key in came and k.before in PREPOSITIONS}
     moved = removed - RELATION_STEMS  # "runs in us-west-2" -> "moved ... to us-east-2"
     return bool(movers and came and placed == came and len(moved) <= len(came))
-
-
-def _region(key: str) -> bool:
-    return key in REGION_STEMS or _REGION.fullmatch(key) is not None
 
 
 def _slots(
@@ -702,12 +358,6 @@ def values_differ(new: Features, old: Features) -> bool:
 def may_update_by_meaning(new: Features, old: Features, min_similarity: float = 0.5) -> bool:
     """An update the words cannot confirm but the vectors may: values differ, nothing says distinct."""
     return judge(new, old, min_similarity).kind == "unknown" and values_differ(new, old)
-
-
-def search_terms(found: Features, limit: int = 12) -> list[str]:
-    """Words to find candidate memories by: the values first, then the longest subject words."""
-    subject = sorted(found.terms - found.values, key=lambda w: (-len(w), w))
-    return [*sorted(found.values), *subject][:limit]
 
 
 def chain(

@@ -1,6 +1,7 @@
-"""The words the supersession rule (worker/memory/relations.py) reads: what negates, what announces
-a change, what only names which one of several (environments, regions, labels), what only relates a
-subject to its value, and the short forms compared as long ones. Lists to extend, no logic.
+"""The words the supersession rule (worker/memory/statement.py, relations.py) reads: what negates,
+what announces a change, what only names which one of several (environments, regions, labels),
+what only relates a subject to its value, and the short forms compared as long ones. Lists to
+extend, no logic.
 """
 
 from __future__ import annotations
