@@ -194,6 +194,11 @@ def test_policy_from_settings_rejects_bad_values() -> None:
         ),
         # the same measure of the same subject at another figure, reworded, announced
         ("Page load must stay under 2 seconds", "Page load budget is 1.5 seconds now"),
+        # "moved off X" retires X as "moved from X to" does
+        (
+            "Metrics dashboards live in Grafana Cloud",
+            "We self-host Grafana now; dashboards moved off Grafana Cloud",
+        ),
         # a short restatement: every word the old one's, one value for another, announced
         ("The platform team's weekly retro is at 15:00", "Retro moved to 16:30"),
         ("Nightly backups of the main database run at 02:00", "Backups moved to 03:00"),
@@ -284,6 +289,8 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         # another measure of the subject, or of a part of it
         ("The API timeout is 30 seconds", "The API retry delay is now 5 seconds"),
         ("Coverage must stay above 80%", "Coverage of the billing module is 95% now"),
+        # moved off it for another subject
+        ("Runbooks live in Notion", "We moved off Notion for design docs"),
         # a short text that names another subject is no restatement
         ("The platform team's weekly retro is at 15:00", "The mobile retro moved to 16:30"),
         ("Secrets are kept in Vault", "Secrets for CI moved to GitHub"),

@@ -24,6 +24,7 @@ from worker.memory.update_words import (
     ENVIRONMENTS,
     FORMER,
     LABEL_NOUNS,
+    MOVE_CUES,
     NEGATIONS,
     NUMBER_WORDS,
     OFF_VERBS,
@@ -265,6 +266,7 @@ def _keys(text: str) -> _Parsed:
         if (
             (lower == "not" and before not in AUXILIARIES)
             or lower in ("instead", "rather", "from")
+            or (lower == "off" and before in MOVE_CUES)  # "moved off Grafana Cloud"
             or (lower in REPLACING and before not in PASSIVE)  # "Biome replaced ESLint"
         ):
             retiring, moving = [], lower == "from"  # "not npm", "instead of black", "from Heroku"
