@@ -1,9 +1,9 @@
 """Score the real supersession decision over the pair sets in tests/data/.
 
-Sets: `dev` and `held-out` (tests/data/supersession-pairs.json), `fresh` and `extra` (sets the rule
-may be tuned on) and `blind1`..`blind3` (written before the rule was tuned; scored, never tuned
-on, never asserted at tuned values). Each pair is saved through `worker.memory.merge.save` in a project of its own (old, then new),
-as the memories API does: with `similar` (the new text's cosine with the old memory's vector)
+Sets: `dev` and `held-out` (tests/data/supersession-pairs.json), `fresh`, `extra` and `extra2`
+(sets the rule may be tuned on) and `blind1`..`blind4` (written before the rule was tuned; scored,
+never tuned on, never asserted at tuned values). Each pair is saved through
+`worker.memory.merge.save` in a project of its own (old, then new), as the memories API does: with `similar` (the new text's cosine with the old memory's vector)
 when an embedder is given, without it otherwise (the lexical decision alone, as when the model
 is not loaded). A pair counts as superseded when the new memory's save lists the old one.
 
