@@ -10,6 +10,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.examples import examples
 from worker.imports.claude_code import HookEvent, TranscriptEvents
 from worker.imports.hook_builder import HookBuilder
 from worker.imports.transcript import (
@@ -155,7 +156,7 @@ LINE = (
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(LINE, max_size=12), st.booleans())
 def test_hostile_lines_never_raise(lines: list[bytes], cut_last: bool) -> None:
     data = b"\n".join(line.replace(b"\n", b" ") for line in lines) + (b"" if cut_last else b"\n")
