@@ -26,8 +26,12 @@ test: $(STAMP_DEV) claude-code
 	$(BIN)/python -m pytest
 
 # The unit tier alone (no real processes, no real model): see "Two commands" in the README.
+# Each pytest worker (one per core) imports every test module it collects: tests/e2e/
+# holds only e2e tests, so it is not even collected, and compiled modules (assertion rewriting
+# included) are cached even where PYTHONDONTWRITEBYTECODE is set, rather than redone per process.
 test-fast: $(STAMP_DEV)
-	$(BIN)/python -m pytest -m "not e2e and not model and not postgres" --hypothesis-profile=fast -n auto
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -m "not e2e and not model and not postgres" \
+	  --ignore=tests/e2e --hypothesis-profile=fast -n auto
 
 # The real Claude Code CLIs the end-to-end tests drive (tests/e2e/claude_code.py): the oldest and
 # newest supported, from the npm registry, cached under .cache/claude-code/<version>/. Without npm
