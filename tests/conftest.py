@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -61,21 +62,22 @@ def seeded_databases(
     def open_from_template(store: Store) -> None:
         path = store.path
         if not path.exists() and not path.with_name(path.name + "-wal").exists():
-            ensure_private_dir(path.parent)
-            with (
-                open(migrated_template, "rb") as src,
-                open(path, "xb", opener=private_opener) as dst,
-            ):
-                shutil.copyfileobj(src, dst)
+            copy_template(migrated_template, path)
         real_open(store)
 
     monkeypatch.setattr(Store, "open", open_from_template)
 
 
-@pytest.fixture(autouse=True)
-def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_models: Path) -> Path:
-    home = tmp_path / "cairn-home"
-    user_home = tmp_path / "user-home"
+def copy_template(template: Path, path: Path) -> None:
+    ensure_private_dir(path.parent)
+    with open(template, "rb") as src, open(path, "xb", opener=private_opener) as dst:
+        shutil.copyfileobj(src, dst)
+
+
+def isolate(root: Path, monkeypatch: pytest.MonkeyPatch, shared_models: Path) -> Path:
+    """Point CAIRN_HOME and HOME into `root` and drop every other CAIRN_ setting."""
+    home = root / "cairn-home"
+    user_home = root / "user-home"
     user_home.mkdir()
     monkeypatch.setenv("CAIRN_HOME", str(home))
     monkeypatch.setenv("HOME", str(user_home))
@@ -85,6 +87,11 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_models
             monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("CAIRN_MODELS_DIR", str(shared_models))
     return home
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_models: Path) -> Path:
+    return isolate(tmp_path, monkeypatch, shared_models)
 
 
 @pytest.fixture
@@ -119,21 +126,51 @@ def settings(isolated_home: Path) -> Settings:
     return load_settings()
 
 
+@contextlib.contextmanager
+def running_app(settings: Settings, *, authenticated: bool) -> Iterator[TestClient]:
+    """A TestClient over a fresh app (lifespan runs inside `with`), with the token if asked."""
+    app = create_app(settings)
+    with TestClient(app, base_url=BASE_URL, raise_server_exceptions=False) as test_client:
+        if authenticated:
+            token = settings.token_path.read_text().strip()
+            test_client.headers["Authorization"] = f"Bearer {token}"
+        yield test_client
+
+
 @pytest.fixture
 def client(settings: Settings) -> Iterator[TestClient]:
     """An authenticated TestClient over a fresh app (lifespan runs inside `with`)."""
-    app = create_app(settings)
-    with TestClient(app, base_url=BASE_URL, raise_server_exceptions=False) as test_client:
-        token = settings.token_path.read_text().strip()
-        test_client.headers["Authorization"] = f"Bearer {token}"
+    with running_app(settings, authenticated=True) as test_client:
         yield test_client
 
 
 @pytest.fixture
 def anon_client(settings: Settings) -> Iterator[TestClient]:
-    app = create_app(settings)
-    with TestClient(app, base_url=BASE_URL, raise_server_exceptions=False) as test_client:
+    with running_app(settings, authenticated=False) as test_client:
         yield test_client
+
+
+@pytest.fixture(scope="module")
+def module_clients(
+    tmp_path_factory: pytest.TempPathFactory, shared_models: Path, migrated_template: Path
+) -> Iterator[tuple[TestClient, TestClient]]:
+    """An authenticated TestClient and one without the token, each over an app that the
+    module's tests share, each app in a tmp home of its own.
+
+    Only for tests whose requests change nothing the others could see (e.g. requests the
+    security middleware refuses before any handler runs): starting an app costs ~15-20 ms of CPU,
+    which for a module of hundreds of such tests is most of its time. The environment stays
+    isolated as for one test while the module runs (each test's own isolation goes on top).
+    """
+    with contextlib.ExitStack() as stack:
+        clients = []
+        for authenticated in (True, False):
+            monkeypatch = stack.enter_context(pytest.MonkeyPatch.context())
+            isolate(tmp_path_factory.mktemp("module-app"), monkeypatch, shared_models)
+            settings = load_settings()
+            copy_template(migrated_template, settings.db_path)
+            clients.append(stack.enter_context(running_app(settings, authenticated=authenticated)))
+        yield clients[0], clients[1]
 
 
 @pytest.fixture

@@ -41,6 +41,21 @@ ROUTES = _routes()
 IDS = [f"{m} {template}" for m, _, template in ROUTES]
 
 
+# One app per module rather than per test (~300 tests): the requests here are refused by the
+# middleware before any handler or rate limit runs, so they change nothing in the app. The
+# exceptions are the few public routes (health, login page, a wrong login, an unknown login
+# link, static files), each asked once per module: their handlers run, and at most two such
+# requests count against the login rate limit, far from it.
+@pytest.fixture(scope="module")
+def client(module_clients: tuple[TestClient, TestClient]) -> TestClient:
+    return module_clients[0]
+
+
+@pytest.fixture(scope="module")
+def anon_client(module_clients: tuple[TestClient, TestClient]) -> TestClient:
+    return module_clients[1]
+
+
 @pytest.mark.parametrize(("method", "path", "template"), ROUTES, ids=IDS)
 def test_no_token_is_401_except_public_routes(
     anon_client: TestClient, method: str, path: str, template: str
