@@ -202,6 +202,29 @@ def test_close_finishes_queued_writes_then_refuses_new_ones(tmp_path: Path) -> N
         reopened.close()
 
 
+def test_close_during_a_read_lets_the_read_finish_on_its_connection(tmp_path: Path) -> None:
+    """close() used to close a reader another thread was using: a crash of the whole process
+    (seen: the keyword index loading while a test closed the store) or, at best, an error."""
+    store = open_store(tmp_path / "r.db")
+    store.write_sync(lambda c: add(c, "kept"))
+    started, gate = threading.Event(), threading.Event()
+    result: list[object] = []
+
+    def slow(conn: sqlite3.Connection) -> int:
+        started.set()
+        gate.wait(5)
+        return int(conn.execute("SELECT COUNT(*) FROM observations").fetchone()[0])
+
+    reader = threading.Thread(target=lambda: result.append(store.read_sync(slow)))
+    reader.start()
+    assert started.wait(5)
+    store.close()
+    gate.set()
+    reader.join(5)
+    assert result == [1]
+    assert store._all_readers == []  # the busy reader was closed when it was handed back
+
+
 def test_another_process_holding_the_write_lock_gives_503_after_busy_timeout(
     tmp_path: Path,
 ) -> None:

@@ -174,6 +174,11 @@ class Store:
         self._write_lock = threading.Lock()
         self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._all_readers: list[sqlite3.Connection] = []
+        # close() closes idle readers at once and a busy one when its reader hands it back (closing
+        # a connection another thread is using crashes the process); a reader opened before the
+        # last close() is never reused.
+        self._readers_lock = threading.Lock()
+        self._reader_generation = 0
         self._reader_limiter: anyio.CapacityLimiter | None = None
         self._jobs: queue.SimpleQueue[_WriteJob | None] = queue.SimpleQueue()
         self._writer_thread: threading.Thread | None = None
@@ -269,24 +274,40 @@ class Store:
                     self._writer.execute("PRAGMA optimize")
                 self._writer.close()
                 self._writer = None
-        for conn in self._all_readers:
-            conn.close()
-        self._all_readers.clear()
-        self._readers = queue.SimpleQueue()
+        with self._readers_lock:
+            self._reader_generation += 1
+            idle, self._readers = self._readers, queue.SimpleQueue()
+            while True:
+                try:
+                    conn = idle.get_nowait()
+                except queue.Empty:
+                    break
+                conn.close()
+                self._all_readers.remove(conn)
 
     # ------------------------------------------------------------------ sync access
     @contextmanager
     def _reader(self) -> Iterator[sqlite3.Connection]:
-        try:
-            conn = self._readers.get_nowait()
-        except queue.Empty:
+        with self._readers_lock:
+            generation = self._reader_generation
+            try:
+                conn = self._readers.get_nowait()
+            except queue.Empty:
+                conn = None
+        if conn is None:
             conn = self._connect()
             conn.execute("PRAGMA query_only = ON")
-            self._all_readers.append(conn)
+            with self._readers_lock:
+                self._all_readers.append(conn)
         try:
             yield conn
         finally:
-            self._readers.put(conn)
+            with self._readers_lock:
+                if self._closing or generation != self._reader_generation:
+                    conn.close()
+                    self._all_readers.remove(conn)
+                else:
+                    self._readers.put(conn)
 
     def read_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         try:
