@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from worker.errors import ConfigError
-from worker.store import memories, memory_vectors, projects
+from worker.store import memories, memory_vectors, projects, sessions
 from worker.store.errors import StoreFull, StoreUnavailable
 from worker.store.pg import PgStore
 from worker.store.pg.connection import to_psycopg
@@ -254,3 +254,27 @@ def test_an_hnsw_scan_filtered_by_scope_still_finds_the_scopes_vectors(pg_url: s
 
     assert sorted(store.read_sync(nearest_by_index)) == sorted(ids)
     store.close()
+
+
+def test_a_prompts_words_are_indexed_as_split_and_stemmed(pg_url: str) -> None:
+    store = opened(pg_url)
+    try:
+
+        def write(conn: Any) -> None:
+            pid = projects.ensure(conn, APP)
+            sessions.ensure(conn, "s-1", pid)
+            sessions.add_prompt(conn, "s-1", pid, "Why does parseConfigFiles fail?", None)
+
+        store.write_sync(write)
+        match = (
+            "SELECT count(*) FROM prompts WHERE search_vector @@ "
+            "(plainto_tsquery('english', ?) || plainto_tsquery('italian', ?))"
+        )
+
+        def hits(word: str) -> int:
+            return int(store.read_sync(lambda c: c.execute(match, (word, word)).fetchall()[0][0]))
+
+        found = {word: hits(word) for word in ("config", "files", "failing", "yaml")}
+        assert found == {"config": 1, "files": 1, "failing": 1, "yaml": 0}
+    finally:
+        store.close()

@@ -88,9 +88,19 @@ class Dialect:
         """True when `column` is one of the ids in the next parameter (see `ids_parameter`)."""
         return f"{column} IN (SELECT value FROM json_each(?))"
 
-    def ids_parameter(self, ids: Sequence[int]) -> Any:
+    def ids_parameter(self, ids: Sequence[int | str]) -> Any:
         # One JSON array: no bound-parameter limit, one statement whatever the count.
         return json.dumps(list(ids))
+
+    def greatest(self, *exprs: str) -> str:
+        """The largest of the non-NULL expressions `exprs` (give none that may be NULL: SQLite's
+        answer would be NULL, PostgreSQL's the largest of the others)."""
+        return f"MAX({', '.join(exprs)})"
+
+    def id_sequence_catch_up(self, table: str) -> str | None:
+        """A statement to run after inserting rows of `table` with ids chosen by the writer, or
+        None when the database needs none (SQLite's next rowid is always MAX(rowid) + 1)."""
+        return None
 
     def memory_word_match(self) -> tuple[str, str, str]:
         """(FROM items, WHERE clause, newest-first ORDER BY) finding memories `m` whose keyword
@@ -124,8 +134,19 @@ class PostgresDialect(Dialect):
     def in_ids(self, column: str) -> str:
         return f"{column} = ANY(?)"
 
-    def ids_parameter(self, ids: Sequence[int]) -> Any:
+    def ids_parameter(self, ids: Sequence[int | str]) -> Any:
         return list(ids)
+
+    def greatest(self, *exprs: str) -> str:
+        return f"GREATEST({', '.join(exprs)})"
+
+    def id_sequence_catch_up(self, table: str) -> str | None:
+        # Rows written with explicit ids leave the identity sequence behind: move it past them
+        # (writes are serialised across workers, so MAX(id) cannot race another writer).
+        return (
+            f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), MAX(id)) FROM {table} "
+            "HAVING MAX(id) IS NOT NULL"
+        )
 
     def memory_word_match(self) -> tuple[str, str, str]:
         # A word matches when either language's stem of it is in the row's stemmed words

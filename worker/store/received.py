@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 from worker.clock import now_ms
 from worker.store.db import AnyDb, as_db
 from worker.store.rows import insert_values
@@ -21,14 +19,15 @@ def seen(conn: AnyDb, event_id: str | None) -> str | None:
     return None if row is None else str(row[0])
 
 
-def record_many(conn: sqlite3.Connection, events: list[tuple[str | None, str, object]]) -> None:
+def record_many(conn: AnyDb, events: list[tuple[str | None, str, object]]) -> None:
     """(event id, kind, item id) for each; rows without an event id are skipped."""
     at = now_ms()
     insert_values(
         conn,
-        "INSERT OR IGNORE INTO received_events(event_id, kind, item_id, created_at)",
+        "INSERT INTO received_events(event_id, kind, item_id, created_at)",
         "(?, ?, ?, ?)",
         [(event_id, kind, str(item_id), at) for event_id, kind, item_id in events if event_id],
+        "ON CONFLICT DO NOTHING",
     )
 
 

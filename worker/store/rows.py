@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import sqlite3
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -93,7 +92,7 @@ VALUES_CHUNK = 256
 
 
 def insert_values(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     head: str,
     template: str,
     rows: list[tuple[Any, ...]],
@@ -102,9 +101,10 @@ def insert_values(
     """`head VALUES template, template, ... tail` over `rows`: one statement per chunk of
     rows rather than one per row (each statement is a trip into SQLite that releases and
     retakes the GIL; executemany makes one per row)."""
+    db = as_db(conn)
     for start in range(0, len(rows), VALUES_CHUNK):
         chunk = rows[start : start + VALUES_CHUNK]
-        conn.execute(
+        db.execute(
             f"{head} VALUES {','.join([template] * len(chunk))} {tail}",
             [value for row in chunk for value in row],
         )

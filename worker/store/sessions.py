@@ -1,26 +1,37 @@
-"""Sessions (id = the agent's session id) and their prompts."""
+"""Sessions (id = the agent's session id) and their prompts.
+
+Ported to the store's database edge (store/db.py): every function here runs on SQLite and on
+PostgreSQL alike, its SQL written once.
+"""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
 from worker.clock import now_ms
 from worker.store import projects
-from worker.store.rows import dump_json, insert_values, iso, load_json
+from worker.store.db import AnyDb, Dialect, Row, as_db
+from worker.store.rows import dump_json, insert_values, iso, load_json, placeholders
+from worker.terms import split_text
 
-SESSION_COLUMNS = """s.id, s.project_id, p.key AS project, p.name AS project_name, s.parent_id,
+
+def session_columns(dialect: Dialect) -> str:
+    """The columns `to_dict` reads, for `sessions s JOIN projects p`."""
+    last_activity = dialect.greatest(
+        "s.started_at",
+        "COALESCE(s.ended_at, 0)",
+        "COALESCE((SELECT MAX(o.created_at) FROM observations o WHERE o.session_id = s.id), 0)",
+        "COALESCE((SELECT MAX(pr.created_at) FROM prompts pr WHERE pr.session_id = s.id), 0)",
+    )
+    return f"""s.id, s.project_id, p.key AS project, p.name AS project_name, s.parent_id,
     s.cwd, s.source, s.started_at, s.ended_at, s.end_reason, s.status, s.plan, s.meta, s.author,
     (SELECT COUNT(*) FROM prompts pr WHERE pr.session_id = s.id) AS prompt_count,
     (SELECT COUNT(*) FROM observations o WHERE o.session_id = s.id) AS observation_count,
-    MAX(s.started_at, COALESCE(s.ended_at, 0),
-        COALESCE((SELECT MAX(o.created_at) FROM observations o WHERE o.session_id = s.id), 0),
-        COALESCE((SELECT MAX(pr.created_at) FROM prompts pr WHERE pr.session_id = s.id), 0)
-    ) AS last_activity_at"""
+    {last_activity} AS last_activity_at"""
 
 
-def to_dict(row: sqlite3.Row) -> dict[str, Any]:
+def to_dict(row: Row) -> dict[str, Any]:
     started, ended = row["started_at"], row["ended_at"]
     return {
         "id": row["id"],
@@ -43,30 +54,31 @@ def to_dict(row: sqlite3.Row) -> dict[str, Any]:
     }
 
 
-def get(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
-    row = conn.execute(
-        f"SELECT {SESSION_COLUMNS} FROM sessions s JOIN projects p ON p.id = s.project_id "
+def get(conn: AnyDb, session_id: str) -> dict[str, Any] | None:
+    db = as_db(conn)
+    row = db.execute(
+        f"SELECT {session_columns(db.dialect)} FROM sessions s JOIN projects p ON p.id = s.project_id "
         "WHERE s.id = ?",
         (session_id,),
     ).fetchone()
     return to_dict(row) if row is not None else None
 
 
-def authors(conn: sqlite3.Connection, session_ids: list[str]) -> dict[str, str | None]:
+def authors(conn: AnyDb, session_ids: list[str]) -> dict[str, str | None]:
     """The author of each known session among `session_ids`."""
+    db = as_db(conn)
     unique = list(dict.fromkeys(session_ids))
     found: dict[str, str | None] = {}
     for start in range(0, len(unique), 500):
         chunk = unique[start : start + 500]
         marks = ",".join("?" * len(chunk))
-        found.update(
-            conn.execute(f"SELECT id, author FROM sessions WHERE id IN ({marks})", chunk).fetchall()
-        )
+        rows = db.execute(f"SELECT id, author FROM sessions WHERE id IN ({marks})", chunk)
+        found.update((row[0], row[1]) for row in rows)
     return found
 
 
 def ensure_many(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     project_of: dict[str, int],
     author_of: Mapping[str, str | None] | None = None,
 ) -> None:
@@ -85,7 +97,7 @@ def ensure_many(
 
 
 def ensure(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     session_id: str,
     project_id: int,
     *,
@@ -98,9 +110,10 @@ def ensure(
 ) -> bool:
     """Create the session if new (True) or refresh its source/cwd on resume (False); a
     session made earlier without an author (by a row that named none) takes this one."""
-    row = conn.execute("SELECT project_id FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    db = as_db(conn)
+    row = db.execute("SELECT project_id FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if row is None:
-        conn.execute(
+        db.execute(
             "INSERT INTO sessions(id, project_id, parent_id, cwd, source, started_at, status, meta, "
             "author) VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?)",
             (
@@ -116,11 +129,11 @@ def ensure(
         )
         return True
     if author is not None:
-        conn.execute(
+        db.execute(
             "UPDATE sessions SET author = ? WHERE id = ? AND author IS NULL", (author, session_id)
         )
     if source is not None or cwd is not None:
-        conn.execute(
+        db.execute(
             "UPDATE sessions SET source = COALESCE(?, source), cwd = COALESCE(?, cwd), "
             "status = 'active', ended_at = NULL WHERE id = ?",
             (source, cwd, session_id),
@@ -128,20 +141,20 @@ def ensure(
     return False
 
 
-def end(conn: sqlite3.Connection, session_id: str, reason: str | None, at: int | None) -> bool:
-    cur = conn.execute(
+def end(conn: AnyDb, session_id: str, reason: str | None, at: int | None) -> bool:
+    cur = as_db(conn).execute(
         "UPDATE sessions SET status = 'ended', ended_at = ?, end_reason = ? WHERE id = ?",
         (at or now_ms(), reason, session_id),
     )
     return cur.rowcount > 0
 
 
-def set_plan(conn: sqlite3.Connection, session_id: str, plan: Any) -> None:
-    conn.execute("UPDATE sessions SET plan = ? WHERE id = ?", (dump_json(plan), session_id))
+def set_plan(conn: AnyDb, session_id: str, plan: Any) -> None:
+    as_db(conn).execute("UPDATE sessions SET plan = ? WHERE id = ?", (dump_json(plan), session_id))
 
 
 def list_page(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     *,
     project: str | None,
     status: str | None,
@@ -149,10 +162,11 @@ def list_page(
     limit: int,
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Newest first; the cursor is '<started_at>:<id>' of the last row."""
+    db = as_db(conn)
     where: list[str] = []
     args: list[object] = []
     if project is not None:
-        pid = projects.find(conn, project)
+        pid = projects.find(db, project)
         if pid is None:
             return [], None
         where.append("s.project_id = ?")
@@ -166,9 +180,9 @@ def list_page(
             where.append("(s.started_at < ? OR (s.started_at = ? AND s.id < ?))")
             args.extend([int(ts), int(ts), sid])
     clause = ("WHERE " + " AND ".join(where)) if where else ""
-    rows = conn.execute(
-        f"SELECT {SESSION_COLUMNS} FROM sessions s JOIN projects p ON p.id = s.project_id "
-        f"{clause} ORDER BY s.started_at DESC, s.id DESC LIMIT ?",
+    rows = db.execute(
+        f"SELECT {session_columns(db.dialect)} FROM sessions s JOIN projects p "
+        f"ON p.id = s.project_id {clause} ORDER BY s.started_at DESC, s.id DESC LIMIT ?",
         (*args, limit + 1),
     ).fetchall()
     items = [to_dict(r) for r in rows[:limit]]
@@ -180,7 +194,7 @@ def list_page(
 
 
 def add_prompt(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     session_id: str,
     project_id: int,
     text: str,
@@ -188,15 +202,27 @@ def add_prompt(
     meta: Any = None,
     author: str | None = None,
 ) -> dict[str, Any]:
-    number = conn.execute(
+    db = as_db(conn)
+    number = db.execute(
         "SELECT COALESCE(MAX(number), 0) + 1 FROM prompts WHERE session_id = ?", (session_id,)
     ).fetchone()[0]
-    cur = conn.execute(
-        "INSERT INTO prompts(session_id, project_id, number, text, created_at, meta, author) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (session_id, project_id, number, text, created_at or now_ms(), dump_json(meta), author),
+    columns = "session_id, project_id, number, text, created_at, meta, author"
+    values: tuple[Any, ...] = (
+        session_id,
+        project_id,
+        number,
+        text,
+        created_at or now_ms(),
+        dump_json(meta),
+        author,
     )
-    prompt = get_prompt(conn, int(cur.lastrowid or 0))
+    if db.dialect.writes_index_text:
+        columns += ", search_text"
+        values += (split_text(text),)
+    prompt_id = db.insert(
+        f"INSERT INTO prompts({columns}) VALUES ({placeholders(len(values))})", values
+    )
+    prompt = get_prompt(db, prompt_id)
     assert prompt is not None
     return prompt
 
@@ -206,7 +232,7 @@ PROMPT_COLUMNS = (
 )
 
 
-def prompt_to_dict(row: sqlite3.Row) -> dict[str, Any]:
+def prompt_to_dict(row: Row) -> dict[str, Any]:
     return {
         "id": row["id"],
         "session_id": row["session_id"],
@@ -219,19 +245,27 @@ def prompt_to_dict(row: sqlite3.Row) -> dict[str, Any]:
     }
 
 
-def get_prompt(conn: sqlite3.Connection, prompt_id: int) -> dict[str, Any] | None:
-    row = conn.execute(
-        f"SELECT {PROMPT_COLUMNS} FROM prompts pr JOIN projects p ON p.id = pr.project_id "
-        "WHERE pr.id = ?",
-        (prompt_id,),
-    ).fetchone()
+def get_prompt(conn: AnyDb, prompt_id: int) -> dict[str, Any] | None:
+    row = (
+        as_db(conn)
+        .execute(
+            f"SELECT {PROMPT_COLUMNS} FROM prompts pr JOIN projects p ON p.id = pr.project_id "
+            "WHERE pr.id = ?",
+            (prompt_id,),
+        )
+        .fetchone()
+    )
     return prompt_to_dict(row) if row is not None else None
 
 
-def prompts_of(conn: sqlite3.Connection, session_id: str, limit: int = 500) -> list[dict[str, Any]]:
-    rows = conn.execute(
-        f"SELECT {PROMPT_COLUMNS} FROM prompts pr JOIN projects p ON p.id = pr.project_id "
-        "WHERE pr.session_id = ? ORDER BY pr.number LIMIT ?",
-        (session_id, limit),
-    ).fetchall()
+def prompts_of(conn: AnyDb, session_id: str, limit: int = 500) -> list[dict[str, Any]]:
+    rows = (
+        as_db(conn)
+        .execute(
+            f"SELECT {PROMPT_COLUMNS} FROM prompts pr JOIN projects p ON p.id = pr.project_id "
+            "WHERE pr.session_id = ? ORDER BY pr.number LIMIT ?",
+            (session_id, limit),
+        )
+        .fetchall()
+    )
     return [prompt_to_dict(r) for r in rows]
