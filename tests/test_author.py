@@ -49,7 +49,7 @@ def test_migration_14_adds_an_empty_author_to_every_kind_of_row(tmp_path: Path) 
         conn.execute("INSERT INTO schema_migrations VALUES (?, ?, 0)", (version, name))
     conn.execute("INSERT INTO projects(key, name, created_at) VALUES ('/p/app', 'app', 1)")
     conn.execute("INSERT INTO sessions(id, project_id, started_at) VALUES ('old', 1, 1)")
-    assert apply_migrations(conn) == [14]
+    assert apply_migrations(conn) == [v for v, _, _ in MIGRATIONS if v >= 14]  # 14 and later
     for table in AUTHORED:
         columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
         assert "author" in columns, table

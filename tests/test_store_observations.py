@@ -1,6 +1,8 @@
 """observations.insert_many writes the keyword index itself (migrations 9 and 11): the rows it
 writes must be exactly what the m002 triggers write, and every other insert path keeps the
-trigger."""
+trigger. The tests on `backend_store` run on a SQLite file and on a real PostgreSQL database
+alike (conftest), the module's SQL written once: inserts and their answers, repeated events,
+pages, and who sees rows private to their author (store/privacy.py)."""
 
 from __future__ import annotations
 
@@ -12,11 +14,14 @@ import pytest
 
 from worker.store import Store, migrations, projects, sessions, sql_terms
 from worker.store import observations as q
+from worker.store.db import as_db
 from worker.store.migrations import MIGRATIONS
+from worker.store.pg import PgStore
 from worker.store.rows import VALUES_CHUNK
 from worker.store.sql_terms import batch_indexing
 from worker.terms import index_text
 
+AnyStore = Store | PgStore
 INDEX_COLUMNS = "rowid, title, body, scope, kind, item_id, project_id"
 
 
@@ -129,14 +134,14 @@ def test_batches_larger_than_one_statement_keep_order_ids_and_index(store: Store
     assert store.read_sync(_index_rows) == batch_rows  # what the triggers write
 
 
-def test_known_sessions_are_left_as_they_are(store: Store) -> None:
-    def start(conn: sqlite3.Connection) -> None:
+def test_known_sessions_are_left_as_they_are(backend_store: AnyStore) -> None:
+    def start(conn: Any) -> None:
         pid = projects.ensure(conn, "/repo/0")
         sessions.ensure(conn, "s0", pid, cwd="/repo/0", source="startup")
 
-    store.write_sync(start)
-    store.write_sync(lambda c: q.insert_many(c, _items(3)))
-    got = store.read_sync(
+    backend_store.write_sync(start)
+    backend_store.write_sync(lambda c: q.insert_many(c, _items(3)))
+    got = backend_store.read_sync(
         lambda c: c.execute("SELECT id, cwd, source, status FROM sessions ORDER BY id").fetchall()
     )
     assert [tuple(r) for r in got] == [
@@ -171,29 +176,29 @@ def _varied_items() -> list[dict[str, Any]]:
     return base
 
 
-def test_insert_answers_exactly_the_rows_read_back(store: Store) -> None:
+def test_insert_answers_exactly_the_rows_read_back(backend_store: AnyStore) -> None:
     """New rows are answered from the values written, not read back: they must be equal."""
     items = _varied_items()
-    results = store.write_sync(lambda c: q.insert_many(c, items))
+    results = backend_store.write_sync(lambda c: q.insert_many(c, items))
     assert all(created for _, created in results)
     answered = [row for row, _ in results]
-    read_back = store.read_sync(lambda c: q.get_many(c, [row["id"] for row in answered]))
+    read_back = backend_store.read_sync(lambda c: q.get_many(c, [row["id"] for row in answered]))
     assert answered == read_back
     assert answered[3]["created_at"] == "2023-11-14T22:13:20.123Z"
 
 
-def test_repeats_answer_the_stored_rows(store: Store) -> None:
+def test_repeats_answer_the_stored_rows(backend_store: AnyStore) -> None:
     """A repeated event id (in an earlier call or earlier in the same batch) answers the row
     stored for it, equal to a fresh read."""
-    first = store.write_sync(lambda c: q.insert_many(c, _items(2)))
+    first = backend_store.write_sync(lambda c: q.insert_many(c, _items(2)))
     again = _items(3)
     again.insert(1, dict(again[2]))  # ev-0, ev-2, ev-1, ev-2: ev-2 twice in one batch
-    results = store.write_sync(lambda c: q.insert_many(c, again))
+    results = backend_store.write_sync(lambda c: q.insert_many(c, again))
     assert [created for _, created in results] == [False, True, False, False]
     assert results[0][0] == first[0][0] and results[2][0] == first[1][0]
     assert results[3][0] == results[1][0]
     ids = [row["id"] for row, _ in results]
-    assert [row for row, _ in results] == store.read_sync(lambda c: q.get_many(c, ids))
+    assert [row for row, _ in results] == backend_store.read_sync(lambda c: q.get_many(c, ids))
 
 
 def test_a_database_from_before_migration_11_upgrades_and_keeps_indexing(tmp_path: Path) -> None:
@@ -226,3 +231,70 @@ def test_a_database_from_before_migration_11_upgrades_and_keeps_indexing(tmp_pat
         test_other_insert_paths_still_index_through_the_trigger(upgraded)
     finally:
         upgraded.close()
+
+
+def test_a_page_filters_newest_first_and_pages_by_id(backend_store: AnyStore) -> None:
+    items = _items(6)
+    items[4]["created_at_ms"] = 1_700_000_000_000
+    backend_store.write_sync(lambda c: q.insert_many(c, items))
+
+    def page(**query: Any) -> tuple[list[str], int | None]:
+        rows, cursor = backend_store.read_sync(
+            lambda c: q.list_page(c, q.ObservationQuery(**query))
+        )
+        return [r["title"][-8:] for r in rows], cursor
+
+    assert page(limit=2)[0] == ["parser_5", "parser_4"]
+    first, cursor = page(project="/repo/1", limit=2)
+    assert first == ["parser_5", "parser_3"]
+    assert page(project="/repo/1", before_id=cursor) == (["parser_1"], None)
+    assert page(session_id="s0")[0] == ["parser_3", "parser_0"]
+    assert page(type_="note", project="/repo/0")[0] == ["parser_4", "parser_2", "parser_0"]
+    assert page(until=1_700_000_000_001)[0] == ["parser_4"]
+    assert page(since=1_700_000_000_001)[0] == ["parser_5", "parser_3", "parser_2", "parser_1",
+                                                 "parser_0"]  # fmt: skip
+    assert page(project="/repo/none") == ([], None)
+    one = backend_store.read_sync(lambda c: q.get(c, 1))
+    assert one is not None and one["files"] == ["src/auth/user_0.py", "README.md"]
+    assert backend_store.read_sync(lambda c: q.get(c, 999)) is None
+
+
+def test_a_reader_sees_shared_observations_and_their_own(backend_store: AnyStore) -> None:
+    """On a team database tool observations are private to their author unless shared."""
+    items = _items(4)
+    items[0]["author"] = "ann@example.com"
+    items[1]["author"] = "bob@example.com"
+    items[2] |= {"author": "bob@example.com", "shared": True}
+    items[3].pop("session_id")  # no author at all: nobody's
+    backend_store.write_sync(lambda c: q.insert_many(c, items))
+
+    def visible(reader: str | None) -> list[str]:
+        rows, _ = backend_store.read_sync(
+            lambda c: q.list_page(c, q.ObservationQuery(visible_to=reader))
+        )
+        return [r["title"][-8:] for r in rows]
+
+    assert visible("ann@example.com") == ["parser_2", "parser_0"]
+    assert visible("bob@example.com") == ["parser_2", "parser_1"]
+    assert visible("eve@example.com") == ["parser_2"]
+    assert visible(None) == ["parser_3", "parser_2", "parser_1", "parser_0"]  # no filter
+
+
+def test_ids_go_on_after_a_batch_whichever_path_inserts(backend_store: AnyStore) -> None:
+    """A batch chooses its ids itself; a row inserted another way (an import, a single
+    insert) still gets a fresh one, and the next batch goes on after it."""
+    first = backend_store.write_sync(lambda c: q.insert_many(c, _items(3)))
+
+    def insert_one(conn: Any) -> int:
+        db = as_db(conn)
+        pid = projects.ensure(db, "/repo/0")
+        return db.insert(
+            "INSERT INTO observations(project_id, type, title, content_hash, created_at) "
+            "VALUES (?, 'note', 'by hand', 'h', 1)",
+            (pid,),
+        )
+
+    other = backend_store.write_sync(insert_one)
+    assert other > max(row["id"] for row, _ in first)
+    after = backend_store.write_sync(lambda c: q.insert_many(c, [_items(5)[4]]))
+    assert after[0][0]["id"] == other + 1

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from worker.errors import ConfigError
-from worker.store import memories, memory_vectors, projects, sessions
+from worker.store import memories, memory_vectors, observations, projects, sessions
 from worker.store.errors import StoreFull, StoreUnavailable
 from worker.store.pg import PgStore
 from worker.store.pg.connection import to_psycopg
@@ -276,5 +276,41 @@ def test_a_prompts_words_are_indexed_as_split_and_stemmed(pg_url: str) -> None:
 
         found = {word: hits(word) for word in ("config", "files", "failing", "yaml")}
         assert found == {"config": 1, "files": 1, "failing": 1, "yaml": 0}
+    finally:
+        store.close()
+
+
+def test_an_observations_files_and_words_are_indexed_by_the_database(pg_url: str) -> None:
+    """The file_writes trigger (SQLite's m002) and the writer-filled keyword columns."""
+    store = opened(pg_url)
+    try:
+        item = {
+            "project": APP,
+            "type": "file_write",
+            "title": "Edit parseConfigFiles",
+            "body": "handles missing keys",
+            "files": ["src/config.py", "README.md"],
+        }
+        row, _ = store.write_sync(lambda c: observations.insert(c, item))
+        files = store.read_sync(
+            lambda c: [r[0] for r in c.execute("SELECT file FROM file_writes ORDER BY file")]
+        )
+        assert files == ["README.md", "src/config.py"]
+        match = (
+            "SELECT ts_rank(search_vector, q) FROM observations, "
+            "(SELECT plainto_tsquery('english', ?) || plainto_tsquery('italian', ?) AS q) x "
+            "WHERE search_vector @@ q"
+        )
+
+        def rank(word: str) -> float | None:
+            rows = store.read_sync(lambda c: c.execute(match, (word, word)).fetchall())
+            return float(rows[0][0]) if rows else None
+
+        title, body, missing = rank("parse"), rank("keys"), rank("yaml")
+        assert title is not None and body is not None and missing is None
+        assert title > body  # the title weighs more, as its own column does on SQLite
+        store.write_sync(lambda c: c.execute("DELETE FROM observations WHERE id = ?", (row["id"],)))
+        left = store.read_sync(lambda c: c.execute("SELECT file FROM file_writes").fetchall())
+        assert left == []
     finally:
         store.close()

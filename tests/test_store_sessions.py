@@ -118,3 +118,21 @@ def test_a_page_filters_and_pages_newest_first(backend_store: AnyStore) -> None:
     assert page(status="ended") == (["s-1"], None)
     assert page(project=APP, limit=1)[0] == ["s-same"]
     assert page(project="github.com/acme/none") == ([], None)
+
+
+def test_a_reader_sees_shared_prompts_and_their_own(backend_store: AnyStore) -> None:
+    """On a team database prompts are private to their author unless shared."""
+    start(backend_store, "s-1")
+    prompt(backend_store, "s-1", "ann's draft", author="ann@example.com")
+    prompt(backend_store, "s-1", "bob's question", author="bob@example.com")
+    prompt(backend_store, "s-1", "bob's shared note", author="bob@example.com", shared=True)
+    prompt(backend_store, "s-1", "from before authors")
+
+    def visible(reader: str | None) -> list[str]:
+        rows = backend_store.read_sync(lambda c: sessions.prompts_of(c, "s-1", visible_to=reader))
+        return [r["text"] for r in rows]
+
+    assert visible("ann@example.com") == ["ann's draft", "bob's shared note"]
+    assert visible("bob@example.com") == ["bob's question", "bob's shared note"]
+    assert visible("eve@example.com") == ["bob's shared note"]
+    assert len(visible(None)) == 4  # no filter

@@ -17,6 +17,7 @@ from worker.store import (
     m012_project_activity,
     m013_memory_dated,
     m014_author,
+    m015_shared,
 )
 
 # (version, name, statements). Append only; never edit a released step.
@@ -32,6 +33,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (12, "project_activity", m012_project_activity.STATEMENTS),
     (13, "memory_dated", m013_memory_dated.STATEMENTS),
     (14, "author", m014_author.STATEMENTS),
+    (15, "shared", m015_shared.STATEMENTS),
 ]
 
 

@@ -1,15 +1,19 @@
-"""Observations: what happened in a session (tool use turned into a typed, titled record)."""
+"""Observations: what happened in a session (tool use turned into a typed, titled record).
+
+Ported to the store's database edge (store/db.py): every function here runs on SQLite and on
+PostgreSQL alike, its SQL written once. On a team database observations are private to their
+author unless shared: a list given `visible_to` shows only those (store/privacy.py).
+"""
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from worker.clock import now_ms
-from worker.store import projects, received, sessions
+from worker.store import privacy, projects, received, sessions
+from worker.store.db import AnyDb, Db, Row, as_db
 from worker.store.m002_retrieval import KIND_CODES
 from worker.store.rows import (
     by_ids,
@@ -21,7 +25,7 @@ from worker.store.rows import (
     newest_first_page,
 )
 from worker.store.sql_terms import batch_indexing
-from worker.terms import index_text
+from worker.terms import index_text, split_text
 
 TYPES = ("file_write", "command", "research", "web", "delegation", "mcp", "note", "other")
 
@@ -31,7 +35,7 @@ COLUMNS = """o.id, o.session_id, o.project_id, p.key AS project, o.type, o.title
 FROM = "FROM observations o JOIN projects p ON p.id = o.project_id"
 
 
-def to_dict(row: sqlite3.Row | Mapping[str, Any]) -> dict[str, Any]:
+def to_dict(row: Row | Mapping[str, Any]) -> dict[str, Any]:
     """The API dict of a stored row (a read row, or the columns insert_many just wrote)."""
     return {
         "id": row["id"],
@@ -55,30 +59,32 @@ def to_dict(row: sqlite3.Row | Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def insert(conn: sqlite3.Connection, item: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+def insert(conn: AnyDb, item: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """Insert one validated observation; returns (row, created). A repeated event_id is a no-op."""
     return insert_many(conn, [item])[0]
 
 
-def insert_many(
-    conn: sqlite3.Connection, items: list[dict[str, Any]]
-) -> list[tuple[dict[str, Any], bool]]:
+def insert_many(conn: AnyDb, items: list[dict[str, Any]]) -> list[tuple[dict[str, Any], bool]]:
     """Insert validated observations in order; (row, created) for each. Repeated event_ids
     (in earlier requests or earlier in this batch) are no-ops returning the stored row.
 
     The statements are per call, not per row (one multi-row INSERT per table): every
     statement releases and retakes Python's GIL, which the event loop holds most of the time
     under load, so a writer issuing one per row waited for it again and again. New rows are
-    answered from the values written (a test checks they equal a read-back)."""
-    by_event = _stored_for_events(conn, [e for item in items if (e := item.get("event_id"))])
-    next_id = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM observations").fetchone()[0])
+    answered from the values written (a test checks they equal a read-back).
+
+    Ids are MAX(id) + 1 onward, chosen here: writes are serialised (on PostgreSQL across every
+    worker of the database too), so no other writer can take them meanwhile."""
+    db = as_db(conn)
+    by_event = _stored_for_events(db, [e for item in items if (e := item.get("event_id"))])
+    next_id = int(db.execute("SELECT COALESCE(MAX(id), 0) FROM observations").fetchone()[0])
     refs: list[tuple[int, bool]] = []
     written: list[dict[str, Any]] = []  # the columns of each new row
     events: list[tuple[str | None, int]] = []
     project_ids: dict[str, int] = {}
     session_projects: dict[str, int] = {}
     session_authors = sessions.authors(
-        conn, [sid for item in items if not item.get("author") and (sid := item.get("session_id"))]
+        db, [sid for item in items if not item.get("author") and (sid := item.get("session_id"))]
     )
     for item in items:
         event_id = item.get("event_id")
@@ -88,7 +94,7 @@ def insert_many(
         key = item["project"]
         project_id = project_ids.get(key)
         if project_id is None:
-            project_id = project_ids[key] = projects.ensure(conn, key)
+            project_id = project_ids[key] = projects.ensure(db, key)
         session_id = item.get("session_id") or None
         author = (
             item.get("author")
@@ -105,20 +111,21 @@ def insert_many(
         written.append(_new_columns(next_id, item, project_id, session_id, author))
         refs.append((next_id, True))
     if written:
-        sessions.ensure_many(conn, session_projects, session_authors)
-        with batch_indexing(conn):
-            insert_values(
-                conn,
-                f"INSERT INTO observations({', '.join(INSERTED)})",
-                f"({','.join('?' * len(INSERTED))})",
-                [tuple(columns[name] for name in INSERTED) for columns in written],
-            )
-            _index(conn, written)
-        received.record_many(conn, [(e, "observation", i) for e, i in events])
+        sessions.ensure_many(db, session_projects, session_authors)
+        if db.dialect.writes_index_text:
+            _insert(db, written, with_index_text=True)
+            catch_up = db.dialect.id_sequence_catch_up("observations")
+            if catch_up is not None:
+                db.execute(catch_up)
+        else:
+            with batch_indexing(db):
+                _insert(db, written, with_index_text=False)
+                _index(db, written)
+        received.record_many(db, [(e, "observation", i) for e, i in events])
     # New rows are answered from the columns written, through the same to_dict as reads.
     rows = {columns["id"]: to_dict(columns) for columns in written}
     earlier = sorted({row_id for row_id, created in refs if not created} - rows.keys())
-    rows.update((row["id"], row) for row in get_many(conn, earlier))
+    rows.update((row["id"], row) for row in get_many(db, earlier))
     return [(rows[row_id], created) for row_id, created in refs]
 
 
@@ -137,7 +144,26 @@ INSERTED = (
     "created_at",
     "meta",
     "author",
+    "shared",
 )
+# The keyword index's words, where the writer fills them (Dialect.writes_index_text).
+INDEX_TEXT = ("search_title", "search_text")
+
+
+def _insert(db: Db, written: list[dict[str, Any]], *, with_index_text: bool) -> None:
+    names = INSERTED + INDEX_TEXT if with_index_text else INSERTED
+    rows = [tuple(columns[name] for name in INSERTED) for columns in written]
+    if with_index_text:
+        rows = [
+            (*row, split_text(columns["title"]), split_text(columns["body"], columns["files"]))
+            for row, columns in zip(rows, written, strict=True)
+        ]
+    insert_values(
+        db,
+        f"INSERT INTO observations({', '.join(names)})",
+        f"({','.join('?' * len(names))})",
+        rows,
+    )
 
 
 def _new_columns(
@@ -165,23 +191,27 @@ def _new_columns(
         "archived_at": None,
         "meta": dump_json(item.get("meta")),
         "author": author,
+        "shared": 1 if item.get("shared") else 0,
     }
 
 
-def _stored_for_events(conn: sqlite3.Connection, event_ids: list[str]) -> dict[str, int]:
+def _stored_for_events(db: Db, event_ids: list[str]) -> dict[str, int]:
     """The observations earlier deliveries of these event ids created (if they still exist)."""
     if not event_ids:
         return {}
-    rows = conn.execute(
-        """SELECT r.event_id, o.id FROM received_events r
-           JOIN observations o ON o.id = CAST(r.item_id AS INTEGER)
-           WHERE r.kind = 'observation' AND r.event_id IN (SELECT value FROM json_each(?))""",
-        (json.dumps(sorted(set(event_ids))),),
+    # The CASE keeps PostgreSQL from casting another kind's item id (which need not be a
+    # number) before the kind is checked; SQLite's CAST never fails.
+    rows = db.execute(
+        f"""SELECT r.event_id, o.id FROM received_events r
+           JOIN observations o
+             ON o.id = CAST(CASE WHEN r.kind = 'observation' THEN r.item_id END AS BIGINT)
+           WHERE r.kind = 'observation' AND {db.dialect.in_ids("r.event_id")}""",
+        (db.dialect.ids_parameter(sorted(set(event_ids))),),
     ).fetchall()
     return {str(r[0]): int(r[1]) for r in rows}
 
 
-def _index(conn: sqlite3.Connection, written: list[dict[str, Any]]) -> None:
+def _index(conn: AnyDb, written: list[dict[str, Any]]) -> None:
     """Add new observations to the keyword index (migration 9 explains why this is not the
     trigger): the same columns as the m002 update trigger writes."""
     code = KIND_CODES["observation"]
@@ -203,12 +233,14 @@ def _index(conn: sqlite3.Connection, written: list[dict[str, Any]]) -> None:
     )
 
 
-def get(conn: sqlite3.Connection, observation_id: int) -> dict[str, Any] | None:
-    row = conn.execute(f"SELECT {COLUMNS} {FROM} WHERE o.id = ?", (observation_id,)).fetchone()
+def get(conn: AnyDb, observation_id: int) -> dict[str, Any] | None:
+    row = (
+        as_db(conn).execute(f"SELECT {COLUMNS} {FROM} WHERE o.id = ?", (observation_id,)).fetchone()
+    )
     return to_dict(row) if row is not None else None
 
 
-def get_many(conn: sqlite3.Connection, ids: list[int]) -> list[dict[str, Any]]:
+def get_many(conn: AnyDb, ids: list[int]) -> list[dict[str, Any]]:
     return by_ids(conn, f"SELECT {COLUMNS} {FROM}", "o.id", ids, to_dict)
 
 
@@ -222,13 +254,13 @@ class ObservationQuery:
     since: int | None = None  # epoch ms, inclusive
     until: int | None = None  # epoch ms, exclusive
     include_archived: bool = False
+    # On a team database: only the observations shared or written by this author (None: all).
+    visible_to: str | None = None
     before_id: int | None = None
     limit: int = 50
 
 
-def list_page(
-    conn: sqlite3.Connection, query: ObservationQuery
-) -> tuple[list[dict[str, Any]], int | None]:
+def list_page(conn: AnyDb, query: ObservationQuery) -> tuple[list[dict[str, Any]], int | None]:
     """Newest first with id-cursor pagination; returns (items, next cursor)."""
     where: list[str] = []
     args: list[Any] = []
@@ -252,6 +284,10 @@ def list_page(
         args.append(query.until)
     if not query.include_archived:
         where.append("o.archived_at IS NULL")
+    if query.visible_to is not None:
+        visible, visible_args = privacy.shared_or_by("o", query.visible_to)
+        where.append(visible)
+        args.extend(visible_args)
     return newest_first_page(
         conn,
         f"SELECT {COLUMNS} {FROM}",

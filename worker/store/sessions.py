@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from worker.clock import now_ms
-from worker.store import projects
+from worker.store import privacy, projects
 from worker.store.db import AnyDb, Dialect, Row, as_db
 from worker.store.rows import dump_json, insert_values, iso, load_json, placeholders
 from worker.terms import split_text
@@ -201,12 +201,16 @@ def add_prompt(
     created_at: int | None,
     meta: Any = None,
     author: str | None = None,
+    *,
+    shared: bool = False,
 ) -> dict[str, Any]:
+    """Store the session's next prompt, private to its author on a team database unless
+    `shared` (store/privacy.py)."""
     db = as_db(conn)
     number = db.execute(
         "SELECT COALESCE(MAX(number), 0) + 1 FROM prompts WHERE session_id = ?", (session_id,)
     ).fetchone()[0]
-    columns = "session_id, project_id, number, text, created_at, meta, author"
+    columns = "session_id, project_id, number, text, created_at, meta, author, shared"
     values: tuple[Any, ...] = (
         session_id,
         project_id,
@@ -215,6 +219,7 @@ def add_prompt(
         created_at or now_ms(),
         dump_json(meta),
         author,
+        1 if shared else 0,
     )
     if db.dialect.writes_index_text:
         columns += ", search_text"
@@ -258,13 +263,22 @@ def get_prompt(conn: AnyDb, prompt_id: int) -> dict[str, Any] | None:
     return prompt_to_dict(row) if row is not None else None
 
 
-def prompts_of(conn: AnyDb, session_id: str, limit: int = 500) -> list[dict[str, Any]]:
+def prompts_of(
+    conn: AnyDb, session_id: str, limit: int = 500, *, visible_to: str | None = None
+) -> list[dict[str, Any]]:
+    """The session's prompts in order; given `visible_to`, only those shared or by that author
+    (store/privacy.py)."""
+    where = "pr.session_id = ?"
+    args: tuple[object, ...] = (session_id,)
+    if visible_to is not None:
+        visible, visible_args = privacy.shared_or_by("pr", visible_to)
+        where, args = f"{where} AND {visible}", (*args, *visible_args)
     rows = (
         as_db(conn)
         .execute(
             f"SELECT {PROMPT_COLUMNS} FROM prompts pr JOIN projects p ON p.id = pr.project_id "
-            "WHERE pr.session_id = ? ORDER BY pr.number LIMIT ?",
-            (session_id, limit),
+            f"WHERE {where} ORDER BY pr.number LIMIT ?",
+            (*args, limit),
         )
         .fetchall()
     )

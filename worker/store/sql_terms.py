@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from worker.store.db import AnyDb
 from worker.terms import index_text, new_terms
 
 SQL_FUNCTION = "cairn_terms"
@@ -42,11 +43,11 @@ def register(conn: sqlite3.Connection) -> None:
 
 
 @contextmanager
-def batch_indexing(conn: sqlite3.Connection) -> Iterator[None]:
+def batch_indexing(conn: AnyDb) -> Iterator[None]:
     """The caller writes the index rows of the observations it inserts: the insert trigger is
-    off meanwhile (migration 11), within the caller's transaction only."""
-    if not conn.in_transaction:
-        raise RuntimeError("batch_indexing needs a write transaction")
+    off meanwhile (migration 11), within the caller's transaction only (SQLite's index)."""
+    if not isinstance(conn, sqlite3.Connection) or not conn.in_transaction:
+        raise RuntimeError("batch_indexing needs a write transaction on SQLite")
     conn.execute("UPDATE index_switch SET auto = 0 WHERE id = 1")
     try:
         yield
