@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from worker.errors import ConfigError
-from worker.store import memories, memory_vectors, observations, projects, sessions
+from worker.store import memories, memory_vectors, observations, projects, sessions, summaries
 from worker.store.errors import StoreFull, StoreUnavailable
 from worker.store.pg import PgStore
 from worker.store.pg.connection import to_psycopg
@@ -312,5 +312,33 @@ def test_an_observations_files_and_words_are_indexed_by_the_database(pg_url: str
         store.write_sync(lambda c: c.execute("DELETE FROM observations WHERE id = ?", (row["id"],)))
         left = store.read_sync(lambda c: c.execute("SELECT file FROM file_writes").fetchall())
         assert left == []
+    finally:
+        store.close()
+
+
+def test_a_summarys_words_are_indexed_and_rewritten_with_it(pg_url: str) -> None:
+    store = opened(pg_url)
+    try:
+
+        def write(conn: Any, request: str) -> None:
+            pid = projects.ensure(conn, APP)
+            sessions.ensure(conn, "s-1", pid)
+            summaries.upsert(
+                conn, "s-1", pid, request=request, completed=["wrote getUserById"],
+                files=[], learned=[], next_steps=[],
+            )  # fmt: skip
+
+        match = (
+            "SELECT count(*) FROM summaries WHERE search_vector @@ "
+            "(plainto_tsquery('english', ?) || plainto_tsquery('italian', ?))"
+        )
+
+        def hits(word: str) -> int:
+            return int(store.read_sync(lambda c: c.execute(match, (word, word)).fetchall()[0][0]))
+
+        store.write_sync(lambda c: write(c, "Fix the login"))
+        assert (hits("login"), hits("user"), hits("logout")) == (1, 1, 0)
+        store.write_sync(lambda c: write(c, "Fix the logout"))
+        assert (hits("login"), hits("logout")) == (0, 1)
     finally:
         store.close()

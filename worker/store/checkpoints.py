@@ -1,11 +1,15 @@
-"""Checkpoints: snapshots of where a session's work stands (PreCompact, Stop); latest wins."""
+"""Checkpoints: snapshots of where a session's work stands (PreCompact, Stop); latest wins.
+
+Ported to the store's database edge (store/db.py): every function here runs on SQLite and on
+PostgreSQL alike, its SQL written once.
+"""
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from worker.clock import now_ms
+from worker.store.db import AnyDb, Row, as_db
 from worker.store.rows import dump_json, iso, load_json
 from worker.store.summaries import join_lines, split_lines
 
@@ -15,7 +19,7 @@ FROM = "FROM checkpoints c JOIN projects p ON p.id = c.project_id"
 _CONTENT_KEYS = ("task", "progress", "next_steps", "open_questions", "files")
 
 
-def to_dict(row: sqlite3.Row) -> dict[str, Any]:
+def to_dict(row: Row) -> dict[str, Any]:
     return {
         "id": row["id"],
         "session_id": row["session_id"],
@@ -32,27 +36,37 @@ def to_dict(row: sqlite3.Row) -> dict[str, Any]:
     }
 
 
-def get(conn: sqlite3.Connection, checkpoint_id: int) -> dict[str, Any] | None:
-    row = conn.execute(f"SELECT {COLUMNS} {FROM} WHERE c.id = ?", (checkpoint_id,)).fetchone()
+def get(conn: AnyDb, checkpoint_id: int) -> dict[str, Any] | None:
+    row = (
+        as_db(conn).execute(f"SELECT {COLUMNS} {FROM} WHERE c.id = ?", (checkpoint_id,)).fetchone()
+    )
     return to_dict(row) if row is not None else None
 
 
-def latest(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
-    row = conn.execute(
-        f"SELECT {COLUMNS} {FROM} WHERE c.session_id = ? ORDER BY c.created_at DESC, c.id DESC "
-        "LIMIT 1",
-        (session_id,),
-    ).fetchone()
+def latest(conn: AnyDb, session_id: str) -> dict[str, Any] | None:
+    row = (
+        as_db(conn)
+        .execute(
+            f"SELECT {COLUMNS} {FROM} WHERE c.session_id = ? ORDER BY c.created_at DESC, c.id DESC "
+            "LIMIT 1",
+            (session_id,),
+        )
+        .fetchone()
+    )
     return to_dict(row) if row is not None else None
 
 
-def latest_as_written(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
+def latest_as_written(conn: AnyDb, session_id: str) -> dict[str, Any] | None:
     """The session's last checkpoint as the session detail shows it: texts as written, no ids."""
-    row = conn.execute(
-        "SELECT trigger, task, progress, next_steps, open_questions, files, created_at "
-        "FROM checkpoints WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT 1",
-        (session_id,),
-    ).fetchone()
+    row = (
+        as_db(conn)
+        .execute(
+            "SELECT trigger, task, progress, next_steps, open_questions, files, created_at "
+            "FROM checkpoints WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+            (session_id,),
+        )
+        .fetchone()
+    )
     if row is None:
         return None
     return {
@@ -66,18 +80,22 @@ def latest_as_written(conn: sqlite3.Connection, session_id: str) -> dict[str, An
     }
 
 
-def of_session(conn: sqlite3.Connection, session_id: str, limit: int) -> list[dict[str, Any]]:
+def of_session(conn: AnyDb, session_id: str, limit: int) -> list[dict[str, Any]]:
     """The session's checkpoints, newest first."""
-    rows = conn.execute(
-        f"SELECT {COLUMNS} {FROM} WHERE c.session_id = ? ORDER BY c.created_at DESC, c.id DESC "
-        "LIMIT ?",
-        (session_id, limit),
-    ).fetchall()
+    rows = (
+        as_db(conn)
+        .execute(
+            f"SELECT {COLUMNS} {FROM} WHERE c.session_id = ? ORDER BY c.created_at DESC, c.id DESC "
+            "LIMIT ?",
+            (session_id, limit),
+        )
+        .fetchall()
+    )
     return [to_dict(r) for r in rows]
 
 
 def insert(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     session_id: str,
     project_id: int,
     *,
@@ -94,7 +112,8 @@ def insert(
 
     Returns (checkpoint, created). Repeated Stop/PreCompact with no new work add no rows.
     """
-    current = latest(conn, session_id)
+    db = as_db(conn)
+    current = latest(db, session_id)
     fresh = {
         "task": task,
         "progress": [" ".join(s.split()) for s in progress if s.strip()],
@@ -104,7 +123,7 @@ def insert(
     }
     if current is not None and all(current[k] == fresh[k] for k in _CONTENT_KEYS):
         return current, False
-    cur = conn.execute(
+    checkpoint_id = db.insert(
         "INSERT INTO checkpoints(session_id, project_id, trigger, task, progress, next_steps, "
         "open_questions, files, created_at, meta, author) VALUES (?,?,?,?,?,?,?,?,?,?, "
         # A checkpoint is by the author of its session.
@@ -123,6 +142,6 @@ def insert(
             session_id,
         ),
     )
-    row = get(conn, int(cur.lastrowid or 0))
+    row = get(db, checkpoint_id)
     assert row is not None
     return row, True

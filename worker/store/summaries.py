@@ -1,14 +1,19 @@
-"""Session summaries (one row per session, rewritten when Stop fires again) and session activity."""
+"""Session summaries (one row per session, rewritten when Stop fires again) and session activity.
+
+Ported to the store's database edge (store/db.py): every function here runs on SQLite and on
+PostgreSQL alike, its SQL written once. Summaries are shared with the team (issue 22).
+"""
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from worker.clock import now_ms
-from worker.store.rows import dump_json, iso, load_json
+from worker.store.db import AnyDb, Row, as_db
+from worker.store.rows import dump_json, iso, load_json, placeholders
 from worker.store.sessions import get as get_session
 from worker.store.sessions import prompts_of
+from worker.terms import split_text
 
 # A session longer than this is summarised from its most recent observations.
 MAX_SESSION_OBSERVATIONS = 5000
@@ -16,6 +21,10 @@ MAX_SESSION_OBSERVATIONS = 5000
 COLUMNS = """su.id, su.session_id, su.project_id, p.key AS project, su.request, su.completed,
     su.learned, su.files, su.next_steps, su.created_at, su.updated_at, su.meta, su.author"""
 FROM = "FROM summaries su JOIN projects p ON p.id = su.project_id"
+
+
+# What a rewrite of a session's summary leaves as first written.
+KEPT_ON_REWRITE = ("session_id", "created_at")
 
 
 def join_lines(items: list[str]) -> str:
@@ -27,29 +36,31 @@ def split_lines(text: str | None) -> list[str]:
     return [line for line in (text or "").split("\n") if line.strip()]
 
 
-def session_activity(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
+def session_activity(conn: AnyDb, session_id: str) -> dict[str, Any] | None:
     """The session with its prompts and observations (archived included), oldest first.
 
     Observations are lean dicts (id, type, title, tool_name, files, body and meta of commands,
     created_at in epoch ms): what the summary and checkpoint builders read.
     """
-    session = get_session(conn, session_id)
+    db = as_db(conn)
+    session = get_session(db, session_id)
     if session is None:
         return None
     # Lean rows: what the summary and checkpoint read (bodies and meta of commands only).
-    rows = conn.execute(
+    rows = db.execute(
         "SELECT * FROM (SELECT id, type, title, tool_name, files, created_at, "
         "CASE WHEN type = 'command' THEN body ELSE '' END AS body, "
         "CASE WHEN type = 'command' THEN meta END AS meta FROM observations "
-        "WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT ?) ORDER BY created_at, id",
+        "WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT ?) AS recent "
+        "ORDER BY created_at, id",
         (session_id, MAX_SESSION_OBSERVATIONS),
     ).fetchall()
-    session["project_id"] = conn.execute(
+    session["project_id"] = db.execute(
         "SELECT project_id FROM sessions WHERE id = ?", (session_id,)
     ).fetchone()[0]
     return {
         "session": session,
-        "prompts": prompts_of(conn, session_id, limit=MAX_SESSION_OBSERVATIONS),
+        "prompts": prompts_of(db, session_id, limit=MAX_SESSION_OBSERVATIONS),
         "observations": [
             {
                 "id": r["id"],
@@ -66,7 +77,7 @@ def session_activity(conn: sqlite3.Connection, session_id: str) -> dict[str, Any
     }
 
 
-def to_dict(row: sqlite3.Row) -> dict[str, Any]:
+def to_dict(row: Row) -> dict[str, Any]:
     return {
         "id": row["id"],
         "session_id": row["session_id"],
@@ -83,18 +94,26 @@ def to_dict(row: sqlite3.Row) -> dict[str, Any]:
     }
 
 
-def get(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
-    row = conn.execute(f"SELECT {COLUMNS} {FROM} WHERE su.session_id = ?", (session_id,)).fetchone()
+def get(conn: AnyDb, session_id: str) -> dict[str, Any] | None:
+    row = (
+        as_db(conn)
+        .execute(f"SELECT {COLUMNS} {FROM} WHERE su.session_id = ?", (session_id,))
+        .fetchone()
+    )
     return to_dict(row) if row is not None else None
 
 
-def as_written(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
+def as_written(conn: AnyDb, session_id: str) -> dict[str, Any] | None:
     """The session's summary as the session detail shows it: its texts as written, no ids."""
-    row = conn.execute(
-        "SELECT request, completed, learned, files, next_steps, created_at, updated_at "
-        "FROM summaries WHERE session_id = ?",
-        (session_id,),
-    ).fetchone()
+    row = (
+        as_db(conn)
+        .execute(
+            "SELECT request, completed, learned, files, next_steps, created_at, updated_at "
+            "FROM summaries WHERE session_id = ?",
+            (session_id,),
+        )
+        .fetchone()
+    )
     if row is None:
         return None
     return {
@@ -109,7 +128,7 @@ def as_written(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | No
 
 
 def upsert(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     session_id: str,
     project_id: int,
     *,
@@ -122,34 +141,49 @@ def upsert(
     at: int | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """Write the session's summary; a repeat rewrites the one row. Returns (summary, created)."""
+    db = as_db(conn)
     stamp = at or now_ms()
     existed = (
-        conn.execute("SELECT 1 FROM summaries WHERE session_id = ?", (session_id,)).fetchone()
+        db.execute("SELECT 1 FROM summaries WHERE session_id = ?", (session_id,)).fetchone()
         is not None
     )
-    conn.execute(
-        "INSERT INTO summaries(session_id, project_id, request, completed, learned, files, "
-        "next_steps, created_at, updated_at, meta, author) VALUES (?,?,?,?,?,?,?,?,?,?, "
+    columns = [
+        "session_id",
+        "project_id",
+        "request",
+        "completed",
+        "learned",
+        "files",
+        "next_steps",
+        "created_at",
+        "updated_at",
+        "meta",
+    ]
+    values: list[Any] = [
+        session_id,
+        project_id,
+        request,
+        join_lines(completed),
+        join_lines(learned),
+        dump_json(files),
+        join_lines(next_steps),
+        stamp,
+        stamp,
+        dump_json(meta),
+    ]
+    if db.dialect.writes_index_text:
+        # The keyword index's words (PostgreSQL migration 3), as SQLite's m002 trigger takes them.
+        columns += ["search_title", "search_text"]
+        values += [split_text(values[2]), split_text(*values[3:7])]
+    rewritten = [f"{c} = excluded.{c}" for c in columns if c not in KEPT_ON_REWRITE]
+    db.execute(
+        f"INSERT INTO summaries({', '.join(columns)}, author) "
+        f"VALUES ({placeholders(len(columns))}, "
         # A summary is by the author of the session it summarises.
         "(SELECT author FROM sessions WHERE id = ?)) "
-        "ON CONFLICT(session_id) DO UPDATE SET project_id = excluded.project_id, "
-        "request = excluded.request, completed = excluded.completed, "
-        "learned = excluded.learned, files = excluded.files, next_steps = excluded.next_steps, "
-        "updated_at = excluded.updated_at, meta = excluded.meta",
-        (
-            session_id,
-            project_id,
-            request,
-            join_lines(completed),
-            join_lines(learned),
-            dump_json(files),
-            join_lines(next_steps),
-            stamp,
-            stamp,
-            dump_json(meta),
-            session_id,
-        ),
+        f"ON CONFLICT(session_id) DO UPDATE SET {', '.join(rewritten)}",
+        (*values, session_id),
     )
-    summary = get(conn, session_id)
+    summary = get(db, session_id)
     assert summary is not None
     return summary, not existed
