@@ -34,7 +34,7 @@ from worker.api.direct import DirectDispatch
 from worker.api.endpoint import Endpoint, make_route
 from worker.auth import DashboardLogins, SecurityMiddleware, TokenKeeper, wants_html
 from worker.clock import now_ms
-from worker.container import Cairn
+from worker.container import Cairn, Events
 from worker.errors import (
     BadRequest,
     CairnError,
@@ -53,7 +53,7 @@ from worker.retrieval.service import EmbeddingService
 from worker.runtime import remove_runtime, write_runtime
 from worker.settings import Settings
 from worker.spool import SpoolReplayer
-from worker.store import Store
+from worker.store.backend import make_store
 from worker.store.errors import (
     InvalidValue,
     RowConflict,
@@ -63,6 +63,8 @@ from worker.store.errors import (
     StoreLocked,
     StoreUnavailable,
 )
+from worker.team import database_url
+from worker.team_feed import TeamFeed
 
 log = logging.getLogger(__name__)
 
@@ -232,17 +234,18 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
             max_count=settings.dashboard.max_logins,
         )
         logins.load()
-        store = Store(
-            settings.db_path,
-            busy_timeout_ms=settings.database.busy_timeout_ms,
-            max_db_bytes=settings.database.max_bytes,
-            group_commit_delay=settings.database.group_commit_delay_ms / 1000,
-        )
+        team_url = database_url(settings.home)
+        store = make_store(settings, team_url)
         store.open()
-        events = Broadcaster(
+        events: Events = Broadcaster(
             buffer_size=settings.dashboard.sse_buffer,
             max_clients=settings.dashboard.sse_max_clients,
         )
+        team_feed = None
+        if team_url:
+            # Teammates' shared events reach this worker's feed, and its own reach theirs.
+            team_feed = TeamFeed(team_url, events)
+            events = team_feed
         cairn = Cairn(
             settings=settings,
             store=store,
@@ -278,6 +281,9 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
             direct=DirectDispatch(app.routes, cairn, {"cairn": cairn}, http_error),
         )
         cairn.spool.start()
+        if team_feed is not None:
+            cairn.team_feed = team_feed
+            team_feed.start()
         if port is not None:
             write_runtime(settings, port)
         try:

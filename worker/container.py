@@ -15,7 +15,7 @@ from worker.retrieval.keyword_service import KeywordIndexService
 from worker.retrieval.service import EmbeddingService
 from worker.settings import Settings
 from worker.spool import SpoolReplayer
-from worker.store import Store
+from worker.store.backend import Backend
 
 ItemListener = Callable[[str, list[int]], None]
 
@@ -31,6 +31,8 @@ class Events(Protocol):
     def subscribe(self) -> Any: ...
 
     def stream(self, queue: Any, last_event_id: str | None) -> AsyncIterator[dict[str, str]]: ...
+
+    def close(self) -> None: ...
 
 
 class Service(Protocol):
@@ -50,7 +52,7 @@ class ImportMark:
 @dataclass
 class Cairn:
     settings: Settings
-    store: Store
+    store: Backend
     tokens: TokenKeeper
     events: Events
     started_at_ms: int
@@ -65,6 +67,8 @@ class Cairn:
     embeddings: EmbeddingService | None = None
     decay: DecayService | None = None
     spool: SpoolReplayer | None = None
+    # On a team database: the feed relayed to and from the other workers (LISTEN/NOTIFY).
+    team_feed: Service | None = None
     # One-time login links, made on the first request for one.
     login_links: LoginLinks | None = None
     # Set by an import's first batch, cleared once its backlog is embedded.
@@ -80,6 +84,7 @@ class Cairn:
             "embeddings": self.embeddings,
             "decay": self.decay,
             "spool": self.spool,
+            "team_feed": self.team_feed,
             "login_links": self.login_links,
         }
         return {name: service for name, service in running.items() if service is not None}

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from worker.clock import now_ms, to_iso
 from worker.home import private_temp
 from worker.settings import Settings
-from worker.store import Store, kv
+from worker.store import kv
+from worker.store.backend import Backend
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
@@ -203,7 +204,7 @@ class SpoolReplayer:
         app: ASGIApp,
         *,
         settings: Settings,
-        store: Store,
+        store: Backend,
         token: Callable[[], str],
         port: int,
         state: dict[str, Any],

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from worker.clock import now_ms, to_iso
 from worker.memory.decay import DecayPolicy, enforce_caps, run_pass
 from worker.settings import Settings
-from worker.store import Store
+from worker.store.backend import Backend
 
 log = logging.getLogger(__name__)
 MIN_INTERVAL = 0.1  # seconds: an interval of 0 must not spin the event loop
@@ -29,7 +29,7 @@ class Publisher(Protocol):
 
 
 class DecayService:
-    def __init__(self, settings: Settings, store: Store, events: Publisher) -> None:
+    def __init__(self, settings: Settings, store: Backend, events: Publisher) -> None:
         self.settings = settings
         self.store = store
         self.events = events

@@ -149,7 +149,7 @@ async def stats_page(request: Request) -> Response:
             "charts": charts,
             "counts": data["counts"],
             "db_size": cairn.store.db_size_bytes(),
-            "db_path": str(cairn.store.path),
+            "db_path": cairn.store.where,
             "embed": embed,
             "week_total": sum(b.value for b in day_bars[-7:]),
             "has_observations": data["counts"].get("observations", 0) > 0,

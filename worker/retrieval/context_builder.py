@@ -23,8 +23,9 @@ from worker.retrieval.search import SearchRequest, search
 from worker.retrieval.service import EmbeddingService
 from worker.retrieval.tokens import estimate_tokens, truncate_to_tokens
 from worker.settings import Settings
-from worker.store import Store, profiles, projects
 from worker.store import context_rows as q
+from worker.store import profiles, projects
+from worker.store.backend import Backend
 from worker.store.items import KINDS
 
 log = logging.getLogger(__name__)
@@ -263,7 +264,7 @@ def _session_start(rows: _StartRows, req: ContextRequest, budget: int) -> Compos
 
 
 async def build_context(
-    store: Store,
+    store: Backend,
     settings: Settings,
     service: EmbeddingService | None,
     req: ContextRequest,

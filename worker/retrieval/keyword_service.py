@@ -13,7 +13,7 @@ import threading
 import anyio.to_thread
 
 from worker.retrieval.keyword_index import KeywordIndex
-from worker.store import Store
+from worker.store.backend import Backend
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +22,7 @@ FOLLOW_SECONDS = 1.0
 
 class KeywordIndexService:
     def __init__(
-        self, store: Store, index: KeywordIndex, *, interval: float = FOLLOW_SECONDS
+        self, store: Backend, index: KeywordIndex, *, interval: float = FOLLOW_SECONDS
     ) -> None:
         self.store = store
         self.index = index

@@ -22,9 +22,10 @@ from worker.retrieval.ranking import Candidate, Ref, Weights
 from worker.retrieval.service import EmbeddingService
 from worker.retrieval.when import date_ranges
 from worker.settings import Settings
-from worker.store import Store, projects
 from worker.store import items as item_rows
+from worker.store import projects
 from worker.store import search as q
+from worker.store.backend import Backend
 from worker.store.m002_retrieval import KIND_CODES, KIND_NAMES
 from worker.terms import query_groups, query_terms
 
@@ -244,7 +245,7 @@ def _dedupe(
 
 
 async def _judged(
-    store: Store,
+    store: Backend,
     settings: Settings,
     service: EmbeddingService | None,
     kw: _KeywordPass,
@@ -293,7 +294,7 @@ async def _judged(
 
 
 async def search(
-    store: Store,
+    store: Backend,
     settings: Settings,
     service: EmbeddingService | None,
     req: SearchRequest,

@@ -25,9 +25,9 @@ from worker.priority import lower_this_thread
 from worker.retrieval.embedder import Embedder, EmbedderUnavailable, load_embedder
 from worker.retrieval.vectors import Ref, VectorIndex
 from worker.settings import Settings
-from worker.store import Store
 from worker.store import items as item_rows
 from worker.store import vectors as vector_q
+from worker.store.backend import Backend
 from worker.store.vectors import from_blob, to_blob
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ class EmbeddingService:
     def __init__(
         self,
         settings: Settings,
-        store: Store,
+        store: Backend,
         factory: Callable[[], Embedder] | None = None,
     ) -> None:
         self.settings = settings

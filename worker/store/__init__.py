@@ -156,6 +156,8 @@ def _call(conn: sqlite3.Connection, run: list[_WriteJob]) -> list[Any]:
 
 
 class Store:
+    backend = "sqlite"
+
     def __init__(
         self,
         path: Path,
@@ -475,6 +477,13 @@ class Store:
         return sorted(
             p for p in self.path.parent.glob(pattern) if not p.name.endswith(("-wal", "-shm"))
         )
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.backend, "where": self.where}
 
     def db_size_bytes(self) -> int:
         total = 0

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from worker.store.errors import InvalidValue, StoreFull, StoreUnavailable
@@ -36,6 +37,10 @@ WRITE_LOCK = 0x636169726E_0002  # "cairn", 2
 
 
 class PgStore:
+    backend = "postgres"
+    # SQLite moves a damaged file aside at start; a PostgreSQL server keeps its own data.
+    recovered_from: Path | None = None
+
     def __init__(self, url: str, *, pool_size: int = READ_POOL_SIZE + 1) -> None:
         self._url = url  # never logged: `where` is the printable form
         self.where = redact(url)
@@ -159,3 +164,24 @@ class PgStore:
         import anyio.to_thread
 
         return await anyio.to_thread.run_sync(self.write_sync, fn)
+
+    async def write_items(
+        self, fn: Callable[[PgDb, list[Any]], list[Any]], items: list[Any]
+    ) -> list[Any]:
+        """Like `Store.write_items`: one result per item, in order (one call, one transaction)."""
+        own = list(items)
+        return await self.write(lambda db: fn(db, own))
+
+    # ------------------------------------------------------------------ status
+    def corrupt_copies(self) -> list[Path]:
+        return []  # the server keeps its own files: nothing of it is moved aside here
+
+    def db_size_bytes(self) -> int:
+        """The team database's size on its server (every team's rows, not this worker's)."""
+        row = self.read_sync(
+            lambda db: db.execute("SELECT pg_database_size(current_database())").fetchone()
+        )
+        return int(row[0]) if row is not None else 0
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.backend, "where": self.where, "vector_search": self.vector_search}
