@@ -12,11 +12,11 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP_RUN): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[model]"
+	$(BIN)/python -m pip install --quiet -e ".[model,team]"
 	touch $@
 
 $(STAMP_DEV): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[model,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[model,team,dev]"
 	touch $@ $(STAMP_RUN)
 
 run: $(STAMP_RUN)

@@ -20,6 +20,7 @@ MODULES = (
     "portability",
     "memory",
     "retrieval",
+    "team",
 )
 # Which module registers each command, so `cairn status` imports lifecycle alone and not the
 # installer, doctor and the rest (tests/test_cli_imports.py checks it against the modules).
@@ -32,6 +33,7 @@ COMMAND_MODULES = {
     **dict.fromkeys(("backup", "export", "import", "report"), "portability"),
     **dict.fromkeys(("compress", "decay"), "memory"),
     **dict.fromkeys(("reindex", "search"), "retrieval"),
+    "team": "team",
 }
 
 
