@@ -89,6 +89,18 @@ class Cairn:
         }
         return {name: service for name, service in running.items() if service is not None}
 
+    @property
+    def reader(self) -> str | None:
+        """Whose private rows this worker's reads may show (store/privacy.py): on a team
+        database, its own author's (prompts and observations of teammates only when shared);
+        on the local database, None: every row is this user's."""
+        return None if self.store.backend == "sqlite" else self.author
+
+    def visible(self, row: dict[str, Any]) -> bool:
+        """Whether a prompt or observation row read by id may be shown to this worker's user."""
+        reader = self.reader
+        return reader is None or bool(row.get("shared")) or row.get("author") == reader
+
     def after_items(self, kind: str, ids: list[int]) -> None:
         if ids:
             for listener in self.item_listeners:

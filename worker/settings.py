@@ -248,6 +248,16 @@ class SessionSettings:
 
 
 @dataclass(frozen=True)
+class TeamSettings:
+    """On a team database: what this worker's hooks share with teammates beyond the defaults
+    (memories, summaries and checkpoints are always the team's)."""
+
+    # Prompts and raw tool observations stay private to their author unless these are set.
+    share_prompts: bool = setting("CAIRN_TEAM_SHARE_PROMPTS", False)
+    share_observations: bool = setting("CAIRN_TEAM_SHARE_OBSERVATIONS", False)
+
+
+@dataclass(frozen=True)
 class SpoolSettings:
     """The hooks' spool, as the worker replays it."""
 
@@ -320,6 +330,7 @@ class Settings:
     judgment: JudgmentSettings = field(default_factory=JudgmentSettings)
     context: ContextSettings = field(default_factory=ContextSettings)
     sessions: SessionSettings = field(default_factory=SessionSettings)
+    team: TeamSettings = field(default_factory=TeamSettings)
     spool: SpoolSettings = field(default_factory=SpoolSettings)
     lifecycle: LifecycleSettings = field(default_factory=LifecycleSettings)
     memories: MemorySettings = field(default_factory=MemorySettings)

@@ -59,6 +59,8 @@ async def create_observations(call: Call) -> Any:
         check_required(schema, body)
         items = [_prepare(body, call.cairn.author)]
 
+    if s.team.share_observations:  # on a team database, seen by teammates too
+        items = [{**item, "shared": True} for item in items]
     # Concurrent posts that reach the writer together are inserted by one insert_many call.
     results = await call.cairn.store.write_items(q.insert_many, items)
     created = [row for row, is_new in results if is_new]
@@ -97,7 +99,7 @@ async def list_observations(call: Call) -> Any:
     if "ids" in qp:
         ids = parse_ids(qp["ids"], s.limits.max_page_size)
         items = await call.cairn.store.read(lambda c: q.get_many(c, ids))
-        return {"items": items, "next_cursor": None}
+        return {"items": [i for i in items if call.cairn.visible(i)], "next_cursor": None}
     limit = qp.get("limit", s.limits.page_size)
     query = q.ObservationQuery(
         project=qp.get("project"),
@@ -108,6 +110,7 @@ async def list_observations(call: Call) -> Any:
         before_id=int_cursor(qp.get("cursor")),
         include_archived=qp.get("include_archived", False),
         limit=limit,
+        visible_to=call.cairn.reader,
     )
     items, cursor = await call.cairn.store.read(lambda c: q.list_page(c, query))
     return {"items": items, "next_cursor": str(cursor) if cursor is not None else None}
@@ -116,7 +119,8 @@ async def list_observations(call: Call) -> Any:
 async def get_observation(call: Call) -> Any:
     oid = call.path["id"]
     row = await call.cairn.store.read(lambda c: q.get(c, oid))
-    if row is None:
+    # A teammate's private observation is answered as missing (its existence is not shown).
+    if row is None or not call.cairn.visible(row):
         raise NotFound(f"observation {oid} does not exist", field="id")
     return row
 

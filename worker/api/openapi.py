@@ -62,6 +62,7 @@ OBSERVATION: dict[str, Any] = {
         "created_at": {"type": "string"},
         "meta": {"type": ["object", "null"]},
         "author": {"type": ["string", "null"]},
+        "shared": {"type": "boolean"},
     },
 }
 

@@ -171,7 +171,14 @@ async def create_prompt(call: Call) -> Any:
             author = b.get("author") or session["author"] or call.cairn.author
             pid = projects.ensure(conn, session["project"])
         prompt = sessions.add_prompt(
-            conn, b["session_id"], pid, b["text"], created_at, b.get("meta"), author
+            conn,
+            b["session_id"],
+            pid,
+            b["text"],
+            created_at,
+            b.get("meta"),
+            author,
+            shared=call.cairn.settings.team.share_prompts,
         )
         received.record(conn, b.get("event_id"), "prompt", prompt["id"])
         return prompt, True

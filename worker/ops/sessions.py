@@ -19,9 +19,11 @@ async def session_detail(cairn: Cairn, sid: str) -> dict[str, Any]:
             return None
         obs, _ = observations.list_page(
             conn,
-            observations.ObservationQuery(session_id=sid, include_archived=True, limit=500),
+            observations.ObservationQuery(
+                session_id=sid, include_archived=True, limit=500, visible_to=cairn.reader
+            ),
         )
-        row["prompts"] = sessions.prompts_of(conn, sid)
+        row["prompts"] = sessions.prompts_of(conn, sid, visible_to=cairn.reader)
         row["observations"] = list(reversed(obs))
         row["summary"] = summaries.as_written(conn, sid)
         row["checkpoint"] = checkpoints.latest_as_written(conn, sid)

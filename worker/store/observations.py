@@ -31,7 +31,7 @@ TYPES = ("file_write", "command", "research", "web", "delegation", "mcp", "note"
 
 COLUMNS = """o.id, o.session_id, o.project_id, p.key AS project, o.type, o.title, o.body, o.files,
     o.tool_name, o.content_hash, o.importance, o.created_at, o.retrieval_count, o.access_count,
-    o.last_retrieved_at, o.archived_at, o.meta, o.author"""
+    o.last_retrieved_at, o.archived_at, o.meta, o.author, o.shared"""
 FROM = "FROM observations o JOIN projects p ON p.id = o.project_id"
 
 
@@ -56,6 +56,8 @@ def to_dict(row: Row | Mapping[str, Any]) -> dict[str, Any]:
         "archived_at": iso(row, "archived_at"),
         "meta": load_json(row["meta"], field="observations.meta", kind=dict),
         "author": row["author"],
+        # Seen by the whole team on a team database (else only by its author): store/privacy.py.
+        "shared": bool(row["shared"]),
     }
 
 

@@ -233,7 +233,8 @@ def add_prompt(
 
 
 PROMPT_COLUMNS = (
-    "pr.id, pr.session_id, p.key AS project, pr.number, pr.text, pr.created_at, pr.meta, pr.author"
+    "pr.id, pr.session_id, p.key AS project, pr.number, pr.text, pr.created_at, pr.meta, pr.author, "
+    "pr.shared"
 )
 
 
@@ -247,6 +248,7 @@ def prompt_to_dict(row: Row) -> dict[str, Any]:
         "created_at": iso(row, "created_at"),
         "meta": load_json(row["meta"], field="sessions.meta", kind=dict),
         "author": row["author"],
+        "shared": bool(row["shared"]),
     }
 
 
