@@ -42,10 +42,14 @@ def test_join_checks_the_database_then_saves_it_privately_keeping_other_keys(
 
 @pytest.mark.postgres
 def test_join_reads_the_url_from_stdin_and_never_prints_the_password(
-    settings: Settings, pg_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    settings: Settings,
+    pg_url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The test server trusts loopback: any password is accepted, and must never be shown.
-    with_password = pg_url.replace("://", "://postgres:hunter2@", 1) if "@" not in pg_url else pg_url
+    with_password = pg_url.replace("://postgres@", "://postgres:hunter2@", 1)
+    assert "hunter2" in with_password
     monkeypatch.setattr("sys.stdin", io.StringIO(with_password + "\n"))
     assert main(["team", "join", "-"]) == 0
     captured = capsys.readouterr()

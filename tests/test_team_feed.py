@@ -50,7 +50,11 @@ def test_shared_events_reach_the_other_worker_and_private_ones_do_not(pg_url: st
             b.publish("observation.created", {"id": 3, "title": "pytest ran", "shared": 1})
             got_a = [await _next(seen_by_a) for _ in range(3)]
             # A sees its own two events once each (not echoed back) and B's shared observation.
-            assert [e.event for e in got_a] == ["prompt.created", "memory.created", "observation.created"]
+            assert [e.event for e in got_a] == [
+                "prompt.created",
+                "memory.created",
+                "observation.created",
+            ]
             assert b.status()["received"] == 1 and a.status()["received"] == 1
             assert a.status()["sent"] == 1  # the private prompt was never sent
         finally:
