@@ -1,7 +1,8 @@
 """Forgetting that is earned: items age by their project's active days, retention ranks, and a
 pass archives only expired memories and what a project holds over its cap (issue 19, item 5).
 
-Time is a test clock: every row is dated from T0 and each pass is given its `now`.
+Time is a test clock: every row is dated from T0 and each pass is given its `now`. The store-level
+tests run on SQLite and on a real PostgreSQL database (`backend_store`, conftest).
 """
 
 from __future__ import annotations
@@ -17,27 +18,30 @@ from worker.memory.decay import DAY_MS, ActivityClock, DecayPolicy, cap_eviction
 from worker.pages.stats import retention_histogram
 from worker.settings import load_settings
 from worker.store import Store, lifecycle, migrations, sql_terms
+from worker.store.db import Db, SqliteDb
 from worker.store.migrations import MIGRATIONS
+from worker.store.pg import PgStore
 
 T0 = 1_709_251_200_000  # 2024-03-01T00:00:00Z
 HOUR_MS = 3_600_000
 POLICY = DecayPolicy()
 
 
+AnyStore = Store | PgStore
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Any:
-    s = Store(tmp_path / "cairn.db")
-    s.open()
-    yield s
-    s.close()
+def store(backend_store: AnyStore) -> AnyStore:
+    return backend_store
 
 
-def project(conn: sqlite3.Connection, key: str = "/repo/app") -> int:
-    conn.execute("INSERT INTO projects(key, name, created_at) VALUES (?, ?, ?)", (key, key, T0))
-    return int(conn.execute("SELECT id FROM projects WHERE key = ?", (key,)).fetchone()[0])
+def project(conn: Db, key: str = "/repo/app") -> int:
+    return conn.insert(
+        "INSERT INTO projects(key, name, created_at) VALUES (?, ?, ?)", (key, key, T0)
+    )
 
 
-def observations(conn: sqlite3.Connection, pid: int, rows: list[tuple[str, int, int]]) -> list[int]:
+def observations(conn: Db, pid: int, rows: list[tuple[str, int, int]]) -> list[int]:
     """Insert (type, importance, created_at) rows; returns their ids in order."""
     start = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM observations").fetchone()[0])
     conn.executemany(
@@ -48,26 +52,25 @@ def observations(conn: sqlite3.Connection, pid: int, rows: list[tuple[str, int, 
     return list(range(start + 1, start + 1 + len(rows)))
 
 
-def memory(conn: sqlite3.Connection, pid: int | None, at: int, **extra: Any) -> int:
+def memory(conn: Db, pid: int | None, at: int, **extra: Any) -> int:
     text = f"m {at} {extra}"
     cols = {"project_id": pid, "kind": "fact", "content": text, "content_hash": text,
             "importance": 1, "created_at": at, "updated_at": at, **extra}  # fmt: skip
-    conn.execute(
+    return conn.insert(
         f"INSERT INTO memories({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
         tuple(cols.values()),
     )
-    return int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
 
 
-def archived(conn: sqlite3.Connection, table: str) -> dict[int, str]:
+def archived(conn: Db, table: str) -> dict[int, str]:
     rows = conn.execute(
         f"SELECT id, archive_reason FROM {table} WHERE archived_at IS NOT NULL"
     ).fetchall()
     return {int(r[0]): str(r[1]) for r in rows}
 
 
-def test_items_age_by_their_projects_active_days_only(store: Store) -> None:
-    def write(conn: sqlite3.Connection) -> tuple[int, int]:
+def test_items_age_by_their_projects_active_days_only(store: AnyStore) -> None:
+    def write(conn: Db) -> tuple[int, int]:
         pid, other = project(conn), project(conn, "/repo/other")
         observations(conn, pid, [("command", 2, T0 + d * DAY_MS) for d in (0, 1, 2)])
         # Another project worked on every day of the next month does not age this one.
@@ -87,11 +90,11 @@ def test_items_age_by_their_projects_active_days_only(store: Store) -> None:
     assert clock.age_ms(None, first_item).tolist() == [32 * DAY_MS]
 
 
-def test_a_project_idle_60_days_archives_nothing(store: Store) -> None:
+def test_a_project_idle_60_days_archives_nothing(store: AnyStore) -> None:
     """Two weeks of work (commands, edits, memories), then 60 days away: the pass at the return
     archives nothing and the retention of the history is what it was the day work stopped."""
 
-    def write(conn: sqlite3.Connection) -> int:
+    def write(conn: Db) -> int:
         pid = project(conn)
         rows = [(t, 2, T0 + d * DAY_MS + h * HOUR_MS) for d in range(14) for h in range(8)
                 for t in ("command", "file_write", "research")]  # fmt: skip
@@ -114,12 +117,12 @@ def test_a_project_idle_60_days_archives_nothing(store: Store) -> None:
     assert store.read_sync(lambda c: archived(c, "observations") | archived(c, "memories")) == {}
 
 
-def test_an_import_of_dated_history_archives_nothing(store: Store) -> None:
+def test_an_import_of_dated_history_archives_nothing(store: AnyStore) -> None:
     """A LoCoMo-like history: 3,122 low-importance memories dated 2022-2023 (turns of 30 sessions)
     and their tool observations, imported today; one pass archives none of them."""
     start = 1_651_363_200_000  # 2022-05-01
 
-    def write(conn: sqlite3.Connection) -> None:
+    def write(conn: Db) -> None:
         pid = project(conn, "/import/locomo")
         rows = []
         for i in range(3122):
@@ -144,7 +147,7 @@ def test_an_import_of_dated_history_archives_nothing(store: Store) -> None:
 
 
 def test_6000_observations_under_a_cap_of_5000_archive_exactly_1000_chatter_first(
-    store: Store,
+    store: AnyStore,
 ) -> None:
     """A month of work: 1,200 commands, MCP and research calls (chatter), 4,800 edits and notes.
     The cap archives exactly the overflow, all of it chatter, the least retained chatter first."""
@@ -153,7 +156,7 @@ def test_6000_observations_under_a_cap_of_5000_archive_exactly_1000_chatter_firs
     kinds += ["file_write", "note", "file_write", "file_write", "web", "file_write", "file_write"]
     kinds += ["command", "note", "web", "file_write"]
 
-    def write(conn: sqlite3.Connection) -> list[int]:
+    def write(conn: Db) -> list[int]:
         pid = project(conn)
         rows = [(kinds[i % 25], 2, T0 + (i // 200) * DAY_MS + i) for i in range(6000)]
         return observations(conn, pid, rows)
@@ -198,8 +201,8 @@ def test_cap_order_is_chatter_then_importance_then_retention() -> None:
     assert cap_evictions(ids, chatter, importance, kept, cap=2) == [2, 3, 4, 5, 6, 7]
 
 
-def test_expired_memories_are_archived_but_never_pinned_ones(store: Store) -> None:
-    def write(conn: sqlite3.Connection) -> tuple[int, int, int]:
+def test_expired_memories_are_archived_but_never_pinned_ones(store: AnyStore) -> None:
+    def write(conn: Db) -> tuple[int, int, int]:
         pid = project(conn)
         ancient = memory(conn, pid, T0 - 900 * DAY_MS)
         expired = memory(conn, pid, T0, expires_at=T0 + DAY_MS)
@@ -214,7 +217,7 @@ def test_expired_memories_are_archived_but_never_pinned_ones(store: Store) -> No
 
 def test_migration_12_fills_the_active_days_of_an_existing_database(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
-    conn = sqlite3.connect(path, isolation_level=None)
+    conn = sqlite3.connect(path, isolation_level=None, factory=SqliteDb)
     sql_terms.register(conn)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(migrations, "MIGRATIONS", [s for s in MIGRATIONS if s[0] <= 11])

@@ -1,12 +1,22 @@
-"""merge.save on a real SQLite store: write-time merge and both supersession paths."""
+"""merge.save on a real store, SQLite and PostgreSQL (`backend_store`, conftest): write-time
+merge and both supersession paths."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from worker.memory.merge import save
 from worker.settings import Settings
 from worker.store import Store
+from worker.store.pg import PgStore
+
+
+@pytest.fixture
+def store(backend_store: Store | PgStore) -> Store | PgStore:
+    return backend_store
+
 
 P = "/repo/sup"
 

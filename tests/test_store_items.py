@@ -1,15 +1,20 @@
-"""store/items.py queries that must stay correct and index-driven on a real SQLite file."""
+"""store/items.py queries that must stay correct (on SQLite and PostgreSQL, `backend_store`) and
+index-driven on a real SQLite file."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
-from worker.store import Store, observations
+from worker.store import Store, memories, observations
 from worker.store import items as q
+from worker.store.pg import PgStore
+
+AnyStore = Store | PgStore
 
 
-def _session(store: Store, n: int, created: list[int]) -> list[int]:
+def _session(store: AnyStore, n: int, created: list[int]) -> list[int]:
     items = [
         {
             "project": "/repo",
@@ -24,7 +29,8 @@ def _session(store: Store, n: int, created: list[int]) -> list[int]:
     return [int(row["id"]) for row, _ in rows]
 
 
-def test_neighbours_follow_time_then_id_including_ties(store: Store) -> None:
+def test_neighbours_follow_time_then_id_including_ties(backend_store: AnyStore) -> None:
+    store = backend_store
     # Three rows share a timestamp: order among them is by id.
     ids = _session(store, 5, [1_000, 2_000, 2_000, 2_000, 3_000])
     got = store.read_sync(lambda c: q.neighbours(c, [("observation", i) for i in ids], 60_000))
@@ -33,10 +39,31 @@ def test_neighbours_follow_time_then_id_including_ties(store: Store) -> None:
         assert got[("observation", oid)] == (chain[k], chain[k + 2])
 
 
-def test_neighbours_respect_the_window(store: Store) -> None:
+def test_neighbours_respect_the_window(backend_store: AnyStore) -> None:
+    store = backend_store
     ids = _session(store, 3, [0, 10 * 60_000, 11 * 60_000])
     got = store.read_sync(lambda c: q.neighbours(c, [("observation", ids[1])], 5 * 60_000))
     assert got[("observation", ids[1])] == (None, ("observation", ids[2]))
+
+
+def test_neighbours_of_global_memories_without_a_session(backend_store: AnyStore) -> None:
+    """No project and no session are a thread of their own (NULL matches NULL), apart from a
+    project's memories written between them."""
+
+    def write(conn: Any) -> list[int]:
+        rows = [(None, 1_000), ("/repo", 1_500), (None, 2_000)]
+        return [
+            memories.insert(conn, {"content": f"fact {i}", "kind": "fact", "project": project,
+                                   "created_at_ms": at})[0]["id"]
+            for i, (project, at) in enumerate(rows)
+        ]  # fmt: skip
+
+    first, project_one, last = backend_store.write_sync(write)
+    refs = [("memory", first), ("memory", project_one), ("memory", last)]
+    got = backend_store.read_sync(lambda c: q.neighbours(c, refs, 60_000))
+    assert got[("memory", first)] == (None, ("memory", last))
+    assert got[("memory", last)] == (("memory", first), None)
+    assert got[("memory", project_one)] == (None, None)
 
 
 def _lookup_work(store: Store, ref: tuple[str, int]) -> int:

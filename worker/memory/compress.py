@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-import sqlite3
 import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -28,7 +27,7 @@ from worker.memory.tags import content_words, normalise_tags
 from worker.settings import Settings
 from worker.store import lifecycle, memories
 from worker.store import relations as relations_store
-from worker.store.db import Row
+from worker.store.db import AnyDb, Row
 from worker.store.memories import KIND_RANK
 from worker.store.rows import dump_json, load_json, normalised_hash
 from worker.store.vectors import from_blob
@@ -153,7 +152,7 @@ class Plan:
 
 
 def _candidate_pairs(
-    conn: sqlite3.Connection, project_id: int | None, rows: list[Row], s: Settings
+    conn: AnyDb, project_id: int | None, rows: list[Row], s: Settings
 ) -> tuple[list[tuple[int, int, float, str]], int]:
     live = {int(r["id"]) for r in rows}
     ids, blobs, _model = lifecycle.memory_vectors(conn, project_id)
@@ -180,9 +179,7 @@ def _candidate_pairs(
     return pairs, len(embedded)
 
 
-def plan_scope(
-    conn: sqlite3.Connection, project_id: int | None, s: Settings, *, dry_run: bool
-) -> Plan:
+def plan_scope(conn: AnyDb, project_id: int | None, s: Settings, *, dry_run: bool) -> Plan:
     """Find and (unless dry_run) apply merges and supersessions in one scope."""
     rows = memories.live_in_scope(conn, project_id)
     plan = Plan(scanned=len(rows))
@@ -234,7 +231,7 @@ def plan_scope(
 
 
 def _apply_merge(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     keep: dict[str, Any],
     drop: dict[str, Any],
     content: str,
@@ -274,7 +271,7 @@ def _apply_merge(
 
 
 def run(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     s: Settings,
     *,
     scopes: list[int | None] | None = None,

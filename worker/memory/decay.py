@@ -17,7 +17,6 @@ importance, then lower retention, then older).
 from __future__ import annotations
 
 import math
-import sqlite3
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +27,7 @@ import numpy.typing as npt
 from worker.errors import ConfigError
 from worker.settings import Settings
 from worker.store import lifecycle
+from worker.store.db import AnyDb
 
 DAY_MS = 86_400_000
 LN2 = math.log(2.0)
@@ -174,7 +174,7 @@ class ActivityClock:
     now_ms: int
 
     @classmethod
-    def load(cls, conn: sqlite3.Connection, scopes: list[int | None], now_ms: int) -> ActivityClock:
+    def load(cls, conn: AnyDb, scopes: list[int | None], now_ms: int) -> ActivityClock:
         found = lifecycle.active_days(conn, scopes)
         return cls({k: np.asarray(v, dtype=np.int64) for k, v in found.items()}, now_ms)
 
@@ -232,7 +232,7 @@ def _observation_plan(
 
 
 def enforce_caps(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     policy: DecayPolicy,
     now: int,
     *,
@@ -257,7 +257,7 @@ def enforce_caps(
 
 
 def run_pass(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     policy: DecayPolicy,
     now: int,
     *,

@@ -7,7 +7,6 @@ summaries turning learned items into facts, imports), inside the caller's write 
 from __future__ import annotations
 
 import dataclasses
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +19,7 @@ from worker.memory.tags import normalise_tags, pick_tags
 from worker.settings import Settings
 from worker.store import memories, received
 from worker.store import relations as relations_store
-from worker.store.db import Row
+from worker.store.db import AnyDb, Row
 from worker.store.memories import KIND_RANK
 from worker.store.rows import dump_json, load_json, normalised_hash
 
@@ -111,7 +110,7 @@ def prepare(item: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
 
 
 def save(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     item: Mapping[str, Any],
     settings: Settings,
     similar: Mapping[int, float] | None = None,
@@ -166,7 +165,7 @@ def wants_supersession(item: Mapping[str, Any], settings: Settings) -> bool:
 
 
 def _detect_supersession(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     memory_id: int,
     project_id: int | None,
     item: Mapping[str, Any],

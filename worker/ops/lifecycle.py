@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from worker.clock import now_ms, to_iso
@@ -16,9 +15,10 @@ from worker.settings import Settings
 from worker.store import lifecycle, projects
 from worker.store import memories as memories_store
 from worker.store import observations as observations_store
+from worker.store.db import AnyDb
 
 
-def _project_id(conn: sqlite3.Connection, key: str) -> int:
+def _project_id(conn: AnyDb, key: str) -> int:
     pid = projects.find(conn, key)
     if pid is None:
         raise NotFound(f"project {key!r} does not exist", field="project")
@@ -40,7 +40,7 @@ async def run_decay(cairn: Cairn, body: dict[str, Any]) -> dict[str, Any]:
     policy = policy_for(cairn.settings)
     dry_run = bool(body.get("dry_run", False))
 
-    def write(conn: sqlite3.Connection) -> dict[str, Any]:
+    def write(conn: AnyDb) -> dict[str, Any]:
         pid = _project_id(conn, body["project"]) if body.get("project") else None
         return decay.run_pass(conn, policy, now_ms(), project_id=pid, dry_run=dry_run)
 
@@ -93,7 +93,7 @@ async def run_compress(cairn: Cairn, body: dict[str, Any]) -> dict[str, Any]:
     dry_run = bool(body.get("dry_run", False))
     scope = body.get("scope") or ("project" if body.get("project") else "all")
 
-    def write(conn: sqlite3.Connection) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def write(conn: AnyDb) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         scopes: list[int | None] | None
         if scope == "global":
             scopes = [None]
@@ -129,7 +129,7 @@ def _missing(oid: int) -> NotFound:
 async def set_observation_archived(cairn: Cairn, oid: int, *, archived: bool) -> dict[str, Any]:
     """Archive an observation, or restore it (its decay clock restarts)."""
 
-    def write(conn: sqlite3.Connection) -> dict[str, Any]:
+    def write(conn: AnyDb) -> dict[str, Any]:
         if archived:
             if observations_store.get(conn, oid) is not None:
                 lifecycle.archive(conn, "observation", [oid], now_ms(), "manual")

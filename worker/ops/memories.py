@@ -3,7 +3,6 @@ forget; each answer carries the memory's current retention."""
 
 from __future__ import annotations
 
-import sqlite3
 from functools import lru_cache
 from typing import Any
 
@@ -31,6 +30,7 @@ from worker.schema import Schema
 from worker.settings import Settings
 from worker.store import memories as q
 from worker.store import projects
+from worker.store.db import AnyDb
 from worker.store.rows import dump_json, normalised_hash
 
 
@@ -64,7 +64,7 @@ async def with_retentions(cairn: Cairn, rows: list[dict[str, Any]]) -> list[dict
     now = now_ms()
     keys = sorted({r["project"] for r in rows if r["project"] is not None})
 
-    def read(conn: sqlite3.Connection) -> tuple[dict[str, int], ActivityClock]:
+    def read(conn: AnyDb) -> tuple[dict[str, int], ActivityClock]:
         found = {k: projects.find(conn, k) for k in keys}
         ids = {k: pid for k, pid in found.items() if pid is not None}
         scopes: list[int | None] = [*ids.values()]
@@ -249,7 +249,7 @@ async def get(cairn: Cairn, mid: int) -> dict[str, Any]:
     return out
 
 
-def _patch(conn: sqlite3.Connection, mid: int, body: dict[str, Any], s: Settings) -> bool:
+def _patch(conn: AnyDb, mid: int, body: dict[str, Any], s: Settings) -> bool:
     """Apply an edit; returns whether the content changed (the vector must be recomputed)."""
     row = q.get_row(conn, mid)
     if row is None:
@@ -306,7 +306,7 @@ async def update(cairn: Cairn, mid: int, body: dict[str, Any]) -> dict[str, Any]
     """Apply a validated edit (`patch_schema`); a new content is embedded again."""
     s = cairn.settings
 
-    def write(conn: sqlite3.Connection) -> tuple[dict[str, Any], bool]:
+    def write(conn: AnyDb) -> tuple[dict[str, Any], bool]:
         changed = _patch(conn, mid, body, s)
         row = q.get(conn, mid)
         assert row is not None
@@ -341,7 +341,7 @@ async def forget(cairn: Cairn, mid: int) -> dict[str, Any]:
 async def set_archived(cairn: Cairn, mid: int, *, archived: bool) -> dict[str, Any]:
     """Archive a memory, or restore it (its decay clock restarts)."""
 
-    def write(conn: sqlite3.Connection) -> dict[str, Any]:
+    def write(conn: AnyDb) -> dict[str, Any]:
         row = q.get_row(conn, mid)
         if row is None:
             raise missing(mid)

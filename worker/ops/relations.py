@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from worker.container import Cairn
@@ -13,12 +12,13 @@ from worker.schema import Schema
 from worker.settings import Settings
 from worker.store import memories as q
 from worker.store import relations as rq
+from worker.store.db import AnyDb
 
 
 async def memory_relations(cairn: Cairn, mid: int) -> dict[str, Any]:
     """A memory's relations and its update chain (oldest first), with is_latest."""
 
-    def read(conn: sqlite3.Connection) -> dict[str, Any]:
+    def read(conn: AnyDb) -> dict[str, Any]:
         row = q.get(conn, mid)
         if row is None:
             raise missing(mid)
@@ -76,7 +76,7 @@ async def add_relation(cairn: Cairn, mid: int, body: dict[str, Any]) -> dict[str
     if to_id == mid:
         raise BadRequest("a memory cannot relate to itself", field="to_id")
 
-    def write(conn: sqlite3.Connection) -> tuple[dict[str, Any], bool]:
+    def write(conn: AnyDb) -> tuple[dict[str, Any], bool]:
         if q.get_row(conn, mid) is None:
             raise missing(mid)
         if q.get_row(conn, to_id) is None:
@@ -94,7 +94,7 @@ async def add_relation(cairn: Cairn, mid: int, body: dict[str, Any]) -> dict[str
 async def delete_relation(cairn: Cairn, mid: int, rel_id: int) -> dict[str, Any]:
     """Remove a relation (removing an update makes the older memory current again)."""
 
-    def write(conn: sqlite3.Connection) -> dict[str, Any]:
+    def write(conn: AnyDb) -> dict[str, Any]:
         rel = rq.get(conn, rel_id)
         if rel is None or mid not in (rel["from_id"], rel["to_id"]):
             raise NotFound(f"memory {mid} has no relation {rel_id}", field="rel_id")

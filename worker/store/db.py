@@ -115,6 +115,15 @@ class Dialect:
         """The parameters of `memory_word_match`'s WHERE clause for one word."""
         return (quote(word),)  # an FTS5 phrase: never read as syntax
 
+    def same_as(self, left: str, right: str) -> str:
+        """True when two expressions are equal or both NULL (for columns; a parameter: see
+        `same_value`)."""
+        return f"{left} IS {right}"
+
+    def epoch_seconds_now(self) -> str:
+        """The database's clock: whole seconds since 1970 (UTC)."""
+        return "CAST(strftime('%s', 'now') AS INTEGER)"
+
 
 class PostgresDialect(Dialect):
     """How PostgreSQL spells them (the connection turns `?` into psycopg's `%s`)."""
@@ -160,6 +169,12 @@ class PostgresDialect(Dialect):
     def word_parameters(self, word: str) -> tuple[str, ...]:
         words = split_text(word)  # identifiers split as the index text was
         return (words, words)
+
+    def same_as(self, left: str, right: str) -> str:
+        return f"{left} IS NOT DISTINCT FROM {right}"
+
+    def epoch_seconds_now(self) -> str:
+        return "CAST(floor(extract(epoch FROM now())) AS BIGINT)"
 
 
 SQLITE = Dialect()

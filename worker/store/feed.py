@@ -1,12 +1,15 @@
 """The dashboard's read models: one time-ordered stream over observations, prompts, summaries
-and memories (feed, timeline), plus the counts behind the stats charts."""
+and memories (feed, timeline), plus the counts behind the stats charts.
+
+Ported to the store's database edge (store/db.py): SQLite and PostgreSQL alike.
+"""
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from worker.store import projects
+from worker.store.db import AnyDb, Row, as_db
 from worker.store.observations import TYPES
 from worker.store.rows import load_json
 
@@ -25,18 +28,19 @@ _SELECT = {
     "prompt": """SELECT 'prompt' AS kind, r.id, r.created_at AS at, p.key AS project,
         p.name AS project_name, r.session_id, 'prompt' AS type,
         substr(r.text, 1, 300) AS title, substr(r.text, 1, {n}) AS body,
-        length(r.text) AS body_len, '[]' AS files, NULL AS tool, NULL AS importance,
-        NULL AS archived_at, r.author AS author
+        length(r.text) AS body_len, '[]' AS files, NULL AS tool,
+        CAST(NULL AS BIGINT) AS importance, CAST(NULL AS BIGINT) AS archived_at,
+        r.author AS author
         FROM prompts r JOIN projects p ON p.id = r.project_id""",
     "summary": """SELECT 'summary' AS kind, s.id, s.updated_at AS at, p.key AS project,
         p.name AS project_name, s.session_id, 'summary' AS type,
         substr(COALESCE(NULLIF(s.request, ''), NULLIF(s.completed, ''), 'Session summary'), 1, 300)
             AS title,
-        substr(trim(s.completed || char(10) || s.learned || char(10) || s.next_steps), 1, {n})
+        substr(trim(s.completed || '\n' || s.learned || '\n' || s.next_steps), 1, {n})
             AS body,
         length(s.completed) + length(s.learned) + length(s.next_steps) AS body_len,
-        s.files AS files, NULL AS tool, NULL AS importance, NULL AS archived_at,
-        s.author AS author
+        s.files AS files, NULL AS tool, CAST(NULL AS BIGINT) AS importance,
+        CAST(NULL AS BIGINT) AS archived_at, s.author AS author
         FROM summaries s JOIN projects p ON p.id = s.project_id""",
     "memory": """SELECT 'memory' AS kind, m.id, m.created_at AS at, p.key AS project,
         COALESCE(p.name, 'global') AS project_name, m.session_id, m.kind AS type,
@@ -45,11 +49,13 @@ _SELECT = {
         m.archived_at AS archived_at, m.author AS author
         FROM memories m LEFT JOIN projects p ON p.id = m.project_id""",
 }
+# (The typed NULLs: PostgreSQL reads a bare NULL in a subquery as text, which a UNION cannot
+# match with the other parts' numbers.)
 _ALIAS = {"observation": "o", "prompt": "r", "summary": "s", "memory": "m"}
 _TIME = {"observation": "created_at", "prompt": "created_at", "summary": "updated_at"}
 
 
-def _row(row: sqlite3.Row) -> dict[str, Any]:
+def _row(row: Row) -> dict[str, Any]:
     item = dict(row)
     item["files"] = load_json(item.get("files"), [], field="feed files") or []
     item["truncated"] = (item.get("body_len") or 0) > BODY_CHARS
@@ -101,13 +107,13 @@ def _part(
     order = "ASC" if forward else "DESC"
     sql = (
         f"SELECT * FROM ({_SELECT[kind].format(n=BODY_CHARS)}{clause} "
-        f"ORDER BY {at} {order}, {a}.id {order} LIMIT ?)"
+        f"ORDER BY {at} {order}, {a}.id {order} LIMIT ?) AS {kind}_part"
     )
     return sql, args
 
 
 def stream(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     *,
     project: str | None = None,
     type_: str | None = None,
@@ -119,9 +125,10 @@ def stream(
     """Items newest first (or, with `after`, the next ones forward in time).
 
     Returns (items, cursor for the next older page, or None at the end)."""
+    db = as_db(conn)
     project_id: int | None = None
     if project is not None:
-        project_id = projects.find(conn, project)
+        project_id = projects.find(db, project)
         if project_id is None:
             return [], None
     edge: tuple[str, tuple[int, str, int]] | None = None
@@ -137,7 +144,7 @@ def stream(
         args.extend(part_args)
         args.append(limit + 1)
     order = "ASC" if after is not None else "DESC"
-    rows = conn.execute(
+    rows = db.execute(
         " UNION ALL ".join(parts) + f" ORDER BY at {order}, kind {order}, id {order} LIMIT ?",
         (*args, limit + 1),
     ).fetchall()
@@ -149,13 +156,15 @@ def stream(
     return items, cursor
 
 
-def item(conn: sqlite3.Connection, kind: str, item_id: int) -> dict[str, Any] | None:
+def item(conn: AnyDb, kind: str, item_id: int) -> dict[str, Any] | None:
     if kind not in KINDS:
         return None
     a = _ALIAS[kind]
-    row = conn.execute(
-        f"{_SELECT[kind].format(n=BODY_CHARS)} WHERE {a}.id = ?", (item_id,)
-    ).fetchone()
+    row = (
+        as_db(conn)
+        .execute(f"{_SELECT[kind].format(n=BODY_CHARS)} WHERE {a}.id = ?", (item_id,))
+        .fetchone()
+    )
     return _row(row) if row is not None else None
 
 
@@ -175,35 +184,36 @@ def decode_cursor(text: str | None) -> tuple[int, str, int] | None:
     return int(parts[0]), parts[1], int(parts[2])
 
 
-def embedding_coverage(conn: sqlite3.Connection) -> dict[str, Any]:
+def embedding_coverage(conn: AnyDb) -> dict[str, Any]:
     """Embedded items vs items per kind (the table every embedder writes to)."""
+    db = as_db(conn)
     tables = {"observation": "observations", "memory": "memories", "prompt": "prompts"}
     tables["summary"] = "summaries"
     out: dict[str, Any] = {}
     for kind, table in tables.items():
-        total = int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+        total = int(db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
         done = int(
-            conn.execute("SELECT COUNT(*) FROM embeddings WHERE item_kind = ?", (kind,)).fetchone()[
-                0
-            ]
+            db.execute("SELECT COUNT(*) FROM embeddings WHERE item_kind = ?", (kind,)).fetchone()[0]
         )
         out[kind] = {"embedded": min(done, total), "total": total}
     return out
 
 
 def retention_inputs(
-    conn: sqlite3.Connection, table: str, sample: int
+    conn: AnyDb, table: str, sample: int
 ) -> list[tuple[int, int, int, str | None, int, int | None]]:
     """Decay inputs (importance, uses, pinned, type, anchor ms, project id) of live rows: all of
     them, or an even sample across the whole history when there are more than `sample`."""
-    total = int(conn.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0])
+    db = as_db(conn)
+    total = int(db.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0])
     stride = max(1, total // max(1, sample))
+    greatest = db.dialect.greatest
     if table == "memories":
-        sql = """SELECT importance, retrieval_count + hit_count, pinned, NULL,
-                 MAX(COALESCE(updated_at, created_at), COALESCE(last_retrieved_at, 0)), project_id
-                 FROM memories WHERE archived_at IS NULL AND id % ? = 0"""
+        anchor = greatest("COALESCE(updated_at, created_at)", "COALESCE(last_retrieved_at, 0)")
+        sql = f"""SELECT importance, retrieval_count + hit_count, pinned, NULL, {anchor},
+                 project_id FROM memories WHERE archived_at IS NULL AND id % ? = 0"""
     else:
-        sql = """SELECT importance, retrieval_count, 0, type,
-                 MAX(created_at, COALESCE(last_retrieved_at, 0), COALESCE(kept_at, 0)),
+        anchor = greatest("created_at", "COALESCE(last_retrieved_at, 0)", "COALESCE(kept_at, 0)")
+        sql = f"""SELECT importance, retrieval_count, 0, type, {anchor},
                  project_id FROM observations WHERE archived_at IS NULL AND id % ? = 0"""
-    return [tuple(r) for r in conn.execute(sql, (stride,)).fetchall()]
+    return [tuple(r) for r in db.execute(sql, (stride,)).fetchall()]

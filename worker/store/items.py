@@ -1,13 +1,15 @@
 """Searchable items of every kind (observation, memory, prompt, summary) in one dict shape, and
-each item's neighbours in its thread: what search, the context builder and the embedder read."""
+each item's neighbours in its thread: what search, the context builder and the embedder read.
+
+Ported to the store's database edge (store/db.py): SQLite and PostgreSQL alike.
+"""
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
+from worker.store.db import AnyDb, Row, as_db
 from worker.store.m002_retrieval import KIND_CODES
 from worker.store.rows import content_hash, load_json, ms, placeholders
 
@@ -24,7 +26,7 @@ def _first_line(text: str) -> str:
     return line if len(line) <= _TITLE_CHARS else line[: _TITLE_CHARS - 1].rstrip() + "…"
 
 
-def _summary_body(row: sqlite3.Row) -> str:
+def _summary_body(row: Row) -> str:
     parts = []
     for label, key in (
         ("Completed", "completed"),
@@ -55,7 +57,7 @@ _ITEM_SQL = {
 }
 
 
-def _item(kind: str, row: sqlite3.Row) -> dict[str, Any]:
+def _item(kind: str, row: Row) -> dict[str, Any]:
     base: dict[str, Any] = {
         "kind": kind,
         "id": int(row["id"]),
@@ -120,18 +122,19 @@ def _item(kind: str, row: sqlite3.Row) -> dict[str, Any]:
     return base
 
 
-def load_items(conn: sqlite3.Connection, refs: Iterable[Ref]) -> dict[Ref, dict[str, Any]]:
+def load_items(conn: AnyDb, refs: Iterable[Ref]) -> dict[Ref, dict[str, Any]]:
     """Items of any kind as one dict shape (title, body, importance, counters, flags...)."""
     by_kind: dict[str, list[int]] = {}
     for kind, item_id in refs:
         by_kind.setdefault(kind, []).append(item_id)
+    db = as_db(conn)
     out: dict[Ref, dict[str, Any]] = {}
     for kind, ids in by_kind.items():
         unique = sorted(set(ids))
         for start in range(0, len(unique), 500):
             chunk = unique[start : start + 500]
             sql = _ITEM_SQL[kind].format(ids=placeholders(len(chunk)))
-            for row in conn.execute(sql, chunk):
+            for row in db.execute(sql, chunk):
                 out[(kind, int(row["id"]))] = _item(kind, row)
     return out
 
@@ -145,7 +148,7 @@ _THREAD = {
 
 
 def neighbours(
-    conn: sqlite3.Connection, refs: Iterable[Ref], window_ms: int
+    conn: AnyDb, refs: Iterable[Ref], window_ms: int
 ) -> dict[Ref, tuple[Ref | None, Ref | None]]:
     """Each item's previous and next item of the same kind, project and session, written
     within `window_ms` of it: the conversation or task it belongs to."""
@@ -153,19 +156,24 @@ def neighbours(
     for kind, item_id in refs:
         if kind in _THREAD:
             by_kind.setdefault(kind, []).append(item_id)
+    db = as_db(conn)
     out: dict[Ref, tuple[Ref | None, Ref | None]] = {}
     for kind, ids in by_kind.items():
         table, session = _THREAD[kind]
         # Row values, not `created_at < ? OR (created_at = ? AND id < ?)`: with ANALYZE statistics
         # the OR form made SQLite sort the whole session (14 ms a lookup in a 5k-row session).
-        same = f"t.project_id IS x.project_id AND t.{session} IS x.{session}"
+        same = (
+            f"{db.dialect.same_as('t.project_id', 'x.project_id')} "
+            f"AND {db.dialect.same_as(f't.{session}', f'x.{session}')}"
+        )
         sql = f"""SELECT x.id,
             (SELECT t.id FROM {table} t WHERE {same} AND (t.created_at, t.id) < (x.created_at, x.id)
-               AND t.created_at >= x.created_at - ?1 ORDER BY t.created_at DESC, t.id DESC LIMIT 1),
+               AND t.created_at >= x.created_at - ? ORDER BY t.created_at DESC, t.id DESC LIMIT 1),
             (SELECT t.id FROM {table} t WHERE {same} AND (t.created_at, t.id) > (x.created_at, x.id)
-               AND t.created_at <= x.created_at + ?1 ORDER BY t.created_at, t.id LIMIT 1)
-            FROM {table} x WHERE x.id IN (SELECT value FROM json_each(?2))"""
-        for row in conn.execute(sql, (window_ms, json.dumps(sorted(set(ids))))):
+               AND t.created_at <= x.created_at + ? ORDER BY t.created_at, t.id LIMIT 1)
+            FROM {table} x WHERE {db.dialect.in_ids("x.id")}"""
+        args = (window_ms, window_ms, db.dialect.ids_parameter(sorted(set(ids))))
+        for row in db.execute(sql, args):
             out[(kind, int(row[0]))] = (
                 (kind, int(row[1])) if row[1] is not None else None,
                 (kind, int(row[2])) if row[2] is not None else None,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from worker.clock import now_ms, to_iso
@@ -34,15 +33,19 @@ def find(conn: AnyDb, key: str) -> int | None:
     return int(row[0]) if row is not None else None
 
 
-def list_all(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-    rows = conn.execute(
-        """SELECT p.id, p.key, p.name, p.created_at,
+def list_all(conn: AnyDb) -> list[dict[str, Any]]:
+    rows = (
+        as_db(conn)
+        .execute(
+            """SELECT p.id, p.key, p.name, p.created_at,
                   (SELECT COUNT(*) FROM sessions s WHERE s.project_id = p.id) AS sessions,
                   (SELECT COUNT(*) FROM observations o WHERE o.project_id = p.id) AS observations,
                   (SELECT COUNT(*) FROM memories m WHERE m.project_id = p.id) AS memories,
                   (SELECT MAX(o.created_at) FROM observations o WHERE o.project_id = p.id) AS last
            FROM projects p ORDER BY p.name, p.id"""
-    ).fetchall()
+        )
+        .fetchall()
+    )
     return [
         {
             "id": r["id"],
