@@ -1,4 +1,5 @@
-"""The decay scheduler's wake-ups: new observations schedule one cap check, not one each."""
+"""The decay scheduler: new observations schedule one cap check, not one each; on a team
+database only the leading worker runs the scheduled pass."""
 
 from __future__ import annotations
 
@@ -6,10 +7,13 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from worker.events import Broadcaster
 from worker.memory.scheduler import DecayService
 from worker.settings import load_settings
 from worker.store import Store
+from worker.store.pg import PgStore
 
 
 def run_with_service(tmp_path: Path, body: Any, **overrides: Any) -> Any:
@@ -73,3 +77,50 @@ def test_other_kinds_and_empty_lists_do_not_schedule_a_check(tmp_path: Path) -> 
         return service._caps_due
 
     assert run_with_service(tmp_path, body) is False
+
+
+@pytest.mark.postgres
+def test_two_workers_on_one_team_database_run_the_scheduled_pass_once(pg_url: str) -> None:
+    """Only the leader runs the pass; when it stops, the other worker takes over."""
+    settings = load_settings(decay_first_run_seconds=0.0, decay_interval_seconds=0.1)
+    stores = [PgStore(pg_url), PgStore(pg_url)]
+    for store in stores:
+        store.open()
+    events = Broadcaster(buffer_size=10, max_clients=1)
+
+    async def until(check: Any) -> bool:
+        for _ in range(200):
+            if check():
+                return True
+            await asyncio.sleep(0.05)
+        return bool(check())
+
+    async def main() -> None:
+        services = [DecayService(settings, store, events) for store in stores]
+        for service in services:
+            service.start()
+        try:
+            assert await until(lambda: max(s.runs for s in services) >= 3)
+            leader, other = sorted(services, key=lambda s: -s.runs)
+            assert other.runs == 0 and other.status()["leading"] is False
+            assert leader.status()["leading"] is True and leader.last_error is None
+            await leader.stop()
+            leader.store.close()
+            assert await until(lambda: other.runs >= 2)
+            assert other.status()["leading"] is True and other.last_error is None
+        finally:
+            for service in services:
+                await service.stop()
+
+    try:
+        asyncio.run(main())
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_a_worker_on_sqlite_leads_its_own_passes(tmp_path: Path) -> None:
+    async def body(service: DecayService) -> tuple[bool, Any]:
+        return await service.leads(), service.status()["leading"]
+
+    assert run_with_service(tmp_path, body) == (True, True)

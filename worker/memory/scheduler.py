@@ -5,6 +5,12 @@ One asyncio task in the worker: the first pass runs `decay_first_run_seconds` af
 before /health answers), then every `decay_interval_seconds`. New observations (an item listener)
 schedule a cap check at most every `obs_cap_check_seconds`, so a busy session cannot grow a
 project past its cap for long. Failures are logged and retried on the next tick.
+
+On a team database every worker runs this service, but the scheduled pass is the team's, not
+each worker's: a worker runs it only while it leads the job (`store.leads`, an advisory lock on
+PostgreSQL, always on SQLite); when the leader stops, another takes over at its next tick. A cap
+check after new observations runs in the worker that received them (it answers that worker's
+writes, not the clock), and a pass asked for through the API runs where it was asked.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ import logging
 import time
 from typing import Any, Protocol
 
+import anyio.to_thread
+
 from worker.clock import now_ms, to_iso
 from worker.memory.decay import DecayPolicy, enforce_caps, run_pass
 from worker.settings import Settings
@@ -22,6 +30,7 @@ from worker.store.backend import Backend
 
 log = logging.getLogger(__name__)
 MIN_INTERVAL = 0.1  # seconds: an interval of 0 must not spin the event loop
+JOB = "decay"  # the job a team elects one leader for (store.leads)
 
 
 class Publisher(Protocol):
@@ -45,6 +54,7 @@ class DecayService:
         self.last_result: dict[str, Any] | None = None
         self.last_error: str | None = None
         self.evicted_total = 0
+        self.leading: bool | None = None  # the last answer of store.leads (None: not asked yet)
 
     def start(self) -> None:
         if self._task is not None:
@@ -94,6 +104,7 @@ class DecayService:
             "last_result": self.last_result,
             "last_error": self.last_error,
             "evicted_by_cap_since_start": self.evicted_total,
+            "leading": self.leading,
         }
 
     async def run_now(self) -> dict[str, Any]:
@@ -111,6 +122,11 @@ class DecayService:
             self.events.publish(
                 "decay.completed", {"memories": memories, "observations": observations}
             )
+
+    async def leads(self) -> bool:
+        """Whether this worker runs the team's scheduled pass now (asked at each tick)."""
+        self.leading = await anyio.to_thread.run_sync(self.store.leads, JOB)
+        return self.leading
 
     async def check_caps(self) -> list[int]:
         policy = self.policy
@@ -137,7 +153,8 @@ class DecayService:
                         MIN_INTERVAL, self.settings.lifecycle.decay_interval_seconds
                     )
                     self._caps_due = False  # the pass enforces the caps too
-                    await self.run_now()
+                    if await self.leads():
+                        await self.run_now()
                     self.last_error = None
                 elif self._caps_due and now >= self._next_caps:
                     self._caps_due = False

@@ -311,6 +311,10 @@ class Store:
                 else:
                     self._readers.put(conn)
 
+    def leads(self, job: str) -> bool:
+        """Always: a SQLite database has one worker (on PostgreSQL, PgStore.leads elects one)."""
+        return True
+
     def read_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         try:
             with self._reader() as conn:

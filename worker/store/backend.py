@@ -53,6 +53,10 @@ class Backend(Protocol):
 
     def db_size_bytes(self) -> int: ...
 
+    def leads(self, job: str) -> bool:
+        """Whether this worker runs `job` now (one worker per team database; always on SQLite)."""
+        ...
+
     def describe(self) -> dict[str, Any]:
         """What status shows of the store (never a password)."""
         ...

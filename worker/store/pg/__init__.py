@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import anyio
 
     from worker.store.pg.connection import PgDb, PgPool
+    from worker.store.pg.leader import Leadership
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ class PgStore:
         self.where = redact(url)
         self.pool_size = pool_size
         self._pool: PgPool | None = None
+        self._leadership: Leadership | None = None
         self._write_lock = threading.Lock()
         self._reader_limiter: anyio.CapacityLimiter | None = None
         self._write_listeners: list[Callable[[], None]] = []
@@ -76,13 +78,26 @@ class PgStore:
         except BaseException:
             pool.close()
             raise
+        from worker.store.pg.leader import Leadership
+
         self._pool = pool
+        self._leadership = Leadership(self._url)
         log.info("team database %s open; vectors: %s", self.where, self.vector_search)
 
     def close(self) -> None:
+        leadership, self._leadership = self._leadership, None
+        if leadership is not None:
+            leadership.close()  # first: another worker may lead while this one finishes closing
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.close()
+
+    def leads(self, job: str) -> bool:
+        """True while this worker leads the team's periodic `job` (pg/leader.py): blocking."""
+        leadership = self._leadership
+        if leadership is None:
+            raise StoreUnavailable("the store is closed (the worker is shutting down)")
+        return leadership.leads(job)
 
     def add_write_listener(self, listener: Callable[[], None]) -> None:
         """Called after every committed write (in the writing thread)."""
