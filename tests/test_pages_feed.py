@@ -1,4 +1,5 @@
-"""The feed's read model: one newest-first stream over four tables, paged by cursor."""
+"""The feed's read model: one newest-first stream over four tables, paged by cursor (on SQLite
+and PostgreSQL, `backend_store`; the property test on SQLite)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.examples import examples
-from worker.store import Store, feed, observations, projects, sessions
+from worker.store import Store, feed, observations, projects, sessions, summaries
+from worker.store.pg import PgStore
+
+AnyStore = Store | PgStore
 
 T0 = 1_700_000_000_000
 
@@ -21,8 +25,9 @@ def make_store(path: Path) -> Store:
     return store
 
 
-def fill(store: Store, times: list[int]) -> list[tuple[str, int]]:
-    """Observations, prompts and memories at the given times (ties on purpose)."""
+def fill(store: AnyStore, times: list[int]) -> list[tuple[str, int]]:
+    """Observations, prompts and memories at the given times (ties on purpose), and a summary at
+    the first."""
 
     def write(conn: Any) -> list[tuple[str, int]]:
         pid = projects.ensure(conn, "/repo/a")
@@ -38,18 +43,24 @@ def fill(store: Store, times: list[int]) -> list[tuple[str, int]]:
             elif n % 3 == 1:
                 made.append(("prompt", sessions.add_prompt(conn, "s", pid, f"p{n}", at)["id"]))
             else:
-                cur = conn.execute(
+                memory_id = conn.insert(
                     "INSERT INTO memories(project_id, kind, content, content_hash, created_at, "
                     "updated_at) VALUES (?, 'fact', ?, ?, ?, ?)",
                     (pid, f"m{n}", f"h{n}", at, at),
                 )
-                made.append(("memory", int(cur.lastrowid or 0)))
+                made.append(("memory", memory_id))
+        if times:
+            summary, _ = summaries.upsert(
+                conn, "s", pid, request="r", completed=["c"], files=[], learned=["l"],
+                next_steps=[], at=times[0],
+            )  # fmt: skip
+            made.append(("summary", summary["id"]))
         return made
 
     return store.write_sync(write)
 
 
-def walk(store: Store, limit: int, **filters: Any) -> list[tuple[str, int]]:
+def walk(store: AnyStore, limit: int, **filters: Any) -> list[tuple[str, int]]:
     seen: list[tuple[str, int]] = []
     cursor = None
     for _ in range(1000):
@@ -62,8 +73,8 @@ def walk(store: Store, limit: int, **filters: Any) -> list[tuple[str, int]]:
     raise AssertionError("the cursor never ended")
 
 
-def test_pages_cover_everything_once_newest_first(tmp_path: Path) -> None:
-    store = make_store(tmp_path / "c.db")
+def test_pages_cover_everything_once_newest_first(backend_store: AnyStore) -> None:
+    store = backend_store
     times = [T0 + (n // 4) * 1000 for n in range(40)]  # groups of four share a timestamp
     random.Random(1).shuffle(times)
     made = fill(store, times)
@@ -75,7 +86,9 @@ def test_pages_cover_everything_once_newest_first(tmp_path: Path) -> None:
         for k, i in seen
     ]
     assert stamps == sorted(stamps, reverse=True)
-    store.close()
+    summary = next(i for k, i in seen if k == "summary")
+    shown = store.read_sync(lambda c: feed.item(c, "summary", summary))
+    assert shown is not None and (shown["title"], shown["body"]) == ("r", "c\nl\n")
 
 
 @settings(max_examples=examples(25), deadline=None)
@@ -93,8 +106,8 @@ def test_any_ties_and_page_size_lose_nothing(
     store.close()
 
 
-def test_forward_from_a_moment_and_filters(tmp_path: Path) -> None:
-    store = make_store(tmp_path / "c.db")
+def test_forward_from_a_moment_and_filters(backend_store: AnyStore) -> None:
+    store = backend_store
     fill(store, [T0 + n * 1000 for n in range(9)])
     newer, _ = store.read_sync(lambda c: feed.stream(c, after=(T0 + 4000, "~", 0), limit=50))
     assert [i["at"] for i in newer] == [T0 + n * 1000 for n in range(5, 9)]
@@ -103,7 +116,6 @@ def test_forward_from_a_moment_and_filters(tmp_path: Path) -> None:
     notes, _ = store.read_sync(lambda c: feed.stream(c, type_="note", limit=50))
     assert {i["kind"] for i in notes} == {"observation"}
     assert store.read_sync(lambda c: feed.stream(c, project="/nope"))[0] == []
-    store.close()
 
 
 def test_cursor_text_round_trips_and_rejects_junk() -> None:
@@ -112,9 +124,15 @@ def test_cursor_text_round_trips_and_rejects_junk() -> None:
         assert feed.decode_cursor(junk) is None
 
 
-def test_retention_sample_is_even_and_bounded(tmp_path: Path) -> None:
-    store = make_store(tmp_path / "c.db")
+def test_retention_sample_is_even_and_bounded(backend_store: AnyStore) -> None:
+    store = backend_store
     fill(store, [T0] * 300)
     rows = store.read_sync(lambda c: feed.retention_inputs(c, "observations", 10))
     assert 5 <= len(rows) <= 20
-    store.close()
+    assert {(r[0], r[3], r[4]) for r in rows} == {(2, "note", T0)}  # importance, type, anchor
+    memories = store.read_sync(lambda c: feed.retention_inputs(c, "memories", 1000))
+    assert len(memories) == 100 and {r[4] for r in memories} == {T0}
+    assert store.read_sync(lambda c: feed.embedding_coverage(c))["summary"] == {
+        "embedded": 0,
+        "total": 1,
+    }
