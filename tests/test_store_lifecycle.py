@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from worker.memory import compress
+from worker.retrieval.embedder import FakeEmbedder
 from worker.settings import Settings
 from worker.store import Store, lifecycle, memories, memory_vectors, observations, projects
 from worker.store import items as item_store
@@ -152,3 +153,34 @@ def test_compression_merges_a_near_duplicate_into_its_keeper(
         backend_store.write_sync(lambda db: compress.run(db, settings, dry_run=False))["merged"]
         == 0
     )
+
+
+def test_compression_reads_the_stored_vectors_and_supersedes_a_changed_value(
+    backend_store: AnyStore, settings: Settings
+) -> None:
+    texts = [
+        "Run the database migrations before starting the API server",
+        "Before starting the API server run the database migrations first",
+        "Frontend bundles are built with Vite",
+    ]
+    ids = saved(backend_store, *texts, project="/repo")
+    pid = backend_store.read_sync(lambda db: projects.find(db, "/repo"))
+
+    def write(db: Any) -> None:
+        for mid, vector in zip(ids, FakeEmbedder(256).embed(texts), strict=True):
+            memory_vectors.save(db, mid, pid, "fake-hash-256", vector)
+
+    backend_store.write_sync(write)
+    done = backend_store.write_sync(lambda db: compress.run(db, settings, dry_run=False))
+    assert done["method"] == "embeddings" and done["embedded"] == 3
+    assert [(m["archive_id"], m["keep_id"]) for m in done["merges"]] == [(ids[0], ids[1])]
+    old, new = saved(
+        backend_store,
+        "Use PostgreSQL 15 for the database server",
+        "Use PostgreSQL 16 for the database server",
+        project="/other",
+    )
+    done = backend_store.write_sync(lambda db: compress.run(db, settings, dry_run=False))
+    assert (done["merged"], done["superseded"]) == (0, 1)
+    row = backend_store.read_sync(lambda db: memories.get(db, old))
+    assert row is not None and row["superseded_by"] == new
