@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from worker.store import Store, memories, observations
+from worker.store import Store, memories, observations, projects, sessions, summaries
 from worker.store import items as q
 from worker.store.pg import PgStore
 
@@ -100,3 +100,30 @@ def test_neighbour_lookups_do_not_grow_with_the_session(tmp_path: Path) -> None:
         finally:
             st.close()
     assert work[1] <= work[0] + 2, work
+
+
+def test_items_of_every_kind_load_in_one_shape(backend_store: AnyStore) -> None:
+    def write(conn: Any) -> list[tuple[str, int]]:
+        pid = projects.ensure(conn, "/repo")
+        sessions.ensure(conn, "s1", pid)
+        obs, _ = observations.insert(
+            conn, {"project": "/repo", "session_id": "s1", "type": "note", "title": "Noted"}
+        )
+        mem, _ = memories.insert(conn, {"content": "A fact\nmore", "kind": "fact"})
+        prompt = sessions.add_prompt(conn, "s1", pid, "Fix the build\nplease", 5)
+        summary, _ = summaries.upsert(
+            conn, "s1", pid, request="", completed=["built"], files=["a.py"], learned=[],
+            next_steps=["ship"],
+        )  # fmt: skip
+        return [("observation", obs["id"]), ("memory", mem["id"]), ("prompt", prompt["id"]),
+                ("summary", summary["id"])]  # fmt: skip
+
+    refs = backend_store.write_sync(write)
+    loaded = backend_store.read_sync(lambda c: q.load_items(c, [*refs, ("memory", 10_000)]))
+    assert set(loaded) == set(refs)
+    shown = [(loaded[r]["type"], loaded[r]["title"], loaded[r]["project"]) for r in refs]
+    assert shown == [("note", "Noted", "/repo"), ("fact", "A fact", None),
+                     ("prompt", "Fix the build", "/repo"),
+                     ("summary", "Session summary", "/repo")]  # fmt: skip
+    summary = loaded[refs[3]]
+    assert summary["body"] == "Completed: built\nNext: ship" and summary["files"] == ["a.py"]
