@@ -9,7 +9,7 @@ token count over all columns, idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-
 
 It follows `search_index` through the `search_changes` log (migration 10): before each query it
 re-reads the rows changed since it last looked, so a search sees every committed write, whatever
-path wrote it. Removed rows are only marked dead; `load()` (at worker start) builds a compact copy.
+path (or, on PostgreSQL, whichever worker) wrote it. Removed rows are only marked dead; `load()` (at worker start) builds a compact copy.
 A search that comes before the first load waits for it (`ensure_loaded`). FTS5 stays the truth
 the copy is built from (the triggers analyse and store every write); its bm25() is no longer on
 the search path (README, "How it works", Retrieval, says why).
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import math
-import sqlite3
 import threading
 from array import array
 from typing import Any
@@ -30,6 +29,7 @@ import numpy.typing as npt
 from worker.heap import release_freed_memory
 from worker.retrieval.idmap import IdMap
 from worker.store import index_rows
+from worker.store.db import AnyDb
 
 log = logging.getLogger(__name__)
 
@@ -91,12 +91,12 @@ class KeywordIndex:
         self._delta_postings = 0
 
     # ------------------------------------------------------------------ loading
-    def load(self, conn: sqlite3.Connection) -> None:
+    def load(self, conn: AnyDb) -> None:
         """Build from the whole table (seconds at 100k rows), then swap in and mark ready."""
         with self._load_lock:
             self._load(conn)
 
-    def ensure_loaded(self, conn: sqlite3.Connection) -> None:
+    def ensure_loaded(self, conn: AnyDb) -> None:
         """Load now unless a copy is in use; a load under way elsewhere is waited for."""
         if self.ready:
             return
@@ -104,7 +104,7 @@ class KeywordIndex:
             if not self.ready:
                 self._load(conn)
 
-    def _load(self, conn: sqlite3.Connection) -> None:
+    def _load(self, conn: AnyDb) -> None:
         with self._lock:
             generation = self.generation
             self.state, self.error = ("rebuilding" if self.ready else "loading"), None
@@ -120,7 +120,7 @@ class KeywordIndex:
             self._sync(conn)
         log.info("keyword index loaded: %d rows", self._live)
 
-    def _build(self, conn: sqlite3.Connection) -> None:
+    def _build(self, conn: AnyDb) -> None:
         self._seq = index_rows.last_change(conn)
         chunks = [self._analyse(batch) for batch in index_rows.all_rows(conn, BUILD_BATCH)]
         if not chunks:
@@ -173,7 +173,7 @@ class KeywordIndex:
         )
 
     # ------------------------------------------------------------------ following changes
-    def _sync(self, conn: sqlite3.Connection) -> None:
+    def _sync(self, conn: AnyDb) -> None:
         changed = index_rows.changes_since(conn, self._seq)
         if not changed:
             return
@@ -197,7 +197,7 @@ class KeywordIndex:
         if not self.wants_rebuild and self._stale():
             self.wants_rebuild = True
 
-    def refresh(self, conn: sqlite3.Connection) -> None:
+    def refresh(self, conn: AnyDb) -> None:
         """Apply committed changes now (the worker does every second, off the query path)."""
         with self._lock:
             if self.ready:
@@ -264,7 +264,7 @@ class KeywordIndex:
         live = self._alive[slots]
         return slots[live], title[live], body[live]
 
-    def frequencies(self, conn: sqlite3.Connection, terms: list[str]) -> tuple[dict[str, int], int]:
+    def frequencies(self, conn: AnyDb, terms: list[str]) -> tuple[dict[str, int], int]:
         """(rows holding each term, rows in the index), after applying committed changes (and
         loading, for the first search)."""
         self.ensure_loaded(conn)

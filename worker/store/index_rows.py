@@ -1,42 +1,100 @@
-"""Reads of the keyword index table (`search_index`, analysed terms per item) and of its change
-log (`search_changes`, migration 10), for the in-memory keyword scorer that copies them."""
+"""Reads of the keyword index (analysed terms per item) and of its change log (`search_changes`,
+SQLite's migration 10, PostgreSQL's 4), for the in-memory keyword scorer that copies them.
+
+On SQLite the terms are stored: the `search_index` FTS5 table, filled by triggers that call
+worker/terms.py. PostgreSQL cannot run worker/terms.py (`Dialect.writes_index_text`), so there
+the rows are analysed here, from the item columns SQLite's triggers analyse, by the same
+functions: both backends give the scorer the same terms, hence the same BM25 scores.
+"""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator
 from typing import Any
+
+from worker.store.db import AnyDb, Db, as_db
+from worker.store.m002_retrieval import KIND_CODES
+from worker.terms import index_text, new_terms
 
 # (rowid, title terms, body terms, project id) of one indexed item.
 IndexRow = Any
 
+# kind -> (table, title columns, body columns): SQLite's m002 SOURCES, column for column.
+# A memory's tag words its content lacks follow its content (`cairn_new_terms`).
+_ANALYSED: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "observation": ("observations", ("title",), ("body", "files")),
+    "memory": ("memories", (), ("content", "tags")),
+    "prompt": ("prompts", (), ("text",)),
+    "summary": ("summaries", ("request",), ("completed", "learned", "next_steps", "files")),
+}
 
-def last_change(conn: sqlite3.Connection) -> int:
+
+def last_change(conn: AnyDb) -> int:
     """The sequence number of the newest logged change (0 if none)."""
-    row = conn.execute("SELECT MAX(seq) FROM search_changes").fetchone()
+    row = as_db(conn).execute("SELECT MAX(seq) FROM search_changes").fetchone()
     return int(row[0] or 0)
 
 
-def all_rows(conn: sqlite3.Connection, batch: int) -> Iterator[list[IndexRow]]:
+def all_rows(conn: AnyDb, batch: int) -> Iterator[list[IndexRow]]:
     """Every indexed item, `batch` rows at a time."""
-    rows = conn.execute("SELECT rowid, title, body, project_id FROM search_index")
+    db = as_db(conn)
+    if db.dialect.writes_index_text:
+        for kind in _ANALYSED:
+            after = 0
+            while chunk := _analysed(db, kind, "id > ? ORDER BY id LIMIT ?", (after, batch)):
+                after = chunk[-1][0] // 8
+                yield chunk
+        return
+    rows = db.execute("SELECT rowid, title, body, project_id FROM search_index")
     while chunk := rows.fetchmany(batch):
         yield chunk
 
 
-def changes_since(conn: sqlite3.Connection, seq: int) -> list[tuple[int, int]]:
+def changes_since(conn: AnyDb, seq: int) -> list[tuple[int, int]]:
     """(rowid, seq) of the index rows changed after `seq`, in seq order."""
-    rows = conn.execute(
-        "SELECT rid, seq FROM search_changes WHERE seq > ? ORDER BY seq", (seq,)
-    ).fetchall()
+    rows = (
+        as_db(conn)
+        .execute("SELECT rid, seq FROM search_changes WHERE seq > ? ORDER BY seq", (seq,))
+        .fetchall()
+    )
     return [(int(r[0]), int(r[1])) for r in rows]
 
 
-def rows_of(conn: sqlite3.Connection, rowids: list[int]) -> list[IndexRow]:
+def rows_of(conn: AnyDb, rowids: list[int]) -> list[IndexRow]:
     """The index rows of these rowids that still exist."""
-    return conn.execute(
+    db = as_db(conn)
+    if db.dialect.writes_index_text:
+        out: list[IndexRow] = []
+        for kind, code in KIND_CODES.items():
+            ids = sorted({r // 8 for r in rowids if r % 8 == code})
+            if ids:
+                where = db.dialect.in_ids("id")
+                out += _analysed(db, kind, where, (db.dialect.ids_parameter(ids),))
+        return out
+    return db.execute(
         "SELECT rowid, title, body, project_id FROM search_index "
         "WHERE rowid IN (SELECT value FROM json_each(?))",
         (json.dumps(rowids),),
     ).fetchall()
+
+
+def _analysed(db: Db, kind: str, where: str, params: tuple[Any, ...]) -> list[IndexRow]:
+    """(rowid, title terms, body terms, project id) of the `kind` rows `where` selects, analysed
+    as SQLite's index triggers analyse them (m002: `cairn_terms`, `cairn_new_terms`)."""
+    table, title, body = _ANALYSED[kind]
+    code = KIND_CODES[kind]
+    rows = db.execute(
+        f"SELECT id, project_id, {', '.join((*title, *body))} FROM {table} WHERE {where}", params
+    ).fetchall()
+    out: list[IndexRow] = []
+    for row in rows:
+        texts = list(row[2:])
+        heads, rest = texts[: len(title)], texts[len(title) :]
+        if kind == "memory":
+            content, tags = rest
+            body_terms = f"{index_text(content)} {' '.join(new_terms(tags, content or ''))}"
+        else:
+            body_terms = index_text(*rest)
+        out.append((int(row[0]) * 8 + code, index_text(*heads), body_terms, row[1]))
+    return out

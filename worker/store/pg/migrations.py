@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 
 from worker.clock import now_ms
 from worker.errors import ConfigError
-from worker.store.pg import m001_memories, m002_sessions, m003_summaries, m005_relations
+from worker.store.pg import (
+    m001_memories,
+    m002_sessions,
+    m003_summaries,
+    m004_search,
+    m005_relations,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -24,6 +30,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (1, "memories", m001_memories.STATEMENTS),
     (2, "sessions_prompts_observations", m002_sessions.STATEMENTS),
     (3, "summaries_checkpoints", m003_summaries.STATEMENTS),
+    (4, "search", m004_search.STATEMENTS),
     (5, "relations_kv", m005_relations.STATEMENTS),
 ]
 # pg_advisory_lock keys (64-bit): one for migrating, taken by every worker that opens the store.
