@@ -1,8 +1,23 @@
-"""worker.retrieval.search helpers: which query terms reach the FTS5 expression."""
+"""worker.retrieval.search: which query terms are matched, and the whole search on SQLite and
+on PostgreSQL (same corpus, same hits; two workers on one database)."""
 
 from __future__ import annotations
 
-from worker.retrieval.search import one_stem_per_part, selective_terms
+import random
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from worker.retrieval.embedder import FakeEmbedder
+from worker.retrieval.keyword_index import KeywordIndex
+from worker.retrieval.search import SearchRequest, one_stem_per_part, search, selective_terms
+from worker.retrieval.service import EmbeddingService
+from worker.settings import Settings, load_settings
+from worker.store import Store, memories, observations, projects, sessions, summaries
+from worker.store.pg import PgStore
 from worker.terms import query_groups, query_terms
 
 
@@ -38,3 +53,182 @@ def test_selective_terms_drop_words_found_in_most_items_but_keep_the_rarest() ->
     df = {"a": 90, "b": 5, "c": 0}
     assert selective_terms(["a", "b", "c"], df, 100, 0.2) == ["b"]
     assert selective_terms(["a"], df, 100, 0.2) == ["a"]
+
+
+# ---------------------------------------------------------------- on both backends
+_TOPICS = [
+    "postgres connection pool exhausted under load",
+    "redis cache eviction policy set to allkeys-lru",
+    "the parser rejects getUserById when the token expired",
+    "deploy nginx reload after the certificate refresh",
+    "flaky test in OrderService caused by a race on the session cookie",
+    "billing webhook retries with exponential backoff",
+    "migration adds an index to the invoices table",
+    "la funzione parse_config legge il file di configurazione",
+]
+
+
+def _write_corpus(store: Any) -> None:
+    """The same items on either backend, in the same order (so the same ids): observations in
+    two sessions' threads, memories (one global), a prompt and a summary, then an edit."""
+    rng = random.Random(4)
+
+    def write(c: Any) -> None:
+        pid = projects.ensure(c, "/repo")
+        for n in range(2):
+            sessions.ensure(c, f"s{n}", pid)
+        for i in range(60):
+            topic, other = rng.choice(_TOPICS), rng.choice(_TOPICS)
+            observations.insert(
+                c,
+                {
+                    "project": "/repo",
+                    "session_id": f"s{i % 2}",
+                    "type": rng.choice(("note", "command", "file_write")),
+                    "title": topic.split(" the ")[0],
+                    "body": f"{topic}. Later: {other}",
+                    "files": [f"src/{rng.choice(['app', 'db', 'cache'])}.py"],
+                    "created_at_ms": 1_700_000_000_000 + i * 60_000,
+                },
+            )
+        for i, topic in enumerate(_TOPICS):
+            item: dict[str, Any] = {"kind": "decision", "content": f"decided: {topic}"}
+            item.update({"scope": "global"} if i == 0 else {"scope": "project", "project": "/repo"})
+            memories.insert(c, item)
+        sessions.add_prompt(c, "s0", pid, "why is the redis cache evicting keys?", None)
+        summaries.upsert(
+            c,
+            "s1",
+            pid,
+            request="fix the flaky OrderService test",
+            completed=["made the session cookie race deterministic"],
+            learned=["the race came from a shared cookie jar"],
+            next_steps=["watch the billing webhook retries"],
+            files=["src/app.py"],
+        )
+
+    store.write_sync(write)
+    store.write_sync(lambda c: memories.update(c, 3, {"content": "decided: pin nginx to 1.25"}))
+
+
+def _searcher(store: Any, settings: Settings) -> tuple[KeywordIndex, EmbeddingService]:
+    keywords = KeywordIndex()
+    store.read_sync(keywords.load)
+    service = EmbeddingService(settings, store, factory=lambda: FakeEmbedder(64))
+    service.start()
+    assert service.wait_idle(30), service.status()
+    return keywords, service
+
+
+def _hits(store: Any, settings: Settings, searcher: Any, **request: Any) -> Any:
+    keywords, service = searcher
+    out = anyio.run(
+        partial(search, keywords=keywords), store, settings, service, SearchRequest(**request)
+    )
+    return out.refused, [(c.ref, c.score) for c in out.hits], out.coverage
+
+
+def _same(got: Any, want: Any) -> bool:
+    """Same refusal and ranked items; scores equal but for the recency of two clock readings."""
+    (refused, hits, coverage), (refused_w, hits_w, coverage_w) = got, want
+    return (refused, [r for r, _ in hits], coverage) == (
+        refused_w,
+        [r for r, _ in hits_w],
+        coverage_w,
+    ) and [s for _, s in hits] == pytest.approx([s for _, s in hits_w], rel=1e-6)
+
+
+QUERIES = [
+    "redis cache eviction",
+    "getUserById token",
+    "nginx",
+    "flaky OrderService session cookie",
+    "funzione configurazione",
+    "webhook backoff retries",
+    "kubernetes helm chart",  # nothing about it: refused
+]
+
+
+@pytest.mark.postgres
+def test_the_same_corpus_gives_the_same_hits_on_sqlite_and_postgresql(
+    store: Store, pg_url: str, tmp_path: Path
+) -> None:
+    """Hybrid, keyword and semantic search, the refusal and the prompt context's per-item
+    judgment: the same ranked items and scores on both backends."""
+    settings = load_settings(home=tmp_path, embed_enabled=True)
+    pg = PgStore(pg_url)
+    pg.open()
+    searchers = []
+    try:
+        for backend in (store, pg):
+            _write_corpus(backend)
+            searchers.append(_searcher(backend, settings))
+        answered = 0
+        for query in QUERIES:
+            for mode in ("hybrid", "keyword", "semantic"):
+                for judge in (False, True):
+                    request = {"query": query, "project": "/repo", "mode": mode, "limit": 8}
+                    request["judge_items"] = judge
+                    want = _hits(store, settings, searchers[0], **request)
+                    got = _hits(pg, settings, searchers[1], **request)
+                    assert _same(got, want), (query, mode, judge, got, want)
+                    answered += not want[0]
+        assert answered > 20  # most queries find something (and the last one none)
+        assert _hits(pg, settings, searchers[1], query=QUERIES[-1], project="/repo")[0]
+        # Counted retrievals land on both.
+        request = {"query": "nginx", "project": "/repo", "count_retrieval": True}
+        _, hits, _ = _hits(pg, settings, searchers[1], **request)
+        kind, item_id = hits[0][0]
+        table = {"memory": "memories", "observation": "observations"}[kind]
+        sql = f"SELECT retrieval_count FROM {table} WHERE id = ?"
+        assert pg.read_sync(lambda c: c.execute(sql, (item_id,)).fetchone()[0]) == 1
+    finally:
+        for _keywords, service in searchers:
+            anyio.run(service.stop)
+        pg.close()
+
+
+@pytest.mark.postgres
+def test_a_worker_finds_at_once_what_another_worker_wrote_and_embedded(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """Two PgStores on one database (two workers): an item the first writes and embeds is found
+    by the second's next search, by its words and by its vector (the second never embedded
+    it: it followed the change logs), and forgotten by it once deleted."""
+    settings = load_settings(home=tmp_path, embed_enabled=True)
+    first, second = PgStore(pg_url), PgStore(pg_url)
+    first.open()
+    second.open()
+    searchers = []
+    try:
+        _write_corpus(first)
+        searchers = [_searcher(first, settings), _searcher(second, settings)]
+        row, _ = first.write_sync(
+            lambda c: observations.insert(
+                c, {"project": "/repo", "type": "note", "title": "quokka zanzibar", "body": ""}
+            )
+        )
+        ref = ("observation", int(row["id"]))
+        searchers[0][1].enqueue("observation", [ref[1]])
+        assert searchers[0][1].wait_idle(30)
+        embedded = searchers[1][1].status()["embedded_since_start"]
+
+        for mode in ("keyword", "semantic"):
+            request = {"query": "quokka zanzibar", "project": "/repo", "mode": mode}
+            refused, hits, _ = _hits(second, settings, searchers[1], **request)
+            assert not refused and hits[0][0] == ref, mode
+        assert searchers[1][1].status()["embedded_since_start"] == embedded
+        assert searchers[1][1].vector(ref) is not None
+
+        first.write_sync(lambda c: c.execute("DELETE FROM observations WHERE id = ?", (ref[1],)))
+        request = {"query": "quokka zanzibar", "project": "/repo", "mode": "hybrid"}
+        _refused, hits, _ = _hits(second, settings, searchers[1], **request)
+        assert ref not in [r for r, _ in hits]
+        assert searchers[1][1].vector(ref) is None
+        found = second.read_sync(lambda c: searchers[1][0].frequencies(c, ["quokka"]))
+        assert found[0] == {"quokka": 0}
+    finally:
+        for _keywords, service in searchers:
+            anyio.run(service.stop)
+        first.close()
+        second.close()

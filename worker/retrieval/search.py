@@ -7,7 +7,6 @@ the prompt-context builder (which never counts).
 from __future__ import annotations
 
 import os
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -26,6 +25,7 @@ from worker.store import items as item_rows
 from worker.store import projects
 from worker.store import search as q
 from worker.store.backend import Backend
+from worker.store.db import AnyDb
 from worker.store.m002_retrieval import KIND_CODES, KIND_NAMES
 from worker.terms import query_groups, query_terms
 
@@ -86,7 +86,7 @@ class _KeywordPass:
 
 
 def _keyword_pass(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     req: SearchRequest,
     s: Settings,
     project_id: int | None,
@@ -195,7 +195,7 @@ def _modified_ms(files: list[str], project: str | None) -> dict[str, float]:
     return out
 
 
-def stale_refs(conn: sqlite3.Connection, items: dict[Ref, dict[str, Any]]) -> set[Ref]:
+def stale_refs(conn: AnyDb, items: dict[Ref, dict[str, Any]]) -> set[Ref]:
     """Observations about files whose content changed since they were captured: a later
     file_write observation touched the file, or the file on disk is newer."""
     by_project: dict[int, list[tuple[Ref, dict[str, Any]]]] = {}
@@ -320,6 +320,7 @@ async def search(
     found: list[tuple[npt.NDArray[np.float32] | None, list[tuple[Ref, float]]]] = [(None, [])]
 
     def vector_pass(model: EmbeddingService) -> None:
+        model.follow()  # vectors other workers of a team database stored
         vector, index = model.embed_query(req.query), model.index
         if vector is not None and index is not None:
             hits = index.search(
@@ -341,7 +342,7 @@ async def search(
     window_ms = int(settings.search.thread_window_minutes * 60_000)
 
     def load(
-        conn: sqlite3.Connection,
+        conn: AnyDb,
     ) -> tuple[list[Ref], dict[Ref, dict[str, Any]], dict[Ref, str], set[Ref]]:
         if weights.prev > 0 or weights.next > 0:
             top = sorted(candidates.values(), key=lambda c: -c.fused)[:THREAD_DEPTH]

@@ -101,6 +101,9 @@ class EmbeddingService:
         # empties both: the two never diverge (a batch embedded across a reindex lands in
         # the new index along with its rows, or is cleared with them).
         self._save_lock = threading.Lock()
+        # The vector change log's last entry applied (None: the store keeps none, see follow).
+        self._vector_seq: int | None = None
+        self._follow_lock = threading.Lock()
 
     # ------------------------------------------------------------------ public
     @property
@@ -187,6 +190,58 @@ class EmbeddingService:
         stored = self.store.read_sync(lambda c: vector_q.plain_vectors(c, embedder.model_id, refs))
         return {ref: float(from_blob(blob) @ query) for ref, blob in stored.items()}
 
+    def follow(self) -> None:
+        """Take in the vectors other workers stored, replaced or deleted since the last call
+        (a team database's `vector_changes` log); nothing to do on SQLite, whose one worker
+        stores every vector itself. A search calls it first, so it finds what another worker
+        embedded. Each vector is mixed with its stored predecessor's, as at load."""
+        embedder, index, seq = self.embedder, self.index, self._vector_seq
+        if embedder is None or index is None or seq is None:
+            return
+        with self._follow_lock:
+            seq = self._vector_seq or seq
+            changed, stored, previous, before = self.store.read_sync(
+                lambda c: self._changed_vectors(c, embedder.model_id, seq)
+            )
+            weight = self.settings.embedding.context_weight
+            for ref, _seq in changed:
+                if ref not in stored:
+                    index.drop(ref)
+                    continue
+                project_id, blob = stored[ref]
+                plain = {ref: from_blob(blob)}
+                if plain[ref].shape[0] != embedder.dimensions:
+                    index.drop(ref)
+                    continue
+                prev = previous.get(ref)
+                if prev is not None and prev in before:
+                    plain[prev] = from_blob(before[prev])
+                index.put(ref, project_id, context_vector(plain, ref, prev, weight))
+            if changed:
+                self._vector_seq = changed[-1][1]
+
+    def _changed_vectors(
+        self, conn: Any, model: str, seq: int
+    ) -> tuple[
+        list[tuple[Ref, int]],
+        dict[Ref, tuple[int | None, bytes]],
+        dict[Ref, Ref],
+        dict[Ref, bytes],
+    ]:
+        """(changes after `seq`, the changed items' vectors, their predecessors, and those's
+        vectors): one read."""
+        changed = vector_q.changes_since(conn, seq)
+        refs = list(dict.fromkeys(ref for ref, _ in changed))
+        stored = vector_q.stored_of(conn, model, refs) if refs else {}
+        previous: dict[Ref, Ref] = {}
+        before: dict[Ref, bytes] = {}
+        if stored and self.settings.embedding.context_weight > 0:
+            window_ms = int(self.settings.search.thread_window_minutes * 60_000)
+            links = item_rows.neighbours(conn, list(stored), window_ms)
+            previous = {ref: prev for ref, (prev, _) in links.items() if prev is not None}
+            before = vector_q.plain_vectors(conn, model, list(set(previous.values())))
+        return changed, stored, previous, before
+
     # ------------------------------------------------------------------ thread
     def _run(self) -> None:
         self._state = "loading"
@@ -239,6 +294,8 @@ class EmbeddingService:
         window_ms = int(self.settings.search.thread_window_minutes * 60_000)
 
         def read(conn: Any) -> list[tuple[Ref, Ref]]:
+            # Before the vectors: a change committed while they are read is applied again.
+            self._vector_seq = vector_q.last_change(conn)
             for project_id, rows in vector_q.counts_by_project(conn, embedder.model_id).items():
                 index.reserve(project_id, rows + 1024)
             for ref, project_id, blob in vector_q.iter_vectors(conn, embedder.model_id):

@@ -3,19 +3,17 @@ summary and checkpoint, the most written files) and the record of what was injec
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
+from worker.store.db import AnyDb, as_db
 from worker.store.items import Ref, load_items
 from worker.store.rows import load_json, ms
 
 
-def recent_observations(
-    conn: sqlite3.Connection, project_id: int, limit: int
-) -> list[dict[str, Any]]:
+def recent_observations(conn: AnyDb, project_id: int, limit: int) -> list[dict[str, Any]]:
     ids = [
         int(r[0])
-        for r in conn.execute(
+        for r in as_db(conn).execute(
             "SELECT id FROM observations WHERE project_id = ? AND archived_at IS NULL "
             "ORDER BY created_at DESC, id DESC LIMIT ?",
             (project_id, limit),
@@ -26,50 +24,66 @@ def recent_observations(
 
 
 def core_memories(
-    conn: sqlite3.Connection, project_id: int | None, min_importance: int, now: int, limit: int
+    conn: AnyDb, project_id: int | None, min_importance: int, now: int, limit: int
 ) -> list[dict[str, Any]]:
     """Pinned or important live memories of the project, and global ones (project NULL)."""
-    rows = conn.execute(
-        """SELECT id FROM memories
+    rows = (
+        as_db(conn)
+        .execute(
+            """SELECT id FROM memories
            WHERE (project_id = ? OR project_id IS NULL)
              AND archived_at IS NULL AND superseded_by IS NULL
              AND (expires_at IS NULL OR expires_at > ?)
              AND (pinned = 1 OR importance >= ?)
            ORDER BY pinned DESC, importance DESC, updated_at DESC, id DESC LIMIT ?""",
-        (project_id, now, min_importance, limit),
-    ).fetchall()
+            (project_id, now, min_importance, limit),
+        )
+        .fetchall()
+    )
     ids = [int(r[0]) for r in rows]
     items = load_items(conn, [("memory", i) for i in ids])
     return [items[("memory", i)] for i in ids if ("memory", i) in items]
 
 
-def latest_summary(conn: sqlite3.Connection, project_id: int) -> dict[str, Any] | None:
-    row = conn.execute(
-        "SELECT id FROM summaries WHERE project_id = ? ORDER BY updated_at DESC, id DESC LIMIT 1",
-        (project_id,),
-    ).fetchone()
+def latest_summary(conn: AnyDb, project_id: int) -> dict[str, Any] | None:
+    row = (
+        as_db(conn)
+        .execute(
+            "SELECT id FROM summaries WHERE project_id = ? ORDER BY updated_at DESC, id DESC LIMIT 1",
+            (project_id,),
+        )
+        .fetchone()
+    )
     if row is None:
         return None
     return load_items(conn, [("summary", int(row[0]))]).get(("summary", int(row[0])))
 
 
 def latest_checkpoint(
-    conn: sqlite3.Connection, project_id: int, session_id: str | None
+    conn: AnyDb, project_id: int, session_id: str | None
 ) -> dict[str, Any] | None:
     """The session's last checkpoint, else the project's."""
     row = None
     if session_id:
-        row = conn.execute(
-            "SELECT * FROM checkpoints WHERE session_id = ? ORDER BY created_at DESC, id DESC "
-            "LIMIT 1",
-            (session_id,),
-        ).fetchone()
+        row = (
+            as_db(conn)
+            .execute(
+                "SELECT * FROM checkpoints WHERE session_id = ? ORDER BY created_at DESC, id DESC "
+                "LIMIT 1",
+                (session_id,),
+            )
+            .fetchone()
+        )
     if row is None:
-        row = conn.execute(
-            "SELECT * FROM checkpoints WHERE project_id = ? ORDER BY created_at DESC, id DESC "
-            "LIMIT 1",
-            (project_id,),
-        ).fetchone()
+        row = (
+            as_db(conn)
+            .execute(
+                "SELECT * FROM checkpoints WHERE project_id = ? ORDER BY created_at DESC, id DESC "
+                "LIMIT 1",
+                (project_id,),
+            )
+            .fetchone()
+        )
     if row is None:
         return None
     return {
@@ -86,29 +100,33 @@ def latest_checkpoint(
     }
 
 
-def top_files(conn: sqlite3.Connection, project_id: int, limit: int) -> list[tuple[str, int]]:
+def top_files(conn: AnyDb, project_id: int, limit: int) -> list[tuple[str, int]]:
     """The files this project's sessions wrote most often."""
-    rows = conn.execute(
-        """SELECT file, COUNT(*) AS n FROM file_writes WHERE project_id = ?
+    rows = (
+        as_db(conn)
+        .execute(
+            """SELECT file, COUNT(*) AS n FROM file_writes WHERE project_id = ?
            GROUP BY file ORDER BY n DESC, file LIMIT ?""",
-        (project_id, limit),
-    ).fetchall()
+            (project_id, limit),
+        )
+        .fetchall()
+    )
     return [(str(r[0]), int(r[1])) for r in rows]
 
 
-def injected(conn: sqlite3.Connection, session_id: str) -> set[Ref]:
+def injected(conn: AnyDb, session_id: str) -> set[Ref]:
     return {
         (str(r[0]), int(r[1]))
-        for r in conn.execute(
+        for r in as_db(conn).execute(
             "SELECT item_kind, item_id FROM context_injections WHERE session_id = ?",
             (session_id,),
         )
     }
 
 
-def record_injections(conn: sqlite3.Connection, session_id: str, refs: list[Ref], at: int) -> None:
-    conn.executemany(
-        "INSERT OR IGNORE INTO context_injections(session_id, item_kind, item_id, injected_at) "
-        "VALUES (?, ?, ?, ?)",
+def record_injections(conn: AnyDb, session_id: str, refs: list[Ref], at: int) -> None:
+    as_db(conn).executemany(
+        "INSERT INTO context_injections(session_id, item_kind, item_id, injected_at) "
+        "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
         [(session_id, kind, item_id, at) for kind, item_id in refs],
     )

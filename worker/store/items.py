@@ -152,6 +152,7 @@ def neighbours(
 ) -> dict[Ref, tuple[Ref | None, Ref | None]]:
     """Each item's previous and next item of the same kind, project and session, written
     within `window_ms` of it: the conversation or task it belongs to."""
+    db = as_db(conn)
     by_kind: dict[str, list[int]] = {}
     for kind, item_id in refs:
         if kind in _THREAD:

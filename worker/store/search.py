@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable
 
+from worker.store import index_rows
+from worker.store.db import AnyDb, as_db
 from worker.store.items import Ref
-from worker.store.m002_retrieval import KIND_CODES
+from worker.store.m002_retrieval import KIND_CODES, KIND_NAMES
 from worker.store.rows import placeholders
 
 
-def indexed_terms(conn: sqlite3.Connection, refs: list[Ref]) -> dict[Ref, str]:
+def indexed_terms(conn: AnyDb, refs: list[Ref]) -> dict[Ref, str]:
     """The analysed title+body text of items, as stored in the index."""
+    db = as_db(conn)
+    if db.dialect.writes_index_text:  # no stored terms: analysed as the index analyses them
+        rows = index_rows.rows_of(db, [item_id * 8 + KIND_CODES[kind] for kind, item_id in refs])
+        return {(KIND_NAMES[r[0] % 8], r[0] // 8): f"{r[1]} {r[2]}" for r in rows}
     out: dict[Ref, str] = {}
     for kind, item_id in refs:
-        row = conn.execute(
+        row = db.execute(
             "SELECT title, body FROM search_index WHERE rowid = ?",
             (item_id * 8 + KIND_CODES[kind],),
         ).fetchone()
@@ -24,30 +29,30 @@ def indexed_terms(conn: sqlite3.Connection, refs: list[Ref]) -> dict[Ref, str]:
     return out
 
 
-def count_retrievals(conn: sqlite3.Connection, refs: Iterable[Ref], at: int) -> None:
+def count_retrievals(conn: AnyDb, refs: Iterable[Ref], at: int) -> None:
     """An explicit search or recall returned these items (injection never calls this)."""
+    refs = list(refs)
     for kind, table in (("observation", "observations"), ("memory", "memories")):
         ids = [i for k, i in refs if k == kind]
         if ids:
-            conn.execute(
+            as_db(conn).execute(
                 f"UPDATE {table} SET retrieval_count = retrieval_count + 1, "
                 f"last_retrieved_at = ? WHERE id IN ({placeholders(len(ids))})",
                 (at, *ids),
             )
 
 
-def later_file_writes(
-    conn: sqlite3.Connection, project_id: int, files: list[str], since: int
-) -> dict[str, int]:
+def later_file_writes(conn: AnyDb, project_id: int, files: list[str], since: int) -> dict[str, int]:
     """Newest file_write time per file, among writes after `since` (staleness evidence)."""
     if not files:
         return {}
     # One index probe per file (SQLite's min/max optimisation on (project_id, file, created_at));
     # a GROUP BY over `created_at > since` read every later write of every file instead.
-    rows = conn.execute(
-        """SELECT f.value, (SELECT MAX(w.created_at) FROM file_writes w
+    db = as_db(conn)
+    rows = db.execute(
+        f"""SELECT f.value, (SELECT MAX(w.created_at) FROM file_writes w
                              WHERE w.project_id = ? AND w.file = f.value)
-           FROM json_each(?) f""",
+           FROM {db.dialect.json_array_values("?", "f")}""",
         (project_id, json.dumps(sorted(set(files)))),
     ).fetchall()
     return {str(r[0]): int(r[1]) for r in rows if r[1] is not None and int(r[1]) > since}

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 
 import numpy as np
 import numpy.typing as npt
 
 from worker.clock import now_ms
+from worker.store.db import AnyDb, as_db
 from worker.store.m002_retrieval import SOURCES
+from worker.store.pg import vectors as pg_vectors
 
 Ref = tuple[str, int]
 
@@ -24,11 +25,11 @@ def from_blob(blob: bytes) -> npt.NDArray[np.float32]:
 
 
 def iter_vectors(
-    conn: sqlite3.Connection, model: str, batch: int = 5000
+    conn: AnyDb, model: str, batch: int = 5000
 ) -> Iterator[tuple[Ref, int | None, bytes]]:
     """Every stored vector of `model`: ((kind, id), project_id, blob), in table order (no sort:
     sorting 100k blobs would hold them all in memory at once)."""
-    cursor = conn.execute(
+    cursor = as_db(conn).execute(
         "SELECT item_kind, item_id, project_id, vector FROM embeddings WHERE model = ?", (model,)
     )
     while rows := cursor.fetchmany(batch):
@@ -36,17 +37,17 @@ def iter_vectors(
             yield (str(row[0]), int(row[1])), row[2], bytes(row[3])
 
 
-def counts_by_project(conn: sqlite3.Connection, model: str) -> dict[int | None, int]:
+def counts_by_project(conn: AnyDb, model: str) -> dict[int | None, int]:
     return {
         row[0]: int(row[1])
-        for row in conn.execute(
+        for row in as_db(conn).execute(
             "SELECT project_id, COUNT(*) FROM embeddings WHERE model = ? GROUP BY project_id",
             (model,),
         )
     }
 
 
-def plain_vectors(conn: sqlite3.Connection, model: str, refs: list[Ref]) -> dict[Ref, bytes]:
+def plain_vectors(conn: AnyDb, model: str, refs: list[Ref]) -> dict[Ref, bytes]:
     """Stored (item-only) vectors of some items."""
     out: dict[Ref, bytes] = {}
     by_kind: dict[str, list[int]] = {}
@@ -54,9 +55,10 @@ def plain_vectors(conn: sqlite3.Connection, model: str, refs: list[Ref]) -> dict
         by_kind.setdefault(kind, []).append(item_id)
     for kind, ids in by_kind.items():
         marks = ",".join("?" * len(ids))
-        for row in conn.execute(
-            # `+model`: look rows up by primary key, never scan the model index.
-            f"SELECT item_id, vector FROM embeddings WHERE item_kind = ? AND +model = ? "
+        for row in as_db(conn).execute(
+            # `model || ''`: look rows up by primary key, never scan the model index (SQLite's
+            # `+model` says the same, but is no text operator on PostgreSQL).
+            f"SELECT item_id, vector FROM embeddings WHERE item_kind = ? AND model || '' = ? "
             f"AND item_id IN ({marks})",
             (kind, model, *ids),
         ):
@@ -64,7 +66,7 @@ def plain_vectors(conn: sqlite3.Connection, model: str, refs: list[Ref]) -> dict
     return out
 
 
-def predecessors(conn: sqlite3.Connection, window_ms: int) -> list[tuple[Ref, Ref]]:
+def predecessors(conn: AnyDb, window_ms: int) -> list[tuple[Ref, Ref]]:
     """(item, the item before it in its thread): same kind, project and session, written
     within `window_ms` before it; newest item first. Summaries have no thread."""
     out: list[tuple[int, Ref, Ref]] = []
@@ -73,12 +75,12 @@ def predecessors(conn: sqlite3.Connection, window_ms: int) -> list[tuple[Ref, Re
         ("memory", "memories"),
         ("prompt", "prompts"),
     ):
-        rows = conn.execute(
+        rows = as_db(conn).execute(
             f"""SELECT id, prev_id, created_at FROM (
                   SELECT id, created_at,
                          LAG(id) OVER w AS prev_id, LAG(created_at) OVER w AS prev_at
                   FROM {table}
-                  WINDOW w AS (PARTITION BY project_id, session_id ORDER BY created_at, id))
+                  WINDOW w AS (PARTITION BY project_id, session_id ORDER BY created_at, id)) t
                 WHERE prev_id IS NOT NULL AND prev_at >= created_at - ?""",
             (window_ms,),
         )
@@ -87,9 +89,7 @@ def predecessors(conn: sqlite3.Connection, window_ms: int) -> list[tuple[Ref, Re
     return [(ref, prev) for _at, ref, prev in out]
 
 
-def missing(
-    conn: sqlite3.Connection, model: str, limit: int, after: dict[str, int] | None = None
-) -> list[Ref]:
+def missing(conn: AnyDb, model: str, limit: int, after: dict[str, int] | None = None) -> list[Ref]:
     """Items with no vector of `model` yet (new, edited, or embedded by another model), in id
     order per kind, starting after the ids in `after` (a sweep's cursor)."""
     out: list[Ref] = []
@@ -97,40 +97,91 @@ def missing(
         if len(out) >= limit:
             break
         start = (after or {}).get(kind, 0)
-        rows = conn.execute(
-            f"SELECT x.id FROM {table} x WHERE x.id > ? AND NOT EXISTS (SELECT 1 FROM embeddings e "
-            f"WHERE e.item_kind = ? AND e.item_id = x.id AND e.model = ?) ORDER BY x.id LIMIT ?",
-            (start, kind, model, limit - len(out)),
-        ).fetchall()
+        rows = (
+            as_db(conn)
+            .execute(
+                f"SELECT x.id FROM {table} x WHERE x.id > ? AND NOT EXISTS (SELECT 1 FROM embeddings e "
+                f"WHERE e.item_kind = ? AND e.item_id = x.id AND e.model = ?) ORDER BY x.id LIMIT ?",
+                (start, kind, model, limit - len(out)),
+            )
+            .fetchall()
+        )
         out.extend((kind, int(r[0])) for r in rows)
     return out
 
 
-def save(
-    conn: sqlite3.Connection, model: str, dim: int, rows: list[tuple[Ref, int | None, bytes]]
-) -> None:
+def save(conn: AnyDb, model: str, dim: int, rows: list[tuple[Ref, int | None, bytes]]) -> None:
     at = now_ms()
-    conn.executemany(
-        "INSERT OR REPLACE INTO embeddings(item_kind, item_id, project_id, model, dim, vector, "
-        "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    db = as_db(conn)
+    db.executemany(
+        "INSERT INTO embeddings(item_kind, item_id, project_id, model, dim, vector, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(item_kind, item_id) DO UPDATE SET "
+        "project_id = excluded.project_id, model = excluded.model, dim = excluded.dim, "
+        "vector = excluded.vector, created_at = excluded.created_at",
         [
             (kind, item_id, project_id, model, dim, blob, at)
             for (kind, item_id), project_id, blob in rows
         ],
     )
+    if db.native_vectors and rows:
+        # pgvector's copy too, searched by the database (store/memory_vectors.py, pg/vectors.py).
+        pg_vectors.ensure_index(db, dim)
+        db.executemany(
+            "UPDATE embeddings SET embedding = ?::vector WHERE item_kind = ? AND item_id = ?",
+            [
+                (pg_vectors.literal(from_blob(blob).tolist()), kind, item_id)
+                for (kind, item_id), _project_id, blob in rows
+            ],
+        )
 
 
-def coverage_counts(conn: sqlite3.Connection, model: str) -> tuple[int, int]:
+def coverage_counts(conn: AnyDb, model: str) -> tuple[int, int]:
     """(items embedded with `model`, searchable items in total)."""
+    db = as_db(conn)
     total = 0
     for _kind, (table, *_rest) in SOURCES.items():
-        total += int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+        total += int(db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
     done = int(
-        conn.execute("SELECT COUNT(*) FROM embeddings WHERE model = ?", (model,)).fetchone()[0]
+        db.execute("SELECT COUNT(*) FROM embeddings WHERE model = ?", (model,)).fetchone()[0]
     )
     return min(done, total), total
 
 
-def clear(conn: sqlite3.Connection) -> int:
+def clear(conn: AnyDb) -> int:
     """Forget every vector (`cairn reindex`): the background embedder rebuilds them."""
-    return conn.execute("DELETE FROM embeddings").rowcount
+    return as_db(conn).execute("DELETE FROM embeddings").rowcount
+
+
+# ------------------------------------------------------------------ other workers' vectors
+def last_change(conn: AnyDb) -> int | None:
+    """The newest entry of the vector change log (0 if none yet), or None where there is no log
+    (SQLite: the one worker of the file knows every vector it stores)."""
+    db = as_db(conn)
+    if db.execute(db.dialect.table_exists(), ("vector_changes",)).fetchone() is None:
+        return None
+    return int(db.execute("SELECT MAX(seq) FROM vector_changes").fetchone()[0] or 0)
+
+
+def changes_since(conn: AnyDb, seq: int) -> list[tuple[Ref, int]]:
+    """(item, seq) of the vectors stored, replaced or deleted after `seq`, in seq order."""
+    rows = as_db(conn).execute(
+        "SELECT item_kind, item_id, seq FROM vector_changes WHERE seq > ? ORDER BY seq", (seq,)
+    )
+    return [((str(r[0]), int(r[1])), int(r[2])) for r in rows]
+
+
+def stored_of(conn: AnyDb, model: str, refs: list[Ref]) -> dict[Ref, tuple[int | None, bytes]]:
+    """(project id, vector) of the items of `refs` that have a vector of `model`."""
+    db = as_db(conn)
+    out: dict[Ref, tuple[int | None, bytes]] = {}
+    by_kind: dict[str, list[int]] = {}
+    for kind, item_id in refs:
+        by_kind.setdefault(kind, []).append(item_id)
+    for kind, ids in by_kind.items():
+        for row in db.execute(
+            "SELECT item_id, project_id, vector FROM embeddings WHERE item_kind = ? "
+            f"AND model = ? AND {db.dialect.in_ids('item_id')}",
+            (kind, model, db.dialect.ids_parameter(sorted(set(ids)))),
+        ):
+            out[(kind, int(row[0]))] = (row[1], bytes(row[2]))
+    return out
