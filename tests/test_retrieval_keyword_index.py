@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 
 from worker.retrieval.keyword_index import KeywordIndex
 from worker.settings import Settings
-from worker.store import Store, memories, observations
+from worker.store import Store, index_rows, memories, observations
 from worker.terms import query_terms, quote
 
 WORDS = [
@@ -108,8 +108,7 @@ def keywords() -> KeywordIndex:
     return KeywordIndex()
 
 
-@pytest.fixture
-def loaded(store: Store, keywords: KeywordIndex) -> Store:
+def _load_corpus(store: Any, keywords: KeywordIndex) -> Any:
     rng = random.Random(3)
     _fill(store, rng, 400)
     for i in range(30):
@@ -117,6 +116,28 @@ def loaded(store: Store, keywords: KeywordIndex) -> Store:
     store.read_sync(keywords.load)
     assert keywords.ready
     return store
+
+
+@pytest.fixture
+def loaded(store: Store, keywords: KeywordIndex) -> Store:
+    """A loaded index over a SQLite store, whose FTS5 table scores as the reference."""
+    return _load_corpus(store, keywords)
+
+
+@pytest.fixture
+def loaded_backend(backend_store: Any, keywords: KeywordIndex) -> Any:
+    """A loaded index over a store of each backend (store/index_rows.py reads both)."""
+    return _load_corpus(backend_store, keywords)
+
+
+def _reference(store: Any, terms: list[str]) -> list[tuple[int, float]]:
+    """What the followed index must answer: FTS5's bm25() on SQLite; on PostgreSQL (no FTS5
+    there; the parity test below ties it to SQLite) a copy loaded afresh from the database."""
+    if isinstance(store, Store):
+        return store.read_sync(lambda c: _fts(c, terms))
+    fresh = KeywordIndex()
+    store.read_sync(fresh.load)
+    return _top(store, fresh, terms)
 
 
 @pytest.mark.parametrize("weights", [(3.0, 1.0), (1.0, 1.0), (5.0, 0.5)])
@@ -162,8 +183,9 @@ def test_frequencies_equal_the_fts5_vocabulary(loaded: Store, keywords: KeywordI
 
 
 def test_follows_inserts_updates_and_deletes_after_loading(
-    loaded: Store, keywords: KeywordIndex
+    loaded_backend: Any, keywords: KeywordIndex
 ) -> None:
+    loaded = loaded_backend
     # A batch insert (observations write their index rows themselves) ...
     _fill(loaded, random.Random(5), 50)
     oid = loaded.write_sync(
@@ -183,17 +205,18 @@ def test_follows_inserts_updates_and_deletes_after_loading(
     assert [r for r, _ in _top(loaded, keywords, ["platypus"])] == [mid * 8 + 2]
     # Everything still scores as FTS5 does (row count and lengths followed the changes).
     for terms in (["deploy"], ["retri", "cach"], ["platypus", "nginx"]):
-        want = loaded.read_sync(lambda c, t=terms: _fts(c, t))
-        _same_ranking(_top(loaded, keywords, terms), want)
+        _same_ranking(_top(loaded, keywords, terms), _reference(loaded, terms))
 
 
 def test_project_filter_keeps_global_items_and_kind_filter(
-    loaded: Store, keywords: KeywordIndex
+    loaded_backend: Any, keywords: KeywordIndex
 ) -> None:
+    loaded = loaded_backend
     _fill(loaded, random.Random(8), 40, project="/other")
     rows = loaded.read_sync(
-        lambda c: dict(c.execute("SELECT rowid, project_id FROM search_index").fetchall())
+        lambda c: {r[0]: r[3] for chunk in index_rows.all_rows(c, 100) for r in chunk}
     )
+    assert len(rows) == 470
     repo = loaded.read_sync(
         lambda c: c.execute("SELECT id FROM projects WHERE key = '/repo'").fetchone()[0]
     )
@@ -225,10 +248,11 @@ def test_the_worker_loads_it_reports_it_and_finds_a_write_at_once(client: TestCl
 
 
 def test_many_removed_rows_ask_for_a_fresh_copy_which_drops_them(
-    loaded: Store, monkeypatch: pytest.MonkeyPatch, keywords: KeywordIndex
+    loaded_backend: Any, monkeypatch: pytest.MonkeyPatch, keywords: KeywordIndex
 ) -> None:
     import worker.retrieval.keyword_index as module
 
+    loaded = loaded_backend
     monkeypatch.setattr(module, "REBUILD_DEAD_ROWS", 10)
     index = keywords
     loaded.write_sync(lambda c: c.execute("DELETE FROM observations WHERE id <= 5"))
@@ -241,13 +265,11 @@ def test_many_removed_rows_ask_for_a_fresh_copy_which_drops_them(
     assert not index.wants_rebuild
     assert index._used == index._live == 280 and index.status()["status"] == "ready"
     for terms in (["deploy"], ["retri", "cach"]):
-        _same_ranking(
-            _top(loaded, keywords, terms), loaded.read_sync(lambda c, t=terms: _fts(c, t))
-        )
+        _same_ranking(_top(loaded, keywords, terms), _reference(loaded, terms))
 
 
 def test_the_service_loads_then_applies_writes_and_rebuilds_in_the_background(
-    store: Store, monkeypatch: pytest.MonkeyPatch, keywords: KeywordIndex
+    backend_store: Any, monkeypatch: pytest.MonkeyPatch, keywords: KeywordIndex
 ) -> None:
     import asyncio
 
@@ -255,6 +277,7 @@ def test_the_service_loads_then_applies_writes_and_rebuilds_in_the_background(
     from worker.retrieval.keyword_service import KeywordIndexService
 
     monkeypatch.setattr(module, "REBUILD_DEAD_ROWS", 10)
+    store = backend_store
     _fill(store, random.Random(2), 100)
     service = KeywordIndexService(store, keywords, interval=0.02)
     service.start()
@@ -279,15 +302,17 @@ def test_the_service_loads_then_applies_writes_and_rebuilds_in_the_background(
 
 
 def test_an_upsert_that_rewrites_a_summary_is_followed(
-    loaded: Store, keywords: KeywordIndex
+    loaded_backend: Any, keywords: KeywordIndex
 ) -> None:
     """Summaries are written with INSERT ... ON CONFLICT DO UPDATE, whose conflict policy
     SQLite applies to the statements of the triggers it fires (an INSERT OR REPLACE in the
     change-log trigger then failed on its second entry for the row)."""
     from worker.store import projects, sessions, summaries
 
+    loaded = loaded_backend
+
     def write(request: str) -> None:
-        def go(c: sqlite3.Connection) -> None:
+        def go(c: Any) -> None:
             pid = projects.ensure(c, "/repo")
             sessions.ensure(c, "s-up", pid)
             summaries.upsert(
@@ -300,12 +325,15 @@ def test_an_upsert_that_rewrites_a_summary_is_followed(
     write("migrate the wallaby cache")
     assert _top(loaded, keywords, ["quokka"]) == []
     assert [r % 8 for r, _ in _top(loaded, keywords, ["wallabi"])] == [4]
-    _same_ranking(_top(loaded, keywords, ["cach"]), loaded.read_sync(lambda c: _fts(c, ["cach"])))
+    _same_ranking(_top(loaded, keywords, ["cach"]), _reference(loaded, ["cach"]))
 
 
-def test_rows_without_a_single_word_are_followed(loaded: Store, keywords: KeywordIndex) -> None:
+def test_rows_without_a_single_word_are_followed(
+    loaded_backend: Any, keywords: KeywordIndex
+) -> None:
     """Stop words and symbols only: the row is indexed with no terms (the fuzzer's 'D\U0001523a'
     once made applying such a batch raise)."""
+    loaded = loaded_backend
     before = loaded.read_sync(lambda c: keywords.frequencies(c, ["deploy"]))[1]
     loaded.write_sync(
         lambda c: observations.insert_many(
@@ -313,13 +341,11 @@ def test_rows_without_a_single_word_are_followed(loaded: Store, keywords: Keywor
         )
     )
     assert loaded.read_sync(lambda c: keywords.frequencies(c, ["deploy"]))[1] == before + 1
-    _same_ranking(
-        _top(loaded, keywords, ["deploy"]), loaded.read_sync(lambda c: _fts(c, ["deploy"]))
-    )
+    _same_ranking(_top(loaded, keywords, ["deploy"]), _reference(loaded, ["deploy"]))
 
 
 def test_a_search_before_the_first_load_loads_it_and_finds_the_items(
-    store: Store, settings: Settings
+    backend_store: Any, settings: Settings
 ) -> None:
     """The index is the one keyword scorer: a search that comes before the worker's background
     load builds it there and then (no empty answer while it loads)."""
@@ -327,6 +353,7 @@ def test_a_search_before_the_first_load_loads_it_and_finds_the_items(
 
     from worker.retrieval.search import SearchRequest, search
 
+    store = backend_store
     _fill(store, random.Random(5), 50)
     oid = store.write_sync(
         lambda c: observations.insert_many(

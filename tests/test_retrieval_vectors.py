@@ -1,4 +1,5 @@
-"""The in-memory vector index and the background embedding service (fake embedder)."""
+"""The in-memory vector index and the background embedding service (fake embedder), the
+service over each backend (store/vectors.py)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from worker.settings import Settings, load_settings
 from worker.store import Store
 from worker.store import observations as obs_q
 from worker.store import vectors as vector_q
+from worker.store.pg import PgStore
 
 
 def unit(*values: float) -> np.ndarray:
@@ -87,9 +89,11 @@ def _wait(service: EmbeddingService, embedded: int) -> None:
     raise AssertionError(f"embedder not idle: {service.status()}")
 
 
-def test_service_catches_up_then_embeds_new_items(tmp_path: Path) -> None:
+def test_service_catches_up_then_embeds_new_items(
+    tmp_path: Path, vector_store: Store | PgStore
+) -> None:
     settings = load_settings(home=tmp_path, embed_enabled=True)
-    store = _store(settings)
+    store = vector_store
     first = _add(store, "postgres connection pool exhausted")
     service = EmbeddingService(settings, store, factory=lambda: FakeEmbedder(64))
     service.start()
@@ -122,12 +126,13 @@ def test_service_catches_up_then_embeds_new_items(tmp_path: Path) -> None:
             time.sleep(0.05)
     finally:
         anyio.run(service.stop)
-        store.close()
 
 
-def test_wait_idle_waits_for_a_requested_sweep(tmp_path: Path) -> None:
+def test_wait_idle_waits_for_a_requested_sweep(
+    tmp_path: Path, vector_store: Store | PgStore
+) -> None:
     settings = load_settings(home=tmp_path, embed_enabled=True)
-    store = _store(settings)
+    store = vector_store
     _add(store, "first item")
     service = EmbeddingService(settings, store, factory=lambda: FakeEmbedder(64))
     service.start()
@@ -143,12 +148,11 @@ def test_wait_idle_waits_for_a_requested_sweep(tmp_path: Path) -> None:
         assert done == (151, 151)
     finally:
         anyio.run(service.stop)
-        store.close()
 
 
-def test_model_change_re_embeds(tmp_path: Path) -> None:
+def test_model_change_re_embeds(tmp_path: Path, vector_store: Store | PgStore) -> None:
     settings = load_settings(home=tmp_path, embed_enabled=True)
-    store = _store(settings)
+    store = vector_store
     _add(store, "alpha beta")
     for dims in (32, 48):
         service = EmbeddingService(settings, store, factory=lambda d=dims: FakeEmbedder(d))
@@ -161,7 +165,6 @@ def test_model_change_re_embeds(tmp_path: Path) -> None:
             1,
             1,
         )
-    store.close()
 
 
 def test_missing_model_degrades_to_keyword_with_status(tmp_path: Path) -> None:
@@ -228,9 +231,11 @@ class _GatedEmbedder(FakeEmbedder):
         return super().embed(texts)
 
 
-def test_reindex_while_a_batch_embeds_keeps_index_and_table_together(tmp_path: Path) -> None:
+def test_reindex_while_a_batch_embeds_keeps_index_and_table_together(
+    tmp_path: Path, vector_store: Store | PgStore
+) -> None:
     settings = load_settings(home=tmp_path, embed_enabled=True)
-    store = _store(settings)
+    store = vector_store
     old = [_add(store, f"item {i} about retries") for i in range(3)]
     embedder = _GatedEmbedder(64)
     service = EmbeddingService(settings, store, factory=lambda: embedder)
@@ -262,4 +267,3 @@ def test_reindex_while_a_batch_embeds_keeps_index_and_table_together(tmp_path: P
     finally:
         embedder.release.set()
         anyio.run(service.stop)
-        store.close()

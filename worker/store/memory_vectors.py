@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from worker.clock import now_ms
+from worker.store import vectors
 from worker.store.db import AnyDb, Db, as_db, same_value
 from worker.store.pg import vectors as pg_vectors
 from worker.store.vectors import to_blob
@@ -30,21 +30,8 @@ def save(
     vector: npt.NDArray[np.float32],
 ) -> None:
     """Store (or replace) one memory's vector."""
-    db = as_db(conn)
     values = np.asarray(vector, dtype=np.float32).ravel()
-    db.execute(
-        "INSERT INTO embeddings(item_kind, item_id, project_id, model, dim, vector, created_at) "
-        "VALUES ('memory', ?, ?, ?, ?, ?, ?) ON CONFLICT(item_kind, item_id) DO UPDATE SET "
-        "project_id = excluded.project_id, model = excluded.model, dim = excluded.dim, "
-        "vector = excluded.vector, created_at = excluded.created_at",
-        (memory_id, project_id, model, len(values), to_blob(values), now_ms()),
-    )
-    if db.native_vectors:
-        pg_vectors.ensure_index(db, len(values))
-        db.execute(
-            "UPDATE embeddings SET embedding = ?::vector WHERE item_kind = 'memory' AND item_id = ?",
-            (pg_vectors.literal(values.tolist()), memory_id),
-        )
+    vectors.save(conn, model, len(values), [(("memory", memory_id), project_id, to_blob(values))])
 
 
 def nearest(

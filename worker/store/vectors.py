@@ -111,28 +111,31 @@ def missing(conn: AnyDb, model: str, limit: int, after: dict[str, int] | None = 
 
 
 def save(conn: AnyDb, model: str, dim: int, rows: list[tuple[Ref, int | None, bytes]]) -> None:
-    at = now_ms()
+    """Store (or replace) the vectors of these items."""
     db = as_db(conn)
-    db.executemany(
-        "INSERT INTO embeddings(item_kind, item_id, project_id, model, dim, vector, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(item_kind, item_id) DO UPDATE SET "
-        "project_id = excluded.project_id, model = excluded.model, dim = excluded.dim, "
-        "vector = excluded.vector, created_at = excluded.created_at",
-        [
-            (kind, item_id, project_id, model, dim, blob, at)
-            for (kind, item_id), project_id, blob in rows
-        ],
-    )
+    columns = ["item_kind", "item_id", "project_id", "model", "dim", "vector", "created_at"]
+    marks = ["?"] * len(columns)
+    at = now_ms()
+    values: list[tuple[object, ...]] = [
+        (kind, item_id, project_id, model, dim, blob, at)
+        for (kind, item_id), project_id, blob in rows
+    ]
     if db.native_vectors and rows:
-        # pgvector's copy too, searched by the database (store/memory_vectors.py, pg/vectors.py).
+        # pgvector's copy too, searched by the database (store/memory_vectors.py), in the same
+        # statement: the HNSW index of a new length must never meet a row's old-length copy.
         pg_vectors.ensure_index(db, dim)
-        db.executemany(
-            "UPDATE embeddings SET embedding = ?::vector WHERE item_kind = ? AND item_id = ?",
-            [
-                (pg_vectors.literal(from_blob(blob).tolist()), kind, item_id)
-                for (kind, item_id), _project_id, blob in rows
-            ],
-        )
+        columns.append("embedding")
+        marks.append("?::vector")
+        values = [
+            (*v, pg_vectors.literal(from_blob(blob).tolist()))
+            for v, (_ref, _project, blob) in zip(values, rows, strict=True)
+        ]
+    db.executemany(
+        f"INSERT INTO embeddings({', '.join(columns)}) VALUES ({', '.join(marks)}) "
+        "ON CONFLICT(item_kind, item_id) DO UPDATE SET "
+        + ", ".join(f"{c} = excluded.{c}" for c in columns[2:]),
+        values,
+    )
 
 
 def coverage_counts(conn: AnyDb, model: str) -> tuple[int, int]:
