@@ -1,0 +1,83 @@
+"""worker/store/search.py on both backends: the indexed terms of hits, counted retrievals and the
+file writes that make an observation stale."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from worker.store import Store, memories, observations, search
+from worker.store.pg import PgStore
+from worker.terms import index_text, new_terms
+
+T0 = 1_700_000_000_000
+
+
+def _write(store: Store | PgStore) -> None:
+    def write(c: Any) -> None:
+        for i, files in enumerate((["src/app.py"], ["src/app.py", "src/db.py"], ["README.md"])):
+            observations.insert(
+                c,
+                {
+                    "project": "/repo",
+                    "type": "file_write",
+                    "title": "Edit getUserById",
+                    "body": "le funzioni di caching",
+                    "files": files,
+                    "created_at_ms": T0 + i * 1000,
+                },
+            )
+        memories.insert(
+            c,
+            {"kind": "fact", "content": "the OrderService retries", "project": "/repo",
+             "tags": ["billing", "retries"]},
+        )  # fmt: skip
+
+    store.write_sync(write)
+
+
+def test_indexed_terms_are_the_analysed_text_on_each_backend(
+    backend_store: Store | PgStore,
+) -> None:
+    _write(backend_store)
+    refs = [("observation", 1), ("memory", 1), ("observation", 99)]
+    terms = backend_store.read_sync(lambda c: search.indexed_terms(c, refs))
+    files = '["src/app.py"]'
+    assert terms == {
+        ("observation", 1): f"{index_text('Edit getUserById')} "
+        f"{index_text('le funzioni di caching', files)}",
+        ("memory", 1): " "
+        + index_text("the OrderService retries")
+        + " "
+        + " ".join(new_terms('["billing", "retries"]', "the OrderService retries")),
+    }
+    assert "getuserbyid" in terms[("observation", 1)].split()
+    assert "billing" in terms[("memory", 1)].split()
+
+
+def test_later_file_writes_and_counted_retrievals_on_each_backend(
+    backend_store: Store | PgStore,
+) -> None:
+    store = backend_store
+    _write(store)
+    pid = store.read_sync(lambda c: c.execute("SELECT id FROM projects").fetchone()[0])
+    files = ["src/app.py", "src/db.py", "nowhere.py"]
+    later = store.read_sync(lambda c: search.later_file_writes(c, pid, files, T0 + 500))
+    assert later == {"src/app.py": T0 + 1000, "src/db.py": T0 + 1000}
+    assert store.read_sync(lambda c: search.later_file_writes(c, pid, files, T0 + 1000)) == {}
+
+    refs = (ref for ref in [("observation", 2), ("memory", 1), ("prompt", 5)])  # one pass
+    store.write_sync(lambda c: search.count_retrievals(c, refs, T0 + 9))
+    counts = store.read_sync(
+        lambda c: [
+            tuple(
+                c.execute(
+                    f"SELECT id, retrieval_count, last_retrieved_at FROM {t} ORDER BY id"
+                ).fetchall()
+            )
+            for t in ("observations", "memories")
+        ]
+    )
+    assert [[tuple(r) for r in rows] for rows in counts] == [
+        [(1, 0, None), (2, 1, T0 + 9), (3, 0, None)],
+        [(1, 1, T0 + 9)],
+    ]
