@@ -120,9 +120,10 @@ class Dialect:
         """The parameters of `memory_word_match`'s WHERE clause for one word."""
         return (quote(word),)  # an FTS5 phrase: never read as syntax
 
-    def same_as(self, left: str, right: str) -> str:
+    def same_as(self, left: str, right: str, null: str | None = None) -> str:
         """True when two expressions are equal or both NULL (for columns; a parameter: see
-        `same_value`)."""
+        `same_value`). `null`, a value neither holds, lets PostgreSQL use an index on
+        COALESCE(column, null) (pg/m004_search.py's thread indexes)."""
         return f"{left} IS {right}"
 
     def epoch_seconds_now(self) -> str:
@@ -175,8 +176,12 @@ class PostgresDialect(Dialect):
         words = split_text(word)  # identifiers split as the index text was
         return (words, words)
 
-    def same_as(self, left: str, right: str) -> str:
-        return f"{left} IS NOT DISTINCT FROM {right}"
+    def same_as(self, left: str, right: str, null: str | None = None) -> str:
+        if null is None:
+            return f"{left} IS NOT DISTINCT FROM {right}"
+        # `IS NOT DISTINCT FROM` is no index condition: this form is, with an index on the
+        # COALESCE expressions.
+        return f"COALESCE({left}, {null}) = COALESCE({right}, {null})"
 
     def epoch_seconds_now(self) -> str:
         return "CAST(floor(extract(epoch FROM now())) AS BIGINT)"

@@ -163,9 +163,10 @@ def neighbours(
         table, session = _THREAD[kind]
         # Row values, not `created_at < ? OR (created_at = ? AND id < ?)`: with ANALYZE statistics
         # the OR form made SQLite sort the whole session (14 ms a lookup in a 5k-row session).
-        same = (
-            f"{db.dialect.same_as('t.project_id', 'x.project_id')} "
-            f"AND {db.dialect.same_as(f't.{session}', f'x.{session}')}"
+        # The COALESCE defaults of PostgreSQL's thread indexes (pg/m004_search.py).
+        same = " AND ".join(
+            db.dialect.same_as(f"t.{c}", f"x.{c}", null)
+            for c, null in (("project_id", "-1"), (session, "''"))
         )
         sql = f"""SELECT x.id,
             (SELECT t.id FROM {table} t WHERE {same} AND (t.created_at, t.id) < (x.created_at, x.id)

@@ -10,6 +10,7 @@
   every vector in memory (retrieval/vectors.py) and learns of another worker's from here.
   SQLite needs no such log: one worker writes its file.
 - `context_injections`: which items a session was given (SQLite's m002), dropped with the session.
+- thread indexes: an item's neighbours in its session (store/items.py) by an index condition.
 
 There is no `search_index` table: its analysed terms come from worker/terms.py, which
 PostgreSQL cannot run, so the reader analyses the item columns as SQLite's triggers do
@@ -79,6 +80,13 @@ def _statements() -> list[str]:
         "CREATE TRIGGER sessions_injections_ad AFTER DELETE ON sessions "
         "FOR EACH ROW EXECUTE FUNCTION cairn_session_injections()",
     ]
+    # An item's thread (store/items.py `neighbours`): same project and session, NULL matching
+    # NULL, in time order.
+    for table in ("observations", "memories", "prompts"):
+        out.append(
+            f"CREATE INDEX {table}_thread ON {table} "
+            "((COALESCE(project_id, -1)), (COALESCE(session_id, '')), created_at, id)"
+        )
     for kind, (table, _title, _body, _project, watched) in SOURCES.items():
         out.append(
             f"CREATE TRIGGER {table}_search_changes AFTER INSERT OR DELETE OR UPDATE OF "
