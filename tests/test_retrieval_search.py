@@ -3,7 +3,6 @@ on PostgreSQL (same corpus, same hits; two workers on one database)."""
 
 from __future__ import annotations
 
-import random
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -11,12 +10,10 @@ from typing import Any
 import anyio
 import pytest
 
-from worker.retrieval.embedder import FakeEmbedder
-from worker.retrieval.keyword_index import KeywordIndex
+from tests.search_corpus import searcher, write_corpus
 from worker.retrieval.search import SearchRequest, one_stem_per_part, search, selective_terms
-from worker.retrieval.service import EmbeddingService
 from worker.settings import Settings, load_settings
-from worker.store import Store, memories, observations, projects, sessions, summaries
+from worker.store import Store, observations
 from worker.store.pg import PgStore
 from worker.terms import query_groups, query_terms
 
@@ -56,70 +53,6 @@ def test_selective_terms_drop_words_found_in_most_items_but_keep_the_rarest() ->
 
 
 # ---------------------------------------------------------------- on both backends
-_TOPICS = [
-    "postgres connection pool exhausted under load",
-    "redis cache eviction policy set to allkeys-lru",
-    "the parser rejects getUserById when the token expired",
-    "deploy nginx reload after the certificate refresh",
-    "flaky test in OrderService caused by a race on the session cookie",
-    "billing webhook retries with exponential backoff",
-    "migration adds an index to the invoices table",
-    "la funzione parse_config legge il file di configurazione",
-]
-
-
-def _write_corpus(store: Any) -> None:
-    """The same items on either backend, in the same order (so the same ids): observations in
-    two sessions' threads, memories (one global), a prompt and a summary, then an edit."""
-    rng = random.Random(4)
-
-    def write(c: Any) -> None:
-        pid = projects.ensure(c, "/repo")
-        for n in range(2):
-            sessions.ensure(c, f"s{n}", pid)
-        for i in range(60):
-            topic, other = rng.choice(_TOPICS), rng.choice(_TOPICS)
-            observations.insert(
-                c,
-                {
-                    "project": "/repo",
-                    "session_id": f"s{i % 2}",
-                    "type": rng.choice(("note", "command", "file_write")),
-                    "title": topic.split(" the ")[0],
-                    "body": f"{topic}. Later: {other}",
-                    "files": [f"src/{rng.choice(['app', 'db', 'cache'])}.py"],
-                    "created_at_ms": 1_700_000_000_000 + i * 60_000,
-                },
-            )
-        for i, topic in enumerate(_TOPICS):
-            item: dict[str, Any] = {"kind": "decision", "content": f"decided: {topic}"}
-            item.update({"scope": "global"} if i == 0 else {"scope": "project", "project": "/repo"})
-            memories.insert(c, item)
-        sessions.add_prompt(c, "s0", pid, "why is the redis cache evicting keys?", None)
-        summaries.upsert(
-            c,
-            "s1",
-            pid,
-            request="fix the flaky OrderService test",
-            completed=["made the session cookie race deterministic"],
-            learned=["the race came from a shared cookie jar"],
-            next_steps=["watch the billing webhook retries"],
-            files=["src/app.py"],
-        )
-
-    store.write_sync(write)
-    store.write_sync(lambda c: memories.update(c, 3, {"content": "decided: pin nginx to 1.25"}))
-
-
-def _searcher(store: Any, settings: Settings) -> tuple[KeywordIndex, EmbeddingService]:
-    keywords = KeywordIndex()
-    store.read_sync(keywords.load)
-    service = EmbeddingService(settings, store, factory=lambda: FakeEmbedder(64))
-    service.start()
-    assert service.wait_idle(30), service.status()
-    return keywords, service
-
-
 def _hits(store: Any, settings: Settings, searcher: Any, **request: Any) -> Any:
     keywords, service = searcher
     out = anyio.run(
@@ -161,8 +94,8 @@ def test_the_same_corpus_gives_the_same_hits_on_sqlite_and_postgresql(
     searchers = []
     try:
         for backend in (store, pg):
-            _write_corpus(backend)
-            searchers.append(_searcher(backend, settings))
+            write_corpus(backend)
+            searchers.append(searcher(backend, settings))
         answered = 0
         for query in QUERIES:
             for mode in ("hybrid", "keyword", "semantic"):
@@ -201,8 +134,8 @@ def test_a_worker_finds_at_once_what_another_worker_wrote_and_embedded(
     second.open()
     searchers = []
     try:
-        _write_corpus(first)
-        searchers = [_searcher(first, settings), _searcher(second, settings)]
+        write_corpus(first)
+        searchers = [searcher(first, settings), searcher(second, settings)]
         row, _ = first.write_sync(
             lambda c: observations.insert(
                 c, {"project": "/repo", "type": "note", "title": "quokka zanzibar", "body": ""}

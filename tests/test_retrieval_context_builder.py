@@ -1,0 +1,70 @@
+"""worker/retrieval/context_builder.py: the prompt context on SQLite and on PostgreSQL (the
+session-start context reads the project profile, ported with the profiles module)."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.search_corpus import searcher, write_corpus
+from worker.retrieval.context_builder import ContextRequest, build_context
+from worker.settings import Settings, load_settings
+from worker.store import Store
+from worker.store.pg import PgStore
+
+PROMPTS = [
+    "why is the redis cache evicting keys",
+    "the OrderService test is flaky again, session cookie race?",
+    "what did we decide about nginx",
+    "how do I configure kubernetes helm charts",
+]
+
+
+def _context(store: Any, settings: Settings, found: Any, **request: Any) -> dict[str, Any]:
+    keywords, service = found
+    return anyio.run(
+        partial(build_context, keywords=keywords),
+        store,
+        settings,
+        service,
+        ContextRequest(project="/repo", **request),
+    )
+
+
+@pytest.mark.postgres
+def test_the_prompt_context_is_the_same_on_both_backends_and_skips_what_was_given(
+    store: Store, pg_url: str, tmp_path: Path
+) -> None:
+    settings = load_settings(home=tmp_path, embed_enabled=True)
+    pg = PgStore(pg_url)
+    pg.open()
+    found = []
+    try:
+        for backend in (store, pg):
+            write_corpus(backend)
+            found.append(searcher(backend, settings))
+        given = 0
+        for prompt in PROMPTS:
+            answers = [
+                _context(backend, settings, f, query=prompt, session_id="s1")
+                for backend, f in ((store, found[0]), (pg, found[1]))
+            ]
+            assert answers[0] == answers[1], prompt
+            given += len(answers[0]["items"])
+        assert given >= 3 and answers[0]["refused"]  # kubernetes: nothing relevant
+        # The same prompt again in that session: what it was given is not given twice.
+        for backend, f in ((store, found[0]), (pg, found[1])):
+            again = _context(backend, settings, f, query=PROMPTS[0], session_id="s1")
+            first = _context(backend, settings, f, query=PROMPTS[0], session_id="s9")
+            assert first["items"]
+            assert not {(i["kind"], i["id"]) for i in first["items"]} & {
+                (i["kind"], i["id"]) for i in again["items"]
+            }
+    finally:
+        for _keywords, service in found:
+            anyio.run(service.stop)
+        pg.close()
