@@ -1,6 +1,6 @@
 """Score the real supersession decision over the pair sets in tests/data/.
 
-Sets: `dev` and `held-out` (tests/data/supersession-pairs.json), `fresh`, `extra` and `extra2`
+Sets: `dev` and `held-out` (tests/data/supersession-pairs.json), `fresh`, `extra`, `extra2` and `extra3`
 (sets the rule may be tuned on) and `blind1`..`blind5` (written before the rule was tuned; scored,
 never tuned on, never asserted at tuned values). Each pair is saved through
 `worker.memory.merge.save` in a project of its own (old, then new), as the memories API does: with `similar` (the new text's cosine with the old memory's vector)
@@ -35,7 +35,7 @@ from worker.store import Store
 DATA = Path(__file__).parent / "data"
 PAIRS_PATH = DATA / "supersession-pairs.json"
 SPLITS = ("dev", "held-out")
-EXTRA_SETS = ("fresh", "extra", "extra2", "blind1", "blind2", "blind3", "blind4", "blind5")
+EXTRA_SETS = ("fresh", "extra", "extra2", "extra3", "blind1", "blind2", "blind3", "blind4", "blind5")
 SETS = (*SPLITS, *EXTRA_SETS)
 
 
