@@ -35,7 +35,17 @@ from worker.store import Store
 DATA = Path(__file__).parent / "data"
 PAIRS_PATH = DATA / "supersession-pairs.json"
 SPLITS = ("dev", "held-out")
-EXTRA_SETS = ("fresh", "extra", "extra2", "extra3", "blind1", "blind2", "blind3", "blind4", "blind5")
+EXTRA_SETS = (
+    "fresh",
+    "extra",
+    "extra2",
+    "extra3",
+    "blind1",
+    "blind2",
+    "blind3",
+    "blind4",
+    "blind5",
+)
 SETS = (*SPLITS, *EXTRA_SETS)
 
 

@@ -99,6 +99,8 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     shared = mine & theirs
     if not (removed or added or flipped or new.retired != old.retired):
         return DISTINCT  # the same statement ("use X, not Y" / "use Y, not X" is not)
+    if new.additive and not (flipped or new.retired or new.dropped):
+        return DISTINCT  # one more that holds: "enabled for Argentina too", "also posts to #ci"
     reversal = _reversal(new, old)
     if not shared and reversal is None:
         return UNKNOWN

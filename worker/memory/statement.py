@@ -82,6 +82,12 @@ _NEXT_WORD = re.compile(
     re.IGNORECASE,
 )
 _WORD_AFTER = re.compile(r"\s*([A-Za-z]+)")
+# Words that say a statement adds to what holds, not that it replaces it: "... is now offered in
+# Belgium too", "the bot also posts ...", "... in Spanish as well" ("too" before a word is a degree).
+_ADDITIVE = re.compile(
+    r"\b(?:also|additionally|in addition)\b|\b(?:too|as well)(?=\s*(?:$|[.;,!?)]))",
+    re.IGNORECASE,
+)
 STEMMER = snowballstemmer.stemmer("english")
 REGION_STEMS = frozenset(STEMMER.stemWords(sorted(REGION_NAMES)))
 
@@ -121,6 +127,7 @@ class Features:
     reverses: bool = False  # says a decision was reversed ("Decision reversed: ...")
     decided: bool = False  # states a decision ("Decision: ...", "we decided ...")
     contrasted: frozenset[str] = frozenset()  # retired keys, but by a contrast: "not alembic"
+    additive: bool = False  # says it adds to what holds: "also", "too", "as well"
 
 
 # Verbs that only relate a subject to its value ("runs on", "lives in"): a change of them is wording.
@@ -182,6 +189,7 @@ def features(text: str) -> Features:
         any(word in REVERSALS for word in sequence) or _CHANGED_DECISION.match(text) is not None,
         any(word in DECISION_WORDS for word in sequence),
         contrasted,
+        _ADDITIVE.search(text) is not None,
     )
 
 
