@@ -327,6 +327,11 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
             "src/api/users.py retries failed calls twice",
             "Retries were removed; src/api/orders.py fails",
         ),
+        # one more that holds, said to add: "too", "also", "as well"
+        ("Dark mode is enabled for Chrome", "Dark mode is now enabled for Firefox too"),
+        ("The linter checks the API package", "The linter also checks the CLI package now"),
+        # another one of the same kind at the head, whatever the cue
+        ("The users table is sharded by region", "The sessions table is now sharded by hour"),
     ],
 )
 def test_supersession_leaves_different_subjects_alone(old: str, new: str) -> None:

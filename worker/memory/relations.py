@@ -35,6 +35,7 @@ from worker.memory.statement import (
 )
 from worker.memory.update_words import (
     BUMP_CUES,
+    DETERMINERS,
     MOVE_CUES,
     PLACE_CUES,
     PLACES,
@@ -167,6 +168,9 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     announced = bool(new.cues - old.cues) or retires or flipped
     # A cue in one clause cannot vouch for another clause's subject ("Retries were removed;
     # src/api/orders.py fails" says nothing of users.py): with several clauses, heads are checked.
+    determined = old.words[:1] == new.words[:1] and old.words[0] in DETERMINERS
+    if slots and determined and _sibling(a, b, slots[0], valued):
+        return DISTINCT  # "the orders table ..." / "the events table is now ...": another one
     if slots and old.headed and not (announced and not new.clauses):
         if a.index(slots[0][0][0]) == 0:
             return DISTINCT  # the subject itself differs: "the web app" / "the admin app"
@@ -204,6 +208,19 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     if subject < max(0.6, min_similarity):
         return DISTINCT
     return Verdict("update", _score(a, b, subject))
+
+
+def _sibling(
+    a: list[str], b: list[str], slot: tuple[list[str], list[str]], valued: set[str]
+) -> bool:
+    """The slot is the first words of both texts (after the same determiner), words (no values,
+    no names) before the same noun: "the orders table" / "the events table" name two of a kind,
+    whatever cue the new text carries."""
+    gone, came = slot
+    if set(gone) & valued or set(came) & valued or a[0] != gone[0] or b[0] != came[0]:
+        return False
+    i, j = len(gone), len(came)
+    return i < len(a) and j < len(b) and a[i] == b[j]
 
 
 def _remeasured(new: Features, old: Features) -> bool:
