@@ -194,6 +194,12 @@ def test_policy_from_settings_rejects_bad_values() -> None:
         ),
         # the same measure of the same subject at another figure, reworded, announced
         ("Page load must stay under 2 seconds", "Page load budget is 1.5 seconds now"),
+        # every name of the old text retired outright, the new one named or the old one unused
+        (
+            "Invoices are rendered with wkhtmltopdf",
+            "Invoices render through WeasyPrint, not wkhtmltopdf",
+        ),
+        ("The team tracks bugs in Jira", "We stopped using Jira; bugs are GitHub issues now"),
         # "moved off X" retires X as "moved from X to" does
         (
             "Metrics dashboards live in Grafana Cloud",
@@ -327,6 +333,8 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
             "src/api/users.py retries failed calls twice",
             "Retries were removed; src/api/orders.py fails",
         ),
+        # a name retired only for one use ("for runbooks"), not outright
+        ("Design docs are written in Notion", "We stopped using Notion for runbooks"),
         # one more that holds, said to add: "too", "also", "as well"
         ("Dark mode is enabled for Chrome", "Dark mode is now enabled for Firefox too"),
         ("The linter checks the API package", "The linter also checks the CLI package now"),

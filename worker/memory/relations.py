@@ -116,6 +116,11 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
         # "Decision reversed: notifications get split out of the monolith" of "Decision: keep
         # the monolith": a reversal said in so many words, of the decision about that subject.
         return Verdict("update", _score(a, b, reversal), reversal=True)
+    if _names_retired(new, old, theirs):
+        # Every name the old text gives is retired outright, and the new text says what came
+        # instead or that it is no longer used: "Emails go out via Postmark now, not Mailgun" of
+        # "... are sent through Mailgun"; "We stopped using Slack; ..." of "The team chats in Slack".
+        return Verdict("update", _score(a, b, len(shared) / len(theirs)))
     dropped = {k for k in new.dropped if k[:1] != "="} - old.retired
     renamed = {k[1:] for k in new.dropped if k[:1] == "="} - old.retired
     named = {k.key for k in old.keys if k.value and not k.joined and _IDENTIFIER.search(k.key)}
@@ -208,6 +213,24 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     if subject < max(0.6, min_similarity):
         return DISTINCT
     return Verdict("update", _score(a, b, subject))
+
+
+def _names_retired(new: Features, old: Features, theirs: set[str]) -> bool:
+    """Each name of the old text (a run of joined names counts once: "HashiCorp Vault") has a
+    word the new text retires outright, the old text negates nothing, and the new one names
+    something new or says the old one is no longer used."""
+    runs: list[set[str]] = []
+    for k in old.keys:
+        if not k.value or DIGIT.search(k.key):
+            continue
+        if k.joined and runs:
+            runs[-1].add(k.key)
+        else:
+            runs.append({k.key})
+    gone = new.replaced - old.retired
+    if not runs or old.negated or not all(run & gone for run in runs):
+        return False
+    return new.negated or bool({k.key for k in new.keys if k.value} - theirs)
 
 
 def _sibling(

@@ -29,6 +29,7 @@ from worker.memory.update_words import (
     NUMBER_WORDS,
     OFF_VERBS,
     PASSIVE,
+    QUITTING,
     REGION_NAMES,
     RELATION_FORMS,
     RELATION_VERBS,
@@ -38,6 +39,7 @@ from worker.memory.update_words import (
     TIME_WORDS,
     UNIT_WORDS,
     UPDATE_CUES,
+    USING,
 )
 
 MAX_WORDS = 300
@@ -128,6 +130,9 @@ class Features:
     decided: bool = False  # states a decision ("Decision: ...", "we decided ...")
     contrasted: frozenset[str] = frozenset()  # retired keys, but by a contrast: "not alembic"
     additive: bool = False  # says it adds to what holds: "also", "too", "as well"
+    # contrasted keys that end their clause or give way to the new one ("not Mailgun.", "from
+    # MySQL to Postgres", "stopped using Slack;"): retired outright, not "for runbooks" only
+    replaced: frozenset[str] = frozenset()
 
 
 # Verbs that only relate a subject to its value ("runs on", "lives in"): a change of them is wording.
@@ -168,7 +173,7 @@ def features(text: str) -> Features:
         is_name = (token[:1].isupper() and not starts) or token[1:] != token[1:].lower()
         if DIGIT.search(word) or is_name or "_" in word:
             values.add(word)
-    keys, cues, retired, headed, dropped, former, contrasted = _keys(text)
+    keys, cues, retired, headed, dropped, former, contrasted, replaced = _keys(text)
     parts = [part for part in _CLAUSE.split(text) if part.strip()]
     clauses = tuple(parts) if len(parts) > 1 else ()
     return Features(
@@ -190,6 +195,7 @@ def features(text: str) -> Features:
         any(word in DECISION_WORDS for word in sequence),
         contrasted,
         _ADDITIVE.search(text) is not None,
+        replaced,
     )
 
 
@@ -228,6 +234,7 @@ class _Parsed(NamedTuple):
     dropped: frozenset[str]
     former: frozenset[str]
     contrasted: frozenset[str]  # retired by "not", "instead of", "from ... to" (no removal)
+    replaced: frozenset[str]  # contrasted keys at their clause's end or before "to"
 
 
 def _keys(text: str) -> _Parsed:
@@ -241,6 +248,7 @@ def _keys(text: str) -> _Parsed:
     cues: set[str] = set()
     retired: set[str] = set()
     contrasted: set[str] = set()  # retired by "not", "instead of", "from ... to" only
+    replaced: set[str] = set()  # contrasted at the clause's end or before the new one
     dropped: set[str] = set()
     former: set[str] = set()
     clause: list[str] = []  # keys since the clause began
@@ -276,12 +284,14 @@ def _keys(text: str) -> _Parsed:
             or lower in ("instead", "rather", "from")
             or (lower == "off" and before in MOVE_CUES)  # "moved off Grafana Cloud"
             or (lower in REPLACING and before not in PASSIVE)  # "Biome replaced ESLint"
+            or (lower in USING and before in QUITTING)  # "stopped using Slack"
         ):
             retiring, moving = [], lower == "from"  # "not npm", "instead of black", "from Heroku"
         elif lower in ("to", "with", "into") and retiring is not None:
             if not moving or lower != "with":
                 retired.update(retiring)
                 contrasted.update(retiring)
+                replaced.update(retiring)
             retiring = None
         letter = len(token) == 1 and token.isupper() and token != "I" and not starts
         negation = (
@@ -343,10 +353,12 @@ def _keys(text: str) -> _Parsed:
             if not moving:
                 retired.update(retiring)
                 contrasted.update(retiring)
+                replaced.update(retiring)
             retiring = None
     if retiring is not None and not moving:
         retired.update(retiring)
         contrasted.update(retiring)
+        replaced.update(retiring)
     return _Parsed(
         tuple(keys),
         frozenset(cues),
@@ -355,6 +367,7 @@ def _keys(text: str) -> _Parsed:
         frozenset(dropped),
         frozenset(former),
         frozenset(contrasted),
+        frozenset(replaced),
     )
 
 

@@ -82,6 +82,9 @@ DECISION_WORDS = word_set("decision decisions decide decided agreed chose chosen
 # Words that mark a thing as a former one ("the old search page was removed"): its removal says a
 # current one exists, and nothing of what was said of that one ("the search page uses Algolia").
 FORMER = word_set("old legacy former previous outdated")
+# "stopped using X", "no longer use X", "quit using X": X is retired as after "instead of".
+QUITTING = word_set("stop stopped stopping quit longer")
+USING = word_set("use uses using")
 PASSIVE = word_set("was were is are been be got gets")
 # Active verbs whose object is retired ("Biome replaced ESLint", "v2 supersedes the v1 client").
 REPLACING = word_set("replace replaces replaced replacing supersede supersedes superseded")
