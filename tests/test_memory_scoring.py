@@ -194,6 +194,9 @@ def test_policy_from_settings_rejects_bad_values() -> None:
         ),
         # the same measure of the same subject at another figure, reworded, announced
         ("Page load must stay under 2 seconds", "Page load budget is 1.5 seconds now"),
+        # the subject's one measure at another figure, reworded, a degree verb as the cue
+        ("Session cookies last 12 hours", "Session cookie lifetime was reduced to 45 minutes"),
+        ("Attachments over 20 MB bounce", "We doubled the attachment cap to 40 MB"),
         # every name of the old text retired outright, the new one named or the old one unused
         (
             "Invoices are rendered with wkhtmltopdf",
@@ -332,6 +335,15 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         (
             "src/api/users.py retries failed calls twice",
             "Retries were removed; src/api/orders.py fails",
+        ),
+        # the same measure of another subject, or of a narrower one, changed
+        (
+            "Payments API calls time out after 30 seconds",
+            "The search API timeout was extended to 60 s",
+        ),
+        (
+            "Nightly backups are kept for 30 days",
+            "Backups of the audit log are now kept for 1 year",
         ),
         # a name retired only for one use ("for runbooks"), not outright
         ("Design docs are written in Notion", "We stopped using Notion for runbooks"),

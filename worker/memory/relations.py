@@ -30,12 +30,14 @@ from worker.memory.statement import (
     STEMMER,
     UNIT_STEMS,
     Features,
+    dimension,
     features,
     is_region,
 )
 from worker.memory.update_words import (
     BUMP_CUES,
     DETERMINERS,
+    MEASURE_NOUNS,
     MOVE_CUES,
     PLACE_CUES,
     PLACES,
@@ -44,6 +46,7 @@ from worker.memory.update_words import (
 )
 
 RELATION_KINDS = ("updates", "extends", "derives")
+MEASURE_STEMS = frozenset(STEMMER.stemWords(sorted(MEASURE_NOUNS)))
 # An identifier, path or file name: what a lesson or fact is about ("test_payment_webhook").
 _IDENTIFIER = re.compile(r"[_/.]")
 
@@ -116,6 +119,11 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
         # "Decision reversed: notifications get split out of the monolith" of "Decision: keep
         # the monolith": a reversal said in so many words, of the decision about that subject.
         return Verdict("update", _score(a, b, reversal), reversal=True)
+    if _measured_anew(new, old) and not flipped:
+        # The old subject's one measure at another figure, the change announced, the words before
+        # the figure the old ones and a measure noun at most: "Refresh token lifetime shortened
+        # to 24 hours after the audit" of "Refresh tokens are valid for 7 days".
+        return Verdict("update", _score(a, b, len(shared) / len(theirs)))
     if _names_retired(new, old, theirs):
         # Every name the old text gives is retired outright, and the new text says what came
         # instead or that it is no longer used: "Emails go out via Postmark now, not Mailgun" of
@@ -213,6 +221,29 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     if subject < max(0.6, min_similarity):
         return DISTINCT
     return Verdict("update", _score(a, b, subject))
+
+
+def _measured_anew(new: Features, old: Features) -> bool:
+    """Each text has one measured number (a unit: "days", "MB", "%"), of the same dimension, at
+    another figure; the new text announces a change, restates the old one's first key, and
+    before its figure adds no word but a measure noun ("timeout", "cap", "retention"): what
+    follows the figure is an adjunct ("after the audit"), what precedes it the subject."""
+    mine = [i for i, k in enumerate(new.keys) if k.unit]
+    theirs = [k for k in old.keys if k.unit]
+    if not (len(mine) == len(theirs) == 1 and new.cues - old.cues and old.keys):
+        return False
+    figure, was = new.keys[mine[0]], theirs[0]
+    if dimension(figure.unit) != dimension(was.unit) or (figure.key, figure.unit) == (
+        was.key,
+        was.unit,
+    ):
+        return False
+    said = {k.key for k in old.keys}
+    if old.keys[0].key not in {k.key for k in new.keys}:
+        return False
+    before = new.keys[: mine[0]]
+    added = {k.key for k in before if not k.relation and not k.qualifier} - said
+    return not any(k.value for k in before if k.key in added) and added <= MEASURE_STEMS
 
 
 def _names_retired(new: Features, old: Features, theirs: set[str]) -> bool:

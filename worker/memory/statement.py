@@ -36,6 +36,8 @@ from worker.memory.update_words import (
     REMOVALS,
     REPLACING,
     REVERSALS,
+    SIZE_UNITS,
+    TIME_UNITS,
     TIME_WORDS,
     UNIT_WORDS,
     UPDATE_CUES,
@@ -139,6 +141,16 @@ class Features:
 RELATION_STEMS = frozenset(STEMMER.stemWords(sorted(RELATION_VERBS)))
 # Units after a number belong to its value: "7 days" -> "24 hours" changes one slot, not two.
 UNIT_STEMS = frozenset(STEMMER.stemWords(sorted(UNIT_WORDS)))
+# What a unit measures: "24 hours" and "7 days" are both a time, "50 MB" and "1 GiB" a size.
+_DIMENSIONS = {
+    **{stem: "time" for stem in STEMMER.stemWords(sorted(TIME_UNITS))},
+    **{stem: "size" for stem in STEMMER.stemWords(sorted(SIZE_UNITS))},
+}
+
+
+def dimension(unit: str) -> str:
+    """What a unit (a Key's `unit`) measures: "time", "size", or the unit itself ("%")."""
+    return _DIMENSIONS.get(unit, unit)
 
 
 def features(text: str) -> Features:

@@ -17,15 +17,24 @@ OFF_VERBS = word_set("turn turned turns turning switch switched switches switchi
 # "not" negates a statement after an auxiliary ("do not deploy"); after a comma it only contrasts
 # ("use pnpm, not npm"). "no" negates in "no longer" / "no more".
 AUXILIARIES = word_set("do does did is are was were be must should can could will would may")
+# Verbs that change an amount ("shortened to 15 minutes", "extended the timeout to 60 s"):
+# change words and update cues both.
+DEGREE_VERBS = word_set(
+    "extend extended extends shorten shortened shortens lengthen lengthened reduce reduced "
+    "reduces double doubled halve halved tighten tightened relax relaxed loosen loosened"
+)
 # Words that announce a change rather than name its subject (never keys).
-CHANGE_WORDS = word_set(
-    "use uses using used now instead switch switched switching move moved moving migrate migrated "
-    "migrating upgrade upgraded downgrade downgraded change changed replace replaced from to new "
-    "old prefer preferred going forward anymore longer latest current currently going decided "
-    "decide decision let's lets we our will shall should start started bump bumped raise raised "
-    "lower lowered increase increased decrease decreased reverse reversed rename renamed remove "
-    "removed deprecate deprecated retire retired rather chose choose set update updated turn "
-    "turned turning shut"
+CHANGE_WORDS = (
+    word_set(
+        "use uses using used now instead switch switched switching move moved moving migrate migrated "
+        "migrating upgrade upgraded downgrade downgraded change changed replace replaced from to new "
+        "old prefer preferred going forward anymore longer latest current currently going decided "
+        "decide decision let's lets we our will shall should start started bump bumped raise raised "
+        "lower lowered increase increased decrease decreased reverse reversed rename renamed remove "
+        "removed deprecate deprecated retire retired rather chose choose set update updated turn "
+        "turned turning shut"
+    )
+    | DEGREE_VERBS
 )
 # Words that date a statement ("last week", "since March"): neither subject nor value.
 TIME_WORDS = word_set(
@@ -33,12 +42,15 @@ TIME_WORDS = word_set(
     "january february march april may june july august september october november december"
 )
 # Cues that the newer text replaces something (a move, a switch, a retired value).
-UPDATE_CUES = word_set(
-    "now instead switch switched switching move moved moving migrate migrated migrating upgrade "
-    "upgraded downgrade downgraded change changed replace replaced bump bumped raise raised lower "
-    "lowered increase increased decrease decreased reverse reversed rename renamed remove removed "
-    "deprecate deprecated retire retired rather anymore longer dropped drop relocate relocated "
-    "stop stopped disable disabled update updated"
+UPDATE_CUES = (
+    word_set(
+        "now instead switch switched switching move moved moving migrate migrated migrating upgrade "
+        "upgraded downgrade downgraded change changed replace replaced bump bumped raise raised lower "
+        "lowered increase increased decrease decreased reverse reversed rename renamed remove removed "
+        "deprecate deprecated retire retired rather anymore longer dropped drop relocate relocated "
+        "stop stopped disable disabled update updated"
+    )
+    | DEGREE_VERBS
 )
 # Cues that a thing changed place or means: only these let a new environment or region replace one.
 MOVE_CUES = word_set(
@@ -121,8 +133,15 @@ ABBREVIATIONS = {
     "prod": "production",
 }
 # Units after a number belong to its value: "7 days" -> "24 hours" changes one slot, not two.
-UNIT_WORDS = word_set(
-    "ms millisecond milliseconds second seconds sec secs minute minutes min mins hour "
-    "hours day days week weeks month months year years kb mb gb tb kib mib gib "
-    "percent requests characters chars lines items"
+TIME_UNITS = word_set(
+    "ms millisecond milliseconds s second seconds sec secs minute minutes min mins h hr hrs hour "
+    "hours day days week weeks month months year years"
+)
+SIZE_UNITS = word_set("kb mb gb tb kib mib gib byte bytes")
+UNIT_WORDS = TIME_UNITS | SIZE_UNITS | word_set("percent requests characters chars lines items")
+# Nouns that name a measure of their subject ("the webhook delivery timeout", "the upload cap"):
+# a text may add one when it restates the subject's measure at another figure.
+MEASURE_NOUNS = word_set(
+    "limit cap timeout ttl lifetime retention expiry expiration size budget quota threshold "
+    "floor ceiling maximum minimum interval window duration delay length"
 )
