@@ -197,6 +197,12 @@ def test_policy_from_settings_rejects_bad_values() -> None:
         # the subject's one measure at another figure, reworded, a degree verb as the cue
         ("Session cookies last 12 hours", "Session cookie lifetime was reduced to 45 minutes"),
         ("Attachments over 20 MB bounce", "We doubled the attachment cap to 40 MB"),
+        # the one version after the same name at another figure, reworded, announced
+        (
+            "The docs build on Sphinx 6.2",
+            "Bumped Sphinx to 7.3 for the docs build after the theme fix",
+        ),
+        ("Functions deploy with the python3.9 runtime", "Functions runtime updated to python3.12"),
         # every name of the old text retired outright, the new one named or the old one unused
         (
             "Invoices are rendered with wkhtmltopdf",
@@ -345,6 +351,15 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
             "Nightly backups are kept for 30 days",
             "Backups of the audit log are now kept for 1 year",
         ),
+        # the same tool's version for another subject, or a narrower one, or by another name
+        ("The web container runs Python 3.11", "The ML container was moved to Python 3.12"),
+        ("Node 18 runs the lambdas", "Bumped Node to 20 for the web server"),
+        (
+            "Ansible for the edge hosts is pinned to 8.1",
+            "Ansible for the core hosts is now pinned to 9",
+        ),
+        # "US" in capitals is a region, not "us"
+        ("The EU export job runs at 02:00 UTC", "The US export job now runs at 05:00 UTC"),
         # a name retired only for one use ("for runbooks"), not outright
         ("Design docs are written in Notion", "We stopped using Notion for runbooks"),
         # one more that holds, said to add: "too", "also", "as well"

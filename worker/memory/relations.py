@@ -49,6 +49,7 @@ RELATION_KINDS = ("updates", "extends", "derives")
 MEASURE_STEMS = frozenset(STEMMER.stemWords(sorted(MEASURE_NOUNS)))
 # An identifier, path or file name: what a lesson or fact is about ("test_payment_webhook").
 _IDENTIFIER = re.compile(r"[_/.]")
+_DIGITS = re.compile(r"\d+")
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,11 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
         # The old subject's one measure at another figure, the change announced, the words before
         # the figure the old ones and a measure noun at most: "Refresh token lifetime shortened
         # to 24 hours after the audit" of "Refresh tokens are valid for 7 days".
+        return Verdict("update", _score(a, b, len(shared) / len(theirs)))
+    if _versioned_anew(new, old) and not flipped:
+        # The one version (or time) the old text gives, after the same name, at another figure,
+        # the change announced, nothing new before it: "Bumped Go to 1.22 in CI" of "CI builds
+        # every service with Go 1.21"; "Lambda runtime updated to nodejs20.x" of "... nodejs16.x".
         return Verdict("update", _score(a, b, len(shared) / len(theirs)))
     if _names_retired(new, old, theirs):
         # Every name the old text gives is retired outright, and the new text says what came
@@ -244,6 +250,47 @@ def _measured_anew(new: Features, old: Features) -> bool:
     before = new.keys[: mine[0]]
     added = {k.key for k in before if not k.relation and not k.qualifier} - said
     return not any(k.value for k in before if k.key in added) and added <= MEASURE_STEMS
+
+
+def _versions(found: Features) -> list[int]:
+    """Where the text's versions stand: values with a digit that measure nothing and label
+    nothing ("1.21", "nodejs16.x", "02:00"; not "30 seconds", "shard 2", "#118")."""
+    return [
+        i
+        for i, k in enumerate(found.keys)
+        if k.value and DIGIT.search(k.key) and not k.unit and not k.qualifier
+    ]
+
+
+def _versioned_anew(new: Features, old: Features) -> bool:
+    """Each text gives one version, the two differ, and they are of the same thing: the name
+    before the old one is named in the new text, or both are one token alike but for their
+    digits ("nodejs16.x" / "nodejs20.x"). The new text announces a change and restates the old
+    one's subject: its first key, or, when that is the versioned name itself, all of its words.
+    Before its version it adds nothing but a measure noun (after it are adjuncts: "in CI once
+    ...")."""
+    mine, theirs = _versions(new), _versions(old)
+    if not (len(mine) == len(theirs) == 1 and new.cues - old.cues):
+        return False
+    i, j = theirs[0], mine[0]
+    was, now = old.keys[i].key, new.keys[j].key
+    if was == now:
+        return False
+    named = {k.key for k in new.keys}
+    glued = _DIGITS.sub("#", was) == _DIGITS.sub("#", now) and not was[:1].isdigit()
+    name = old.keys[i - 1].key if i > 0 else None
+    if not glued and (name is None or DIGIT.search(name) or name not in named):
+        return False
+    said = {k.key for k in old.keys}
+    head = old.keys[0].key
+    if head == name:
+        words = {k.key for k in old.keys if not k.value and not k.relation}
+        if not words <= named:
+            return False
+    elif head not in named:
+        return False
+    added = {k.key for k in new.keys[:j] if not k.relation} - said
+    return added <= MEASURE_STEMS and not any(k.value for k in new.keys[:j] if k.key in added)
 
 
 def _names_retired(new: Features, old: Features, theirs: set[str]) -> bool:

@@ -315,7 +315,9 @@ def _keys(text: str) -> _Parsed:
         spelled = lower in NUMBER_WORDS
         # "make dev", "make deploy": the tool, not the verb (after a word that introduces a command)
         tool = lower in COMMAND_WORDS and before in COMMAND_INTRO and follows == " "
-        filler = not (letter or spelled or tool) and (
+        # "US", "UK" in capitals are regions, not the pronoun or a stop word
+        shouted = token.isupper() and lower in REGION_NAMES
+        filler = not (letter or spelled or tool or shouted) and (
             lower in STOP_WORDS
             or lower in CHANGE_WORDS
             or lower in TIME_WORDS

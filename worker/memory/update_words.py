@@ -66,7 +66,8 @@ ENVIRONMENTS = word_set(
 )
 REGION_NAMES = word_set(
     "eastus eastus2 westus westus2 westus3 centralus northeurope westeurope uksouth ukwest "
-    "frankfurt ireland virginia ohio oregon tokyo singapore sydney mumbai london paris emea apac"
+    "frankfurt ireland virginia ohio oregon tokyo singapore sydney mumbai london paris emea apac "
+    "eu us uk latam"
 )
 # Nouns after which a number or letter names one of a series, not a value ("suite A", "shard 2").
 LABEL_NOUNS = word_set(
