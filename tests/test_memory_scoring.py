@@ -203,6 +203,8 @@ def test_policy_from_settings_rejects_bad_values() -> None:
             "Bumped Sphinx to 7.3 for the docs build after the theme fix",
         ),
         ("Functions deploy with the python3.9 runtime", "Functions runtime updated to python3.12"),
+        # one value for another and the words around it reworded, the change announced
+        ("Crash reports are collected by Bugsnag", "We moved crash reporting over to Sentry"),
         # every name of the old text retired outright, the new one named or the old one unused
         (
             "Invoices are rendered with wkhtmltopdf",
@@ -358,6 +360,8 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
             "Ansible for the edge hosts is pinned to 8.1",
             "Ansible for the core hosts is now pinned to 9",
         ),
+        # a reworded slot that says what the statement is for: another subject
+        ("Payments use Stripe for card checkout", "Payments now use Adyen for wallet checkout"),
         # "US" in capitals is a region, not "us"
         ("The EU export job runs at 02:00 UTC", "The US export job now runs at 05:00 UTC"),
         # a name retired only for one use ("for runbooks"), not outright

@@ -30,6 +30,7 @@ from worker.memory.statement import (
     STEMMER,
     UNIT_STEMS,
     Features,
+    Key,
     dimension,
     features,
     is_region,
@@ -39,6 +40,7 @@ from worker.memory.update_words import (
     DETERMINERS,
     MEASURE_NOUNS,
     MOVE_CUES,
+    NUMBER_WORDS,
     PLACE_CUES,
     PLACES,
     PREPOSITIONS,
@@ -180,6 +182,16 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
         # The same subject, the same measure at another figure, the wording around it changed,
         # the change announced: "The coverage floor is 85% now" of "Coverage must stay above 80%".
         return Verdict("update", _score(a, b, len(shared) / len(theirs)))
+    if (
+        len(slots) == 2
+        and not (flipped or new.clauses)
+        and new.cues - old.cues
+        and _reworded(new, old, slots)
+    ):
+        # The change announced, one slot a value for a value, the other only worded anew (no
+        # value, not what the statement is for): "We switched error reporting over to Rollbar"
+        # of "Error tracking goes through Sentry"; not "... for the data stack is now ..."
+        return Verdict("update", _score(a, b, len(shared) / len(theirs)))
     if len(slots) >= 2:
         return DISTINCT  # two slots differ: which one, and what it is
     # Only what the old text did not already say: "pnpm, not npm" restates "pnpm instead of npm".
@@ -309,6 +321,32 @@ def _names_retired(new: Features, old: Features, theirs: set[str]) -> bool:
     if not runs or old.negated or not all(run & gone for run in runs):
         return False
     return new.negated or bool({k.key for k in new.keys if k.value} - theirs)
+
+
+def _reworded(new: Features, old: Features, slots: list[tuple[list[str], list[str]]]) -> bool:
+    """One slot is values for values, the other words for words, none of them a value or in a
+    phrase that says what the statement is for or of, and the new text keeps the old head."""
+    valued = {k.key for k in (*old.keys, *new.keys) if k.value}
+    scoped = {k.key for k in (*old.keys, *new.keys) if k.scoped}
+    kinds = sorted(
+        (all(w in valued for w in gone + came), any(w in valued for w in gone + came))
+        for gone, came in slots
+    )
+    if kinds != [(False, False), (True, True)]:
+        return False
+    words = next(gone + came for gone, came in slots if not set(gone + came) & valued)
+    gone, came = next(slot for slot in slots if set(slot[0] + slot[1]) & valued)
+    numeric = {k.key for k in (*old.keys, *new.keys) if k.value and k.unit == "" and _number(k)}
+    if any(w in numeric for w in gone) != any(w in numeric for w in came):
+        return False  # a name for a number ("the Jenkins UI" / "two approvals"): no value's twin
+    if set(words) & MEASURE_STEMS:
+        return False  # another measure of the subject: "timeout" / "retry delay"
+    return not set(words) & scoped and old.keys[0].key in {k.key for k in new.keys}
+
+
+def _number(key: Key) -> bool:
+    """A number in digits or words ("30", "1.5", "two"), not a name with a digit in it."""
+    return key.key in NUMBER_WORDS or DIGIT.match(key.key) is not None
 
 
 def _sibling(

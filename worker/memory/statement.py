@@ -29,6 +29,7 @@ from worker.memory.update_words import (
     NUMBER_WORDS,
     OFF_VERBS,
     PASSIVE,
+    PREPOSITIONS,
     QUITTING,
     REGION_NAMES,
     RELATION_FORMS,
@@ -36,6 +37,7 @@ from worker.memory.update_words import (
     REMOVALS,
     REPLACING,
     REVERSALS,
+    SCOPES,
     SIZE_UNITS,
     TIME_UNITS,
     TIME_WORDS,
@@ -105,6 +107,7 @@ class Key:
     joined: bool = False  # a value that goes on a name: "Hub" in "Docker Hub"
     relation: bool = False  # a verb form that only relates subject and value: "shipped to"
     unit: str = ""  # what a number measures: "%" in "80%", "second" in "30 seconds"
+    scoped: bool = False  # in a phrase that says what for or of: "for the web server"
 
 
 @dataclass(frozen=True)
@@ -271,6 +274,7 @@ def _keys(text: str) -> _Parsed:
     sentence_start = True
     previous = ""
     value_end = -1  # where the last key ended, if it was a value
+    scoped = False  # after "for" / "of" / "as", before another preposition or a stop
     for position, match in enumerate(_TOKEN.finditer(text)):
         if position >= MAX_WORDS:
             break
@@ -280,6 +284,10 @@ def _keys(text: str) -> _Parsed:
         follows = text[match.end() : match.end() + 1]
         sentence_start = follows in (".", "!", "?", ":", ";", "\n")
         before, previous = previous, lower
+        if lower in SCOPES:
+            scoped = True
+        elif lower in PREPOSITIONS or lower in ("by", "with", "from", "via", "through"):
+            scoped = False
         if lower in UPDATE_CUES:
             cues.add(lower)
         old_one = old_one or lower in FORMER
@@ -357,11 +365,12 @@ def _keys(text: str) -> _Parsed:
         value_end = match.end() if is_value else -1
         relation = key in RELATION_STEMS or lower in RELATION_FORMS
         unit = _unit(text, match.end()) if numeric and not label else ""
-        keys.append(Key(key, is_value, qualifier, before, joined, relation, unit))
+        keys.append(Key(key, is_value, qualifier, before, joined, relation, unit, scoped))
         clause.append(key)
         if retiring is not None:
             retiring.append(key)
         if follows in (",", ";", ".", ":", ")", "!", "?"):
+            scoped = False
             clause, old_one = [], False
         if follows in (",", ";", ".", ":", ")") and retiring is not None:
             if not moving:

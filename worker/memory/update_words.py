@@ -102,6 +102,9 @@ PASSIVE = word_set("was were is are been be got gets")
 # Active verbs whose object is retired ("Biome replaced ESLint", "v2 supersedes the v1 client").
 REPLACING = word_set("replace replaces replaced replacing supersede supersedes superseded")
 PREPOSITIONS = word_set("to into in on onto at under")
+# Prepositions that say what a statement is for or of ("pinned for the network stack", "coverage
+# of the billing module", "PayPal as a second option"): words after them scope the subject.
+SCOPES = word_set("for of as per")
 PLACES = PREPOSITIONS | word_set("is are was were from")
 PLACE_CUES = word_set("move moved moving relocate relocated")
 DETERMINERS = word_set("the our a an this that each every its their my your")
