@@ -205,6 +205,15 @@ def test_policy_from_settings_rejects_bad_values() -> None:
         ("Functions deploy with the python3.9 runtime", "Functions runtime updated to python3.12"),
         # one value for another and the words around it reworded, the change announced
         ("Crash reports are collected by Bugsnag", "We moved crash reporting over to Sentry"),
+        # another holder of the same thing, the hand-over said
+        (
+            "Lena is the tech lead for the billing app",
+            "Omar took over as tech lead for the billing app",
+        ),
+        (
+            "The search cluster is owned by the Core team",
+            "Search cluster ownership moved to the Data team",
+        ),
         # every name of the old text retired outright, the new one named or the old one unused
         (
             "Invoices are rendered with wkhtmltopdf",
@@ -362,6 +371,11 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         ),
         # a reworded slot that says what the statement is for: another subject
         ("Payments use Stripe for card checkout", "Payments now use Adyen for wallet checkout"),
+        # a hand-over of another thing
+        (
+            "Lena is the tech lead for the billing app",
+            "Omar took over as tech lead for the admin app",
+        ),
         # "US" in capitals is a region, not "us"
         ("The EU export job runs at 02:00 UTC", "The US export job now runs at 05:00 UTC"),
         # a name retired only for one use ("for runbooks"), not outright

@@ -117,3 +117,13 @@ def test_a_reversal_said_in_words_replaces_one_decision(store: Store, settings: 
     )
     assert reversed_.superseded == [monolith["id"]]
     assert fact["id"] not in reversed_.superseded and deploy["id"] not in reversed_.superseded
+
+
+def test_a_hand_over_to_another_holder_updates(store: Store, settings: Settings) -> None:
+    """No value and no cue word in 'Mei took over ...' (a name that opens a sentence is no value):
+    the hand-over alone makes it a candidate, and only of the same thing."""
+    desktop = put(store, settings, "Ivo owns the desktop release process.").row
+    mobile = put(store, settings, "Ivo owns the mobile release process.").row
+    new = put(store, settings, "Mei took over the desktop release process.")
+    assert new.superseded == [desktop["id"]]
+    assert mobile["id"] not in new.superseded

@@ -38,6 +38,7 @@ from worker.memory.statement import (
 from worker.memory.update_words import (
     BUMP_CUES,
     DETERMINERS,
+    HANDING_WORDS,
     MEASURE_NOUNS,
     MOVE_CUES,
     NUMBER_WORDS,
@@ -45,10 +46,13 @@ from worker.memory.update_words import (
     PLACES,
     PREPOSITIONS,
     REMOVALS,
+    ROLE_WORDS,
 )
 
 RELATION_KINDS = ("updates", "extends", "derives")
 MEASURE_STEMS = frozenset(STEMMER.stemWords(sorted(MEASURE_NOUNS)))
+ROLE_STEMS = frozenset(STEMMER.stemWords(sorted(ROLE_WORDS)))
+HANDING_STEMS = frozenset(STEMMER.stemWords(sorted(HANDING_WORDS)))
 # An identifier, path or file name: what a lesson or fact is about ("test_payment_webhook").
 _IDENTIFIER = re.compile(r"[_/.]")
 _DIGITS = re.compile(r"\d+")
@@ -131,6 +135,10 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
         # The one version (or time) the old text gives, after the same name, at another figure,
         # the change announced, nothing new before it: "Bumped Go to 1.22 in CI" of "CI builds
         # every service with Go 1.21"; "Lambda runtime updated to nodejs20.x" of "... nodejs16.x".
+        return Verdict("update", _score(a, b, len(shared) / len(theirs)))
+    if not flipped and _holder_changed(new, old):
+        # The same thing, another holder, the hand-over said: "Sara took over as tech lead for
+        # the mobile app" of "Tom is the tech lead for the mobile app".
         return Verdict("update", _score(a, b, len(shared) / len(theirs)))
     if _names_retired(new, old, theirs):
         # Every name the old text gives is retired outright, and the new text says what came
@@ -303,6 +311,30 @@ def _versioned_anew(new: Features, old: Features) -> bool:
         return False
     added = {k.key for k in new.keys[:j] if not k.relation} - said
     return added <= MEASURE_STEMS and not any(k.value for k in new.keys[:j] if k.key in added)
+
+
+def _holder_changed(new: Features, old: Features) -> bool:
+    """Each text names one holder (a word with a capital, not a role word) the other lacks, and
+    says the same of the same thing otherwise; the new one says it was handed on ("took over",
+    "passed to"), or, with a word of ownership in either text, announces a change."""
+    roles = any(k.key in ROLE_STEMS for k in (*old.keys, *new.keys))
+    if not (new.handed or (roles and new.cues - old.cues)):
+        return False
+    mine, theirs = {k.key for k in new.keys}, {k.key for k in old.keys}
+
+    def holders(found: Features, other: set[str]) -> list[str]:
+        return [
+            k.key
+            for k in found.keys
+            if k.capital and k.key not in other and k.key not in ROLE_STEMS and not k.qualifier
+        ]
+
+    gone, came = holders(old, mine), holders(new, theirs)
+    if not (len(gone) == len(came) == 1):
+        return False
+    rest = {k.key for k in old.keys if not k.relation} - ROLE_STEMS - {gone[0]}
+    told = {k.key for k in new.keys if not k.relation} - ROLE_STEMS - HANDING_STEMS - {came[0]}
+    return bool(rest) and rest <= mine and told <= theirs
 
 
 def _names_retired(new: Features, old: Features, theirs: set[str]) -> bool:

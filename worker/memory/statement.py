@@ -88,6 +88,14 @@ _NEXT_WORD = re.compile(
     re.IGNORECASE,
 )
 _WORD_AFTER = re.compile(r"\s*([A-Za-z]+)")
+# Words that say a thing passed from one holder to another: "Sara took over as tech lead",
+# "the pipeline was handed over to Lucia", "ownership passed to the Infra team".
+_HANDED = re.compile(
+    r"\b(?:took|takes|taken|taking|take)\s+over\b"
+    r"|\b(?:hand(?:ed|s|ing)?|pass(?:ed|es|ing)?|transferr?(?:ed|ing|s)?|reassign(?:ed|s)?)"
+    r"\s+(?:over\s+|off\s+|back\s+)?to\b",
+    re.IGNORECASE,
+)
 # Words that say a statement adds to what holds, not that it replaces it: "... is now offered in
 # Belgium too", "the bot also posts ...", "... in Spanish as well" ("too" before a word is a degree).
 _ADDITIVE = re.compile(
@@ -108,6 +116,7 @@ class Key:
     relation: bool = False  # a verb form that only relates subject and value: "shipped to"
     unit: str = ""  # what a number measures: "%" in "80%", "second" in "30 seconds"
     scoped: bool = False  # in a phrase that says what for or of: "for the web server"
+    capital: bool = False  # written with a capital: a name, or a sentence's first word
 
 
 @dataclass(frozen=True)
@@ -135,6 +144,7 @@ class Features:
     decided: bool = False  # states a decision ("Decision: ...", "we decided ...")
     contrasted: frozenset[str] = frozenset()  # retired keys, but by a contrast: "not alembic"
     additive: bool = False  # says it adds to what holds: "also", "too", "as well"
+    handed: bool = False  # says a thing passed to another holder: "took over", "handed to"
     # contrasted keys that end their clause or give way to the new one ("not Mailgun.", "from
     # MySQL to Postgres", "stopped using Slack;"): retired outright, not "for runbooks" only
     replaced: frozenset[str] = frozenset()
@@ -210,6 +220,7 @@ def features(text: str) -> Features:
         any(word in DECISION_WORDS for word in sequence),
         contrasted,
         _ADDITIVE.search(text) is not None,
+        _HANDED.search(text) is not None,
         replaced,
     )
 
@@ -365,7 +376,8 @@ def _keys(text: str) -> _Parsed:
         value_end = match.end() if is_value else -1
         relation = key in RELATION_STEMS or lower in RELATION_FORMS
         unit = _unit(text, match.end()) if numeric and not label else ""
-        keys.append(Key(key, is_value, qualifier, before, joined, relation, unit, scoped))
+        capital = token[:1].isupper()
+        keys.append(Key(key, is_value, qualifier, before, joined, relation, unit, scoped, capital))
         clause.append(key)
         if retiring is not None:
             retiring.append(key)

@@ -102,6 +102,16 @@ PASSIVE = word_set("was were is are been be got gets")
 # Active verbs whose object is retired ("Biome replaced ESLint", "v2 supersedes the v1 client").
 REPLACING = word_set("replace replaces replaced replacing supersede supersedes superseded")
 PREPOSITIONS = word_set("to into in on onto at under")
+# Words that name who holds a thing ("Priya owns ...", "the tech lead for ...", "ownership of
+# ..."), and the verbs that hand it on ("took over", "handed over to"): neither is the subject.
+ROLE_WORDS = word_set(
+    "own owns owned owner owners ownership maintain maintains maintained maintainer maintainers "
+    "lead leads tech-lead responsible on-call oncall steward"
+)
+HANDING_WORDS = word_set(
+    "take takes took taken taking hand hands handed handing pass passes passed passing transfer "
+    "transfers transferred reassign reassigns reassigned"
+)
 # Prepositions that say what a statement is for or of ("pinned for the network stack", "coverage
 # of the billing module", "PayPal as a second option"): words after them scope the subject.
 SCOPES = word_set("for of as per")
