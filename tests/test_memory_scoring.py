@@ -214,6 +214,8 @@ def test_policy_from_settings_rejects_bad_values() -> None:
             "The search cluster is owned by the Core team",
             "Search cluster ownership moved to the Data team",
         ),
+        # "test" in "the load test" is a kind of test, not the test environment
+        ("The HTTP worker count is 6", "After the load test we set the HTTP worker count to 12"),
         # every name of the old text retired outright, the new one named or the old one unused
         (
             "Invoices are rendered with wkhtmltopdf",
@@ -371,6 +373,8 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         ),
         # a reworded slot that says what the statement is for: another subject
         ("Payments use Stripe for card checkout", "Payments now use Adyen for wallet checkout"),
+        # "in test" is the environment
+        ("The HTTP worker count is 6 in test", "The HTTP worker count is 12 in production now"),
         # a hand-over of another thing
         (
             "Lena is the tech lead for the billing app",

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import snowballstemmer
 
-from worker.memory.tags import STOP_WORDS, WORD
+from worker.memory.tags import STOP_WORDS, WORD, word_set
 from worker.memory.update_words import (
     ABBREVIATIONS,
     AUXILIARIES,
@@ -39,6 +39,8 @@ from worker.memory.update_words import (
     REVERSALS,
     SCOPES,
     SIZE_UNITS,
+    TEST_PARTS,
+    TEST_WORDS,
     TIME_UNITS,
     TIME_WORDS,
     UNIT_WORDS,
@@ -365,7 +367,8 @@ def _keys(text: str) -> _Parsed:
         region = lower in REGION_NAMES or _REGION.fullmatch(lower) is not None
         # "local" names an environment ("local dev", "runs local"), not a disk or an install
         environment = lower in ENVIRONMENTS and not (
-            lower == "local" and _NEXT_WORD.match(text, match.end()) is not None
+            (lower == "local" and _NEXT_WORD.match(text, match.end()) is not None)
+            or (lower in TEST_WORDS and _kind_of_test(before, text, match.end()))
         )
         qualifier = label or region or environment
         word = ABBREVIATIONS.get(lower, lower)
@@ -404,6 +407,16 @@ def _keys(text: str) -> _Parsed:
         frozenset(contrasted),
         frozenset(replaced),
     )
+
+
+def _kind_of_test(before: str, text: str, end: int) -> bool:
+    """ "test" that names a kind of test or a test's part, not the environment: after a word that
+    is neither a preposition nor a determiner ("the load test", "unit tests"), or before one
+    that says which part ("the test suite", "test files")."""
+    after = _WORD_AFTER.match(text, end)
+    if after is not None and text[end : end + 1] == " " and after.group(1).lower() in TEST_PARTS:
+        return True
+    return bool(before) and before not in PREPOSITIONS | DETERMINERS | word_set("and or from for")
 
 
 def _unit(text: str, end: int) -> str:

@@ -64,6 +64,12 @@ ENVIRONMENTS = word_set(
     "production prod staging stage dev development develop test tests testing qa uat local "
     "localhost ci preview sandbox demo canary beta"
 )
+# "test" names the environment in "in test", "test and prod"; a kind of test ("load test", "unit
+# tests") or a part of one ("the test suite", "test files") after or before these.
+TEST_WORDS = word_set("test tests testing")
+TEST_PARTS = word_set(
+    "suite suites case cases file files run runs runner runners fixture fixtures data coverage"
+)
 REGION_NAMES = word_set(
     "eastus eastus2 westus westus2 westus3 centralus northeurope westeurope uksouth ukwest "
     "frankfurt ireland virginia ohio oregon tokyo singapore sydney mumbai london paris emea apac "
