@@ -216,6 +216,16 @@ def test_policy_from_settings_rejects_bad_values() -> None:
         ),
         # "test" in "the load test" is a kind of test, not the test environment
         ("The HTTP worker count is 6", "After the load test we set the HTTP worker count to 12"),
+        # ", never X" where X is what the old text said instead
+        (
+            "Money is stored as floats in Postgres",
+            "Money is stored as integer cents in Postgres, never floats",
+        ),
+        # a purpose clause ("so we ...") set aside, with its negation
+        (
+            "The sync job polls every 30 seconds",
+            "The sync job polls every 5 minutes now so we don't hit the rate limit",
+        ),
         # every name of the old text retired outright, the new one named or the old one unused
         (
             "Invoices are rendered with wkhtmltopdf",
@@ -375,6 +385,11 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         ("Payments use Stripe for card checkout", "Payments now use Adyen for wallet checkout"),
         # "in test" is the environment
         ("The HTTP worker count is 6 in test", "The HTTP worker count is 12 in production now"),
+        # ", never X" of one word of the old value, for a narrower subject
+        (
+            "Money is stored as integer cents",
+            "Money in the ledger export is written as decimals, never cents",
+        ),
         # a hand-over of another thing
         (
             "Lena is the tech lead for the billing app",

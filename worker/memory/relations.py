@@ -140,6 +140,12 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
         # The same thing, another holder, the hand-over said: "Sara took over as tech lead for
         # the mobile app" of "Tom is the tech lead for the mobile app".
         return Verdict("update", _score(a, b, len(shared) / len(theirs)))
+    set_aside, instead = new.countered
+    said = {k.key for k in old.keys if not k.relation}
+    if set_aside and set_aside == said - instead and a[0] in instead and not old.negated:
+        # ", never X" where X is just what the old text said in place of the new value: "Store
+        # timestamps as UTC in the database, never local time" of "... as local time in ...".
+        return Verdict("update", _score(a, b, len(shared) / len(theirs)))
     if _names_retired(new, old, theirs):
         # Every name the old text gives is retired outright, and the new text says what came
         # instead or that it is no longer used: "Emails go out via Postmark now, not Mailgun" of

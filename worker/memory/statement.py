@@ -60,12 +60,14 @@ _ALONE = re.compile(r"\s*(?:$|[.;,!?)]|(?:to|by|with)\s)")
 # Identifiers, versions, paths and URLs stay whole: "docs/api.md", "https://api.acme.dev".
 _TOKEN = re.compile(r"[^\W_][\w./+#:~@-]*[\w+#/]|[^\W_]", re.UNICODE)
 DIGIT = re.compile(r"\d")
+# ", never X" after a statement: X is set against it, not a rule of its own.
+_COUNTER = re.compile(r",\s*never\s+", re.IGNORECASE)
 # Where one clause ends and another starts: "; " or a full stop before a capital.
 _CLAUSE = re.compile(r";\s+|(?<=[.!?])\s+(?=[A-Z])")
 # Where the reason for a statement begins ("... to port 5433 to avoid clashing with ...").
 _REASON = re.compile(
     r",?\s+(?:because|since|so that|so as to|to avoid|to prevent|in order to|as part of|due to"
-    r"|now that|which)\b",
+    r"|now that|which|so (?=(?:we|they|it|you|people|users|nobody|no one)\b))\b",
     re.IGNORECASE,
 )
 # A text that opens with its reason or occasion ("After the outage last week, ...", "Per the
@@ -147,6 +149,8 @@ class Features:
     contrasted: frozenset[str] = frozenset()  # retired keys, but by a contrast: "not alembic"
     additive: bool = False  # says it adds to what holds: "also", "too", "as well"
     handed: bool = False  # says a thing passed to another holder: "took over", "handed to"
+    # ", never X": the keys of X, and those of what the text says instead (before the comma)
+    countered: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
     # contrasted keys that end their clause or give way to the new one ("not Mailgun.", "from
     # MySQL to Postgres", "stopped using Slack;"): retired outright, not "for runbooks" only
     replaced: frozenset[str] = frozenset()
@@ -223,6 +227,7 @@ def features(text: str) -> Features:
         contrasted,
         _ADDITIVE.search(text) is not None,
         _HANDED.search(text) is not None,
+        _countered(text),
         replaced,
     )
 
@@ -407,6 +412,17 @@ def _keys(text: str) -> _Parsed:
         frozenset(contrasted),
         frozenset(replaced),
     )
+
+
+def _countered(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """ "Store timestamps as UTC, never local time": what ", never" sets aside (up to the clause's
+    end) and the keys of what comes before it; empty when the text has no such contrast."""
+    found = _COUNTER.search(text)
+    if found is None:
+        return frozenset(), frozenset()
+    rest = re.split(r"[.;,!?]", text[found.end() :], maxsplit=1)[0]
+    instead = text[: found.start()]
+    return frozenset(k.key for k in _keys(rest).keys), frozenset(k.key for k in _keys(instead).keys)
 
 
 def _kind_of_test(before: str, text: str, end: int) -> bool:
