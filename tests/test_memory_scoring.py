@@ -226,6 +226,18 @@ def test_policy_from_settings_rejects_bad_values() -> None:
             "The sync job polls every 30 seconds",
             "The sync job polls every 5 minutes now so we don't hit the rate limit",
         ),
+        # short forms as their long ones ("auth" / "authentication", "deps" / "dependencies")
+        ("Deps are vendored with pip-tools", "Dependencies are vendored with uv now"),
+        # "since we ditched X": X retired
+        (
+            "Error pages are served by Fastly",
+            "Error pages are served by Cloudflare since we ditched Fastly",
+        ),
+        # a negation reversed, with a detail
+        (
+            "Compression is disabled for the upload API",
+            "Compression is enabled for the upload API at level 6",
+        ),
         # every name of the old text retired outright, the new one named or the old one unused
         (
             "Invoices are rendered with wkhtmltopdf",
@@ -389,6 +401,15 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         (
             "Money is stored as integer cents",
             "Money in the ledger export is written as decimals, never cents",
+        ),
+        # a negation that adds an exception stays distinct; "left X alone" retires nothing
+        (
+            "Compression is enabled for the upload API",
+            "Compression is not enabled for the upload API on images",
+        ),
+        (
+            "The upload timeout is 30 seconds",
+            "We left the upload timeout alone and raised the pool to 20",
         ),
         # a hand-over of another thing
         (

@@ -232,8 +232,10 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     if new.headed and b[0] not in theirs and a[0] in mine and not (flipped or retires):
         return DISTINCT  # a narrower subject: "hotfix releases are cut ..." / "releases ..."
     if not slots:
-        if flipped and added - relations and not (new.cues - old.cues or retires):
-            return DISTINCT  # an exception, not a reversal: "does not cache authenticated GETs"
+        if new.negated and flipped and added - relations and not (new.cues - old.cues or retires):
+            # An exception, not a reversal: "does not cache authenticated GETs"; the other way
+            # round ("Caching is enabled ... with a 60 s TTL" of "... is disabled"), a reversal.
+            return DISTINCT
         # "every two weeks" -> "every week now": a value dropped, announced as a change
         changed = added or removed & valued
         if (flipped or retires or (changed and announced)) and coverage >= 0.6:

@@ -24,6 +24,7 @@ from worker.memory.update_words import (
     ENVIRONMENTS,
     FORMER,
     LABEL_NOUNS,
+    LEAVING,
     MOVE_CUES,
     NEGATIONS,
     NUMBER_WORDS,
@@ -323,6 +324,7 @@ def _keys(text: str) -> _Parsed:
             or (lower == "off" and before in MOVE_CUES)  # "moved off Grafana Cloud"
             or (lower in REPLACING and before not in PASSIVE)  # "Biome replaced ESLint"
             or (lower in USING and before in QUITTING)  # "stopped using Slack"
+            or lower in LEAVING  # "since we ditched Pingdom"
         ):
             retiring, moving = [], lower == "from"  # "not npm", "instead of black", "from Heroku"
         elif lower in ("to", "with", "into") and retiring is not None:

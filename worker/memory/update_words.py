@@ -104,6 +104,8 @@ FORMER = word_set("old legacy former previous outdated")
 # "stopped using X", "no longer use X", "quit using X": X is retired as after "instead of".
 QUITTING = word_set("stop stopped stopping quit longer")
 USING = word_set("use uses using")
+# "since we ditched Pingdom", "we left Statuspage": what follows is retired.
+LEAVING = word_set("left ditched dumped abandoned")
 PASSIVE = word_set("was were is are been be got gets")
 # Active verbs whose object is retired ("Biome replaced ESLint", "v2 supersedes the v1 client").
 REPLACING = word_set("replace replaces replaced replacing supersede supersedes superseded")
@@ -151,6 +153,21 @@ ABBREVIATIONS = {
     "k8s": "kubernetes",
     "dev": "development",
     "prod": "production",
+    "auth": "authentication",
+    "docs": "documentation",
+    "doc": "documentation",
+    "deps": "dependencies",
+    "dep": "dependency",
+    "pkg": "package",
+    "pkgs": "packages",
+    "msg": "message",
+    "msgs": "messages",
+    "img": "image",
+    "imgs": "images",
+    "infra": "infrastructure",
+    "perf": "performance",
+    "app": "application",
+    "apps": "applications",
 }
 # Units after a number belong to its value: "7 days" -> "24 hours" changes one slot, not two.
 TIME_UNITS = word_set(
