@@ -233,6 +233,8 @@ def test_policy_from_settings_rejects_bad_values() -> None:
             "Error pages are served by Fastly",
             "Error pages are served by Cloudflare since we ditched Fastly",
         ),
+        # a lower-case tool name retired outright is a name
+        ("Env files are loaded with dotenv", "We switched from dotenv to direnv"),
         # a negation reversed, with a detail
         (
             "Compression is disabled for the upload API",
@@ -411,6 +413,8 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
             "The upload timeout is 30 seconds",
             "We left the upload timeout alone and raised the pool to 20",
         ),
+        # a lower-case name retired only for one use
+        ("Env files are loaded with dotenv", "We switched from dotenv to direnv for the CLI"),
         # a hand-over of another thing
         (
             "Lena is the tech lead for the billing app",

@@ -348,19 +348,27 @@ def _holder_changed(new: Features, old: Features) -> bool:
 def _names_retired(new: Features, old: Features, theirs: set[str]) -> bool:
     """Each name of the old text (a run of joined names counts once: "HashiCorp Vault") has a
     word the new text retires outright, the old text negates nothing, and the new one names
-    something new or says the old one is no longer used."""
+    something new or says the old one is no longer used. A word the new text retires outright
+    is a name even when written in lower case ("switched from yarn to pnpm"), and what the new
+    text names instead must be announced; nothing new may be said to be for something ("for the
+    docs site"): then the old one is retired only there."""
+    gone = new.replaced - old.retired
     runs: list[set[str]] = []
     for k in old.keys:
-        if not k.value or DIGIT.search(k.key):
+        if not (k.value or k.key in gone) or DIGIT.search(k.key):
             continue
         if k.joined and runs:
             runs[-1].add(k.key)
         else:
             runs.append({k.key})
-    gone = new.replaced - old.retired
     if not runs or old.negated or not all(run & gone for run in runs):
         return False
-    return new.negated or bool({k.key for k in new.keys if k.value} - theirs)
+    fresh = [k for k in new.keys if k.key not in theirs]
+    if any(k.scoped for k in fresh):
+        return False
+    if new.negated or any(k.value for k in fresh):
+        return True
+    return bool(fresh and new.cues - old.cues)
 
 
 def _reworded(new: Features, old: Features, slots: list[tuple[list[str], list[str]]]) -> bool:
