@@ -127,3 +127,13 @@ def test_a_hand_over_to_another_holder_updates(store: Store, settings: Settings)
     new = put(store, settings, "Mei took over the desktop release process.")
     assert new.superseded == [desktop["id"]]
     assert mobile["id"] not in new.superseded
+
+
+def test_a_holder_dated_anew_updates(store: Store, settings: Settings) -> None:
+    """'since ...' says when the new holder's state began: with a word of ownership, a change,
+    even with no value or cue word to make the save a candidate otherwise."""
+    old = put(store, settings, "Joao owns the release checklist.").row
+    other = put(store, settings, "Joao owns the incident checklist.").row
+    new = put(store, settings, "Mira owns the release checklist since the offsite.")
+    assert new.superseded == [old["id"]]
+    assert other["id"] not in new.superseded

@@ -177,9 +177,14 @@ def _detect_supersession(
         return
     mine = features(item["content"])
     if not (
-        mine.negated or mine.cues or mine.contrast or mine.handed or any(k.value for k in mine.keys)
+        mine.negated
+        or mine.cues
+        or mine.contrast
+        or mine.handed
+        or mine.dated
+        or any(k.value for k in mine.keys)
     ):
-        return  # nothing that could replace a value: no value, negation, change or hand-over
+        return  # nothing that could replace a value: no value, negation, change, hand-over or date
     created = int(item.get("created_at_ms") or now_ms())
     scored: list[tuple[float, bool, Row]] = []
     rows = memories.text_candidates(conn, project_id, search_terms(mine), exclude_id=memory_id)

@@ -19,6 +19,7 @@ true fact, a missed one leaves two versions side by side: in doubt, the rule say
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import re
@@ -89,7 +90,10 @@ def judge(new: Features, old: Features, min_similarity: float = 0.5) -> Verdict:
     for text, cut, reason_only in new.fragments:
         if reason_only and cut & said:
             continue  # what was cut speaks of the old text's subject: not only a reason
-        alone = _judge(_clause_features(text), old, min_similarity)
+        part = _clause_features(text)
+        if new.dated and not part.dated:
+            part = dataclasses.replace(part, dated=True)  # "..., since the reorg": still dated
+        alone = _judge(part, old, min_similarity)
         if alone.kind == "update":
             return alone
     return verdict
@@ -324,9 +328,10 @@ def _versioned_anew(new: Features, old: Features) -> bool:
 def _holder_changed(new: Features, old: Features) -> bool:
     """Each text names one holder (a word with a capital, not a role word) the other lacks, and
     says the same of the same thing otherwise; the new one says it was handed on ("took over",
-    "passed to"), or, with a word of ownership in either text, announces a change."""
+    "passed to"), or, with a word of ownership in either text, announces a change or says since
+    when it holds ("since the reorg")."""
     roles = any(k.key in ROLE_STEMS for k in (*old.keys, *new.keys))
-    if not (new.handed or (roles and new.cues - old.cues)):
+    if not (new.handed or (roles and (new.cues - old.cues or new.dated))):
         return False
     mine, theirs = {k.key for k in new.keys}, {k.key for k in old.keys}
 

@@ -68,7 +68,7 @@ _CLAUSE = re.compile(r";\s+|(?<=[.!?])\s+(?=[A-Z])")
 # Where the reason for a statement begins ("... to port 5433 to avoid clashing with ...").
 _REASON = re.compile(
     r",?\s+(?:because|since|so that|so as to|to avoid|to prevent|in order to|as part of|due to"
-    r"|now that|which|so (?=(?:we|they|it|you|people|users|nobody|no one)\b))\b",
+    r"|now that|which|as of|so (?=(?:we|they|it|you|people|users|nobody|no one)\b))\b",
     re.IGNORECASE,
 )
 # A text that opens with its reason or occasion ("After the outage last week, ...", "Per the
@@ -101,6 +101,9 @@ _HANDED = re.compile(
     r"\s+(?:over\s+|off\s+|back\s+)?to\b",
     re.IGNORECASE,
 )
+# Words that say since when a statement holds ("since the reorg", "as of this sprint", "starting
+# Monday"): a state that began, so a change (of a holder, see relations._holder_changed).
+_DATED = re.compile(r"\b(?:since|as of|starting|effective)\b", re.IGNORECASE)
 # Words that say a statement adds to what holds, not that it replaces it: "... is now offered in
 # Belgium too", "the bot also posts ...", "... in Spanish as well" ("too" before a word is a degree).
 _ADDITIVE = re.compile(
@@ -150,6 +153,7 @@ class Features:
     contrasted: frozenset[str] = frozenset()  # retired keys, but by a contrast: "not alembic"
     additive: bool = False  # says it adds to what holds: "also", "too", "as well"
     handed: bool = False  # says a thing passed to another holder: "took over", "handed to"
+    dated: bool = False  # says since when it holds: "since the reorg", "as of March"
     # ", never X": the keys of X, and those of what the text says instead (before the comma)
     countered: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
     # contrasted keys that end their clause or give way to the new one ("not Mailgun.", "from
@@ -228,6 +232,7 @@ def features(text: str) -> Features:
         contrasted,
         _ADDITIVE.search(text) is not None,
         _HANDED.search(text) is not None,
+        _DATED.search(text) is not None,
         _countered(text),
         replaced,
     )
