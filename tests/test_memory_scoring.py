@@ -235,6 +235,15 @@ def test_policy_from_settings_rejects_bad_values() -> None:
         ),
         # a lower-case tool name retired outright is a name
         ("Env files are loaded with dotenv", "We switched from dotenv to direnv"),
+        # a decision reversed "after all"; an image tag bumped, said where it is set
+        (
+            "Decided to keep cron and not move to Airflow",
+            "We're moving the cron jobs to Airflow after all",
+        ),
+        (
+            "The Dockerfile starts from node:18-bullseye",
+            "Base image in the Dockerfile bumped to node:20-bullseye",
+        ),
         # a negation reversed, with a detail
         (
             "Compression is disabled for the upload API",
@@ -415,6 +424,11 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         ),
         # a lower-case name retired only for one use
         ("Env files are loaded with dotenv", "We switched from dotenv to direnv for the CLI"),
+        # the same image family for another image
+        (
+            "The API image builds from python:3.11-slim",
+            "The worker image now builds from python:3.12-slim",
+        ),
         # a hand-over of another thing
         (
             "Lena is the tech lead for the billing app",

@@ -322,7 +322,11 @@ def _versioned_anew(new: Features, old: Features) -> bool:
     elif head not in named:
         return False
     added = {k.key for k in new.keys[:j] if not k.relation} - said
-    return added <= MEASURE_STEMS and not any(k.value for k in new.keys[:j] if k.key in added)
+    if any(k.value for k in new.keys[:j] if k.key in added):
+        return False
+    # One token alike but for its digits names the thing itself ("python:3.12-slim"): words
+    # before it may only say where it is set ("Base image in the Dockerfile updated to ...").
+    return glued or added <= MEASURE_STEMS
 
 
 def _holder_changed(new: Features, old: Features) -> bool:

@@ -82,7 +82,8 @@ _OPENS_WITH_REASON = re.compile(
 # A label that says a decision changed: "Decision changed: ...", "Policy update: ...".
 _CHANGED_DECISION = re.compile(
     r"\s*(?:decision|policy)\s+(?:changed|change|updated|update|revised|revisited)\b"
-    r"|.*\b(?:changed|change)\s+(?:our|my)\s+minds?\b|.*\bchange\s+of\s+plans?\b",
+    r"|.*\b(?:changed|change)\s+(?:our|my)\s+minds?\b|.*\bchange\s+of\s+plans?\b"
+    r"|.*\b(?:after all|on second thought|scratch that)\b",
     re.IGNORECASE,
 )
 _COORDINATED = re.compile(r",\s+(?:and|but|so)\s+", re.IGNORECASE)
