@@ -429,6 +429,11 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
             "The API image builds from python:3.11-slim",
             "The worker image now builds from python:3.12-slim",
         ),
+        # another thing it is for, whatever else changed: final, for the vector path too
+        (
+            "Retries are turned off for the order webhook",
+            "Retries are enabled for the refund webhook, at most 4",
+        ),
         # a hand-over of another thing
         (
             "Lena is the tech lead for the billing app",

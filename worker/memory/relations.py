@@ -182,6 +182,11 @@ def _judge(new: Features, old: Features, min_similarity: float) -> Verdict:
     joined = {k.key for k in (*old.keys, *new.keys) if k.joined}
     relations = {k.key for k in (*old.keys, *new.keys) if k.relation}
     slots = _slots(a, b, theirs, mine, valued, joined, relations)
+    scoped = {k.key for k in (*old.keys, *new.keys) if k.scoped}
+    if any(set(gone) & scoped - valued and set(came) & scoped - valued for gone, came in slots):
+        return (
+            DISTINCT  # what it is for differs: "for the payment webhook" / "for the shipping ..."
+        )
     bumped = [slot for slot in slots if _bumped(new, old, a, b, slot)]
     if len(slots) == 2 and bumped:
         # "Next.js 13 with the pages router" -> "upgraded to Next.js 14 with the app router"
