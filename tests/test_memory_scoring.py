@@ -244,6 +244,8 @@ def test_policy_from_settings_rejects_bad_values() -> None:
             "The Dockerfile starts from node:18-bullseye",
             "Base image in the Dockerfile bumped to node:20-bullseye",
         ),
+        # a version in a "we ..." statement (its first key a verb)
+        ("We stay on Vite 4 because a plugin broke", "We're on Vite 5 now, the plugin was fixed"),
         # a negation reversed, with a detail
         (
             "Compression is disabled for the upload API",
@@ -434,6 +436,8 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
             "Retries are turned off for the order webhook",
             "Retries are enabled for the refund webhook, at most 4",
         ),
+        # in a "we ..." statement the reworded word may be the subject
+        ("We build the docs with Hugo 0.110", "We build the blog with Hugo 0.121 now"),
         # a hand-over of another thing
         (
             "Lena is the tech lead for the billing app",

@@ -111,9 +111,9 @@ def test_extra2_pairs_by_their_words(store: Store, settings: Settings) -> None:
 def test_extra3_pairs_by_their_words(store: Store, settings: Settings) -> None:
     """The fifth dev set (tests/data/supersession-pairs-extra3.json), written for the categories
     the kept-apart sets missed and scored before the rule changed (11/20 caught, 5/20 wrong then),
-    kept at what the rule reaches: 38/44, none wrong."""
+    kept at what the rule reaches: 39/45, none wrong."""
     extra3 = load_pairs("extra3")
     labels = [p["label"] for p in extra3]
     assert len(extra3) >= 80 and labels.count("update") == labels.count("distinct")
     result = score(store, settings, extra3, run="extra3")
-    assert result.caught >= 38 and result.wrong == 0, result.line("extra3, words only")
+    assert result.caught >= 39 and result.wrong == 0, result.line("extra3, words only")

@@ -324,8 +324,8 @@ def _versioned_anew(new: Features, old: Features) -> bool:
         words = {k.key for k in old.keys if not k.value and not k.relation}
         if not words <= named:
             return False
-    elif head not in named:
-        return False
+    elif head not in named and old.words[:1] != ("we",):
+        return False  # (after "we" the first key is a verb: "We stay on eslint 8 ...")
     added = {k.key for k in new.keys[:j] if not k.relation} - said
     if any(k.value for k in new.keys[:j] if k.key in added):
         return False
@@ -403,6 +403,8 @@ def _reworded(new: Features, old: Features, slots: list[tuple[list[str], list[st
         return False  # a name for a number ("the Jenkins UI" / "two approvals"): no value's twin
     if set(words) & MEASURE_STEMS:
         return False  # another measure of the subject: "timeout" / "retry delay"
+    if old.words[:1] == ("we",):
+        return False  # after "we" the first key is a verb: the subject may be what was reworded
     return not set(words) & scoped and old.keys[0].key in {k.key for k in new.keys}
 
 
