@@ -380,6 +380,15 @@ def _names_retired(new: Features, old: Features, theirs: set[str]) -> bool:
     fresh = [k for k in new.keys if k.key not in theirs]
     if any(k.scoped for k in fresh):
         return False
+    mine = {k.key for k in new.keys}
+    if (
+        new.headed
+        and new.words[:1] != old.words[:1]
+        and new.words[0] not in DETERMINERS
+        and new.keys[0].key not in theirs
+        and old.keys[0].key not in mine
+    ):
+        return False  # a subject of its own, the old one not named: "Helm charts moved from GHCR"
     if new.negated or any(k.value for k in fresh):
         return True
     return bool(fresh and new.cues - old.cues)
