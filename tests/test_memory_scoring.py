@@ -440,6 +440,11 @@ def test_supersession_detects_changed_values(old: str, new: str) -> None:
         ("We build the docs with Hugo 0.110", "We build the blog with Hugo 0.121 now"),
         # a name retired by a text with a subject of its own, the old subject not named
         ("Docker images are pushed to GHCR", "Helm charts moved from GHCR to ChartMuseum"),
+        # a reworded slot with more words than it replaced names a part or another thing
+        (
+            "The report page refreshes every 10 seconds",
+            "The report page's export job now runs every 5 minutes",
+        ),
         # a hand-over of another thing
         (
             "Lena is the tech lead for the billing app",

@@ -405,7 +405,10 @@ def _reworded(new: Features, old: Features, slots: list[tuple[list[str], list[st
     )
     if kinds != [(False, False), (True, True)]:
         return False
-    words = next(gone + came for gone, came in slots if not set(gone + came) & valued)
+    said, told = next(slot for slot in slots if not set(slot[0] + slot[1]) & valued)
+    if len(told) > len(said):
+        return False  # more words than it replaced: a part or another thing ("its export job")
+    words = said + told
     gone, came = next(slot for slot in slots if set(slot[0] + slot[1]) & valued)
     numeric = {k.key for k in (*old.keys, *new.keys) if k.value and k.unit == "" and _number(k)}
     if any(w in numeric for w in gone) != any(w in numeric for w in came):
