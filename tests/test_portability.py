@@ -21,7 +21,9 @@ from worker.app import create_app
 from worker.ops.import_rows import row_check
 from worker.settings import Settings, load_settings
 from worker.store import Store, portability
+from worker.store.db import SqliteDb, as_db
 from worker.store.errors import InvalidValue, RowConflict
+from worker.store.pg import PgStore
 
 ROOT = "/home/dev/api"
 
@@ -95,7 +97,7 @@ def _raw_rows(conn: sqlite3.Connection) -> None:
 
 
 def table_dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
-    conn = sqlite3.connect(path)
+    conn = sqlite3.connect(path, factory=SqliteDb)
     conn.row_factory = sqlite3.Row
     try:
         out = {}
@@ -204,33 +206,61 @@ def _import(settings: Settings, lines: list[str], mode: Any = "fail") -> portabi
         store.close()
 
 
-def _set_title(settings: Settings, title: str) -> None:
-    store = Store(settings.db_path)
-    store.open()
-    try:
-        store.write_sync(
-            lambda c: c.execute("UPDATE observations SET title = ? WHERE id = 1", (title,))
-        )
-    finally:
-        store.close()
+def _set_title(store: Store | PgStore, title: str) -> None:
+    store.write_sync(
+        lambda c: c.execute("UPDATE observations SET title = ? WHERE id = 1", (title,))
+    )
 
 
-def test_conflicts_fail_skip_replace(client: TestClient, settings: Settings) -> None:
+def _import_into(
+    store: Store | PgStore, settings: Settings, lines: list[str], mode: Any = "fail"
+) -> portability.ImportResult:
+    return store.write_sync(
+        lambda c: portability.import_lines(c, lines, check=row_check(settings), on_conflict=mode)
+    )
+
+
+def _dump(store: Store | PgStore) -> list[str]:
+    """The store's rows as export lines (the header left out)."""
+    out: list[str] = []
+    store.read_sync(lambda c: portability.export_to(c, out.append, version="t"))
+    return portability.split_lines("".join(out))[1:]
+
+
+# Tables PostgreSQL does not hold yet (their store modules are ported apart: relations, context
+# injections): left out of the exports these tests move into PostgreSQL.
+NOT_YET_ON_POSTGRES = ("memory_relations", "context_injections")
+
+
+def _portable(lines: list[str]) -> list[str]:
+    return [lines[0]] + [
+        line for line in lines[1:] if json.loads(line)["table"] not in NOT_YET_ON_POSTGRES
+    ]
+
+
+def test_conflicts_fail_skip_replace(
+    client: TestClient, settings: Settings, backend_store: Store | PgStore
+) -> None:
+    """An export imported again into a database holding it (the same SQLite home, or the
+    PostgreSQL database it was first imported into) changes nothing, and a row changed since
+    is a conflict."""
     populate(client, settings)
-    lines = _export_text(settings)
-    original = table_dump(settings.db_path)
-    _set_title(settings, "changed locally")
-    changed = table_dump(settings.db_path)
+    lines = _portable(_export_text(settings))
+    _import_into(backend_store, settings, lines)
+    original = _dump(backend_store)
+    _set_title(backend_store, "changed locally")
+    changed = _dump(backend_store)
+    assert changed != original
     with pytest.raises(RowConflict) as err:
-        _import(settings, lines)
+        _import_into(backend_store, settings, lines)
     assert "observations" in err.value.message and "differs" in err.value.message
-    assert table_dump(settings.db_path) == changed  # nothing written
-    skipped = _import(settings, lines, "skip")
+    assert _dump(backend_store) == changed  # nothing written
+    skipped = _import_into(backend_store, settings, lines, "skip")
     assert skipped.skipped == 1 and skipped.inserted == 0
-    assert table_dump(settings.db_path) == changed
-    replaced = _import(settings, lines, "replace")
+    assert _dump(backend_store) == changed
+    replaced = _import_into(backend_store, settings, lines, "replace")
     assert replaced.replaced == 1
-    assert table_dump(settings.db_path) == original
+    assert _dump(backend_store) == original
 
 
 def test_replace_never_revives_a_superseded_memory(client: TestClient, settings: Settings) -> None:
@@ -265,9 +295,17 @@ def test_unique_clash_is_a_conflict(client: TestClient, settings: Settings, tmp_
     assert "UNIQUE" in err.value.message
 
 
-def _header(store: Store) -> str:
+def _header(store: Store | PgStore, *, newer: bool = False) -> str:
     versions = store.read_sync(portability.applied_migrations)
-    return json.dumps({"format": "cairn-export", "version": 1, "migrations": versions})
+    backend = store.read_sync(lambda c: as_db(c).dialect.name)
+    return json.dumps(
+        {
+            "format": "cairn-export",
+            "version": 1,
+            "backend": backend,
+            "migrations": versions + [999] * newer,
+        }
+    )
 
 
 @pytest.mark.parametrize(
@@ -276,7 +314,7 @@ def _header(store: Store) -> str:
         ([], "the import is empty"),
         (['{"table": "projects", "row": {}}'], "not a Cairn export header"),
         (['{"format": "cairn-export", "version": 9}'], "format version 9"),
-        (['{"format": "cairn-export", "version": 1, "migrations": [1, 999]}'], "newer Cairn"),
+        (["NEWER"], "newer Cairn"),
         (["HEADER", "{nope"], "line 2: not valid JSON"),
         (["HEADER", '{"table": "nope", "row": {}}'], "line 2: unknown table 'nope'"),
         (["HEADER", '{"table": "kv", "row": {"key": "a", "bad": 1}}'], "no column 'bad'"),
@@ -293,21 +331,15 @@ def _header(store: Store) -> str:
     ],
 )
 def test_bad_imports_are_rejected_precisely(
-    settings: Settings, lines: list[str], message: str
+    settings: Settings, backend_store: Store | PgStore, lines: list[str], message: str
 ) -> None:
-    store = Store(settings.db_path)
-    store.open()
-    try:
-        header = _header(store)
-        real = [header if line == "HEADER" else line for line in lines]
-        with pytest.raises(InvalidValue) as err:
-            store.write_sync(lambda c: portability.import_lines(c, real, check=row_check(settings)))
-        assert message in err.value.message
-        assert (
-            store.read_sync(lambda c: c.execute("SELECT COUNT(*) FROM prompts").fetchone()[0]) == 0
-        )
-    finally:
-        store.close()
+    store = backend_store
+    header, newer = _header(store), _header(store, newer=True)
+    real = [{"HEADER": header, "NEWER": newer}.get(line, line) for line in lines]
+    with pytest.raises(InvalidValue) as err:
+        store.write_sync(lambda c: portability.import_lines(c, real, check=row_check(settings)))
+    assert message in err.value.message
+    assert store.read_sync(lambda c: c.execute("SELECT COUNT(*) FROM prompts").fetchone()[0]) == 0
 
 
 def test_import_api_errors(client: TestClient) -> None:
@@ -482,3 +514,58 @@ def test_rows_never_point_forward_so_chunked_imports_work(
         r = other_client.post("/api/import", content=f"{lines[0]}\n{line}\n".encode())
         assert r.status_code == 201, r.text
     assert table_dump(other.db_path) == table_dump(settings.db_path)
+
+
+@pytest.mark.postgres
+def test_round_trip_sqlite_postgres_sqlite(
+    client: TestClient, settings: Settings, pg_url: str, tmp_path: Path
+) -> None:
+    """A SQLite home exported, imported into PostgreSQL, exported from there and imported into
+    a new SQLite home: the same rows at every step (ids kept), each import idempotent."""
+    populate(client, settings)
+    lines = _portable(_export_text(settings))
+    team = PgStore(pg_url)
+    team.open()
+    try:
+        first = _import_into(team, settings, lines)
+        assert first.inserted == len(lines) - 1 and first.unchanged == 0
+        again = _import_into(team, settings, lines)
+        assert again.inserted == 0 and again.unchanged == len(lines) - 1
+        out: list[str] = []
+        team.read_sync(lambda c: portability.export_to(c, out.append, version="t"))
+        from_pg = portability.split_lines("".join(out))
+        # The keyword words PostgreSQL's writer fills were filled for the imported rows.
+        found = team.read_sync(
+            lambda c: c.execute(
+                "SELECT COUNT(*) FROM observations "
+                "WHERE search_vector @@ plainto_tsquery('english', 'limits')"
+            ).fetchone()[0]
+        )
+        new_ids = team.write_sync(
+            lambda c: c.insert(
+                "INSERT INTO projects(key, name, created_at) VALUES ('k', 'k', 1)", ()
+            )
+        )
+    finally:
+        team.close()
+    assert found == 1
+    assert (
+        new_ids
+        > max(  # the identity sequence moved past the imported ids
+            json.loads(line)["row"]["id"] for line in lines[1:] if '"table":"projects"' in line
+        )
+    )
+    header = json.loads(from_pg[0])
+    assert header["backend"] == "postgres" and header["rows"] == len(from_pg) - 1
+    assert from_pg[1:] == lines[1:]
+
+    back = load_settings(home=tmp_path / "back-home")
+    home = Store(back.db_path)
+    home.open()
+    try:
+        result = _import_into(home, back, from_pg)
+        assert result.inserted == len(lines) - 1
+        assert _import_into(home, back, from_pg).inserted == 0
+        assert _dump(home) == lines[1:]
+    finally:
+        home.close()

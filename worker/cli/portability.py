@@ -197,8 +197,9 @@ def _worker_up(settings: Settings) -> bool:
 def _check_all(settings: Settings, lines: list[str], check: portability.RowCheck) -> None:
     """Every line checked against the database's tables (read-only: the worker owns writes)."""
     from worker.store import portability
+    from worker.store.db import SqliteDb
 
-    conn = sqlite3.connect(f"{settings.db_path.as_uri()}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"{settings.db_path.as_uri()}?mode=ro", uri=True, factory=SqliteDb)
     conn.row_factory = sqlite3.Row
     try:
         portability.check_lines(conn, lines, check=check)

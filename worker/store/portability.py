@@ -6,6 +6,15 @@ Export format, one JSON object per line:
   then:   {"table": "<name>", "row": {"<column>": value, ...}}   (BLOBs as {"$b64": "..."})
 Tables come parents first (foreign keys), rows in primary-key order, so the same database always
 exports to the same lines. FTS indexes are not exported: the triggers rebuild them on import.
+
+Across backends: the header says which database wrote it ("backend": "sqlite" or "postgres";
+an export without it is SQLite's). The two databases number their schema steps apart, so
+`migrations` is compared only between exports and databases of one backend; across them, a row
+whose table or column the database lacks is refused naming its line. Rows keep their ids (the
+identity sequence is moved past them on PostgreSQL), so an export from SQLite imported into an
+empty PostgreSQL database and exported back gives the same rows; the columns PostgreSQL's writer
+fills (keyword index words, pgvector's copy of a vector) are filled again on import, never
+exported (store/catalog.py).
 """
 
 from __future__ import annotations
@@ -23,37 +32,20 @@ from typing import Any, Literal
 
 from worker.clock import now_ms, to_iso
 from worker.home import ensure_private_dir
+from worker.store.catalog import TableInfo, applied_migrations, catalog, quote, tables
+from worker.store.db import AnyDb, Db, Row, as_db, same_value
 from worker.store.errors import InvalidValue, RowConflict
+from worker.store.writer_filled import fill_derived
+
+__all__ = ["TableInfo", "applied_migrations", "tables"]  # where the import's row checks read them
 
 FORMAT = "cairn-export"
 FORMAT_VERSION = 1
-# Tables that describe the database itself (index_switch is the insert code's trigger switch),
-# or that triggers derive from other rows (file_writes is rebuilt from observations as they are
-# imported; search_changes logs keyword index writes for the in-memory index; project_activity,
-# the days each project was worked on, is rebuilt from the dated rows as they are imported),
-# rather than hold data.
-SKIPPED_TABLES = frozenset(
-    {"schema_migrations", "index_switch", "file_writes", "search_changes", "project_activity"}
-)
-# Derived from other rows (triggers drop a vector when its item changes): imported last.
-LAST_TABLES = ("embeddings",)
 ITEM_TABLES = {"observations": "observation", "memories": "memory", "prompts": "prompt"}
 ITEM_TABLES_SUMMARY = "summaries"
 
 OnConflict = Literal["fail", "skip", "replace"]
 Progress = Callable[[int, int], None]
-
-
-@dataclass
-class TableInfo:
-    name: str
-    columns: list[str]
-    key: list[str]  # primary-key columns (empty: compare whole rows)
-    # (column, referenced column) of a foreign key to the table itself, e.g. superseded_by -> id
-    self_ref: tuple[str, str] | None = None
-    # Declared type (upper case, '' when none) and NOT NULL columns, for the row checks.
-    types: dict[str, str] = field(default_factory=dict)
-    not_null: frozenset[str] = frozenset()
 
 
 # Checks one parsed row of a table before it is written; raises InvalidValue naming the column.
@@ -89,56 +81,6 @@ class ImportResult:
         }
 
 
-# ---------------------------------------------------------------------------- schema discovery
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def tables(conn: sqlite3.Connection) -> list[TableInfo]:
-    """Ordinary data tables (no FTS/virtual or their shadow tables), parents before children."""
-    rows = conn.execute(
-        "SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name"
-    ).fetchall()
-    virtual = [r["name"] for r in rows if (r["sql"] or "").upper().startswith("CREATE VIRTUAL")]
-    names = [
-        r["name"]
-        for r in rows
-        if not r["name"].startswith("sqlite_")
-        and r["name"] not in SKIPPED_TABLES
-        and r["name"] not in virtual
-        and not any(r["name"].startswith(v + "_") for v in virtual)
-    ]
-    parents: dict[str, set[str]] = {}
-    infos: dict[str, TableInfo] = {}
-    for name in names:
-        cols = conn.execute(f"PRAGMA table_info({_quote(name)})").fetchall()
-        key = [c["name"] for c in sorted(cols, key=lambda c: c["pk"]) if c["pk"] > 0]
-        fks = conn.execute(f"PRAGMA foreign_key_list({_quote(name)})").fetchall()
-        own = [fk for fk in fks if fk["table"] == name and fk["to"]]
-        self_ref = (str(own[0]["from"]), str(own[0]["to"])) if len(own) == 1 else None
-        infos[name] = TableInfo(
-            name,
-            [c["name"] for c in cols],
-            key,
-            self_ref,
-            types={c["name"]: str(c["type"] or "").upper() for c in cols},
-            not_null=frozenset(c["name"] for c in cols if c["notnull"] or c["pk"]),
-        )
-        parents[name] = {fk["table"] for fk in fks if fk["table"] != name and fk["table"] in names}
-    ordered: list[str] = []
-    pending = sorted(names)
-    while pending:
-        ready = [n for n in pending if parents[n] <= set(ordered)] or pending[:1]
-        ordered.extend(ready)
-        pending = [n for n in pending if n not in ready]
-    ordered.sort(key=lambda n: n in LAST_TABLES)  # stable: keeps parents-first otherwise
-    return [infos[n] for n in ordered]
-
-
-def applied_migrations(conn: sqlite3.Connection) -> list[int]:
-    return [int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations ORDER BY 1")]
-
-
 # ---------------------------------------------------------------------------- export
 def _encode(value: Any) -> Any:
     if isinstance(value, bytes):
@@ -160,13 +102,12 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-def export_lines(
-    conn: sqlite3.Connection, *, version: str, progress: Progress | None = None
-) -> Iterator[str]:
+def export_lines(conn: AnyDb, *, version: str, progress: Progress | None = None) -> Iterator[str]:
     """The export, line by line (no newline). Run it inside one read transaction (see export_to)."""
-    infos = tables(conn)
+    db = as_db(conn)
+    infos = tables(db)
     counts = {
-        t.name: int(conn.execute(f"SELECT COUNT(*) FROM {_quote(t.name)}").fetchone()[0])
+        t.name: int(db.execute(f"SELECT COUNT(*) FROM {quote(t.name)}").fetchone()[0])
         for t in infos
     }
     total = sum(counts.values())
@@ -175,18 +116,17 @@ def export_lines(
             "format": FORMAT,
             "version": FORMAT_VERSION,
             "cairn": version,
+            "backend": db.dialect.name,
             "exported_at": to_iso(now_ms()),
-            "migrations": applied_migrations(conn),
+            "migrations": applied_migrations(db),
             "tables": counts,
             "rows": total,
         }
     )
     done = 0
     for info in infos:
-        cursor = conn.execute(_select_in_order(info))
-        columns = [d[0] for d in cursor.description]
-        for row in cursor:
-            values = {c: _encode(v) for c, v in zip(columns, row, strict=True)}
+        for row in db.execute(_select_in_order(db, info)):
+            values = {c: _encode(v) for c, v in zip(info.columns, row, strict=True)}
             yield _dumps({"table": info.name, "row": values})
             done += 1
             if progress is not None and (done % 500 == 0 or done == total):
@@ -198,41 +138,47 @@ def export_lines(
 MAX_CHAIN_DEPTH = 10_000
 
 
-def _select_in_order(info: TableInfo) -> str:
+def _select_in_order(db: Db, info: TableInfo) -> str:
     """Rows in primary-key order; with a self reference (a memory superseded by another), every
     row after the row it points to, so an import sent in chunks never points forward."""
-    table = _quote(info.name)
-    order = ", ".join(f"t.{_quote(c)}" for c in info.key) if info.key else "t.rowid"
+    table = quote(info.name)
+    columns = ", ".join(f"t.{quote(c)}" for c in info.columns)
+    keys = info.key or [catalog(db).insertion_order("t") or "", *info.columns]
+    order = ", ".join(k if k.startswith("t.") else f"t.{quote(k)}" for k in keys if k)
     if info.self_ref is None:
-        return f"SELECT t.* FROM {table} t ORDER BY {order}"
-    ref, to = (_quote(c) for c in info.self_ref)
+        return f"SELECT {columns} FROM {table} t ORDER BY {order}"
+    ref, to = (quote(c) for c in info.self_ref)
     return (
         f"WITH RECURSIVE chain(k, depth) AS ("
         f"SELECT {to}, 0 FROM {table} WHERE {ref} IS NULL "
         f"OR {ref} NOT IN (SELECT {to} FROM {table} WHERE {to} IS NOT NULL) "
         f"UNION ALL SELECT c.{to}, chain.depth + 1 FROM {table} c JOIN chain "
-        f"ON c.{ref} = chain.k AND c.{ref} IS NOT c.{to} WHERE chain.depth < {MAX_CHAIN_DEPTH}) "
-        f"SELECT t.* FROM {table} t LEFT JOIN (SELECT k, MIN(depth) AS depth FROM chain GROUP BY k)"
-        f" d ON d.k = t.{to} ORDER BY COALESCE(d.depth, {MAX_CHAIN_DEPTH + 1}), {order}"
+        f"ON c.{ref} = chain.k AND c.{ref} <> c.{to} WHERE chain.depth < {MAX_CHAIN_DEPTH}) "
+        f"SELECT {columns} FROM {table} t LEFT JOIN (SELECT k, MIN(depth) AS depth FROM chain "
+        f"GROUP BY k) d ON d.k = t.{to} ORDER BY COALESCE(d.depth, {MAX_CHAIN_DEPTH + 1}), {order}"
     )
 
 
 def export_to(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     write: Callable[[str], Any],
     *,
     version: str,
     progress: Progress | None = None,
 ) -> int:
-    """Write the export through `write` (one call per line, with newline) from one snapshot."""
+    """Write the export through `write` (one call per line, with newline) from one snapshot
+    (inside a store's read: `Store.read_sync` or `PgStore.read_sync`)."""
+    db = as_db(conn)
+    cat = catalog(db)
     lines = 0
-    conn.execute("BEGIN")  # a read transaction: every table from the same snapshot
+    db.execute(cat.SNAPSHOT_BEGIN)  # every table from the same snapshot
     try:
-        for line in export_lines(conn, version=version, progress=progress):
+        for line in export_lines(db, version=version, progress=progress):
             write(line + "\n")
             lines += 1
     finally:
-        conn.execute("COMMIT")
+        if cat.SNAPSHOT_END:
+            db.execute(cat.SNAPSHOT_END)
     return lines
 
 
@@ -262,11 +208,13 @@ def _header(line: str) -> dict[str, Any]:
     return header
 
 
-def _check_schema(conn: sqlite3.Connection, header: dict[str, Any]) -> None:
+def _check_schema(db: Db, header: dict[str, Any]) -> None:
     wanted = header.get("migrations")
     if not isinstance(wanted, list) or not all(isinstance(v, int) for v in wanted):
         raise InvalidValue("the export header lists no schema migrations", field="body")
-    missing = sorted(set(wanted) - set(applied_migrations(conn)))
+    if header.get("backend", "sqlite") != db.dialect.name:
+        return  # steps numbered apart: each row's table and columns are checked instead
+    missing = sorted(set(wanted) - set(applied_migrations(db)))
     if missing:
         raise InvalidValue(
             f"the export comes from a newer Cairn {header.get('cairn', '?')} (schema steps "
@@ -280,7 +228,7 @@ def _reject_constant(name: str) -> Any:
 
 
 def _parse_row(
-    number: int, line: str, infos: dict[str, TableInfo], check: RowCheck
+    number: int, line: str, infos: dict[str, TableInfo], check: RowCheck, elsewhere: str
 ) -> tuple[TableInfo, dict[str, Any]]:
     try:
         item = json.loads(line, parse_constant=_reject_constant)
@@ -293,12 +241,13 @@ def _parse_row(
     name = item.get("table")
     info = infos.get(name) if isinstance(name, str) else None
     if info is None:
-        raise InvalidValue(f"line {number}: unknown table {name!r}", field="body")
+        raise InvalidValue(f"line {number}: unknown table {name!r}{elsewhere}", field="body")
     row: dict[str, Any] = {}
     for column, value in item["row"].items():
         if column not in info.columns:
             raise InvalidValue(
-                f"line {number}: table {info.name!r} has no column {column!r}", field="body"
+                f"line {number}: table {info.name!r} has no column {column!r}{elsewhere}",
+                field="body",
             )
         try:
             row[column] = _decode(value)
@@ -318,24 +267,26 @@ def _parse_row(
     return info, row
 
 
-def _existing(conn: sqlite3.Connection, info: TableInfo, row: dict[str, Any]) -> sqlite3.Row | None:
+def _existing(db: Db, info: TableInfo, row: dict[str, Any]) -> Row | None:
     keys = info.key or list(row)
-    where = " AND ".join(f"{_quote(k)} IS ?" for k in keys)
-    found: sqlite3.Row | None = conn.execute(
-        f"SELECT * FROM {_quote(info.name)} WHERE {where}", [row.get(k) for k in keys]
+    terms = [same_value(quote(k), row.get(k)) for k in keys]
+    found: Row | None = db.execute(
+        f"SELECT {', '.join(quote(c) for c in info.columns)} FROM {quote(info.name)} "
+        f"WHERE {' AND '.join(t for t, _ in terms)}",
+        [v for _, values in terms for v in values],
     ).fetchone()
     return found
 
 
 def _import_row(
-    conn: sqlite3.Connection,
+    db: Db,
     number: int,
     info: TableInfo,
     row: dict[str, Any],
     on_conflict: OnConflict,
     result: ImportResult,
 ) -> None:
-    current = _existing(conn, info, row)
+    current = _existing(db, info, row)
     if current is not None and info.self_ref is not None:
         ref = info.self_ref[0]
         if row.get(ref) is None and current[ref] is not None:
@@ -347,26 +298,14 @@ def _import_row(
         result.count(info.name, "unchanged")
         return
     if current is None:
-        try:
-            _guarded(
-                conn,
-                f"INSERT INTO {_quote(info.name)} ({', '.join(_quote(c) for c in cols)}) "
-                f"VALUES ({', '.join('?' * len(cols))})",
-                [row[c] for c in cols],
-            )
-        except sqlite3.IntegrityError as exc:
-            if not _is_clash(exc):
-                raise InvalidValue(
-                    f"line {number}: table {info.name!r}: {exc}", field="body"
-                ) from None
-            if on_conflict == "skip":
-                result.count(info.name, "skipped")
-                return
-            raise RowConflict(
-                f"line {number}: table {info.name!r}: {exc} (another row already holds this "
-                "value; import into an empty home, or use on_conflict=skip)",
-                field="body",
-            ) from None
+        sql = (
+            f"INSERT INTO {quote(info.name)} ({', '.join(quote(c) for c in cols)}) "
+            f"VALUES ({', '.join('?' * len(cols))})"
+        )
+        if not _guarded(db, number, info, sql, [row[c] for c in cols], on_conflict):
+            result.count(info.name, "skipped")
+            return
+        fill_derived(db, info.name, row)
         result.count(info.name, "inserted")
         kind = ITEM_TABLES.get(info.name) or (
             "summary" if info.name == ITEM_TABLES_SUMMARY else None
@@ -386,29 +325,57 @@ def _import_row(
         )
     sets = [c for c in cols if c not in info.key]
     if sets:
-        try:
-            _guarded(
-                conn,
-                f"UPDATE {_quote(info.name)} SET {', '.join(f'{_quote(c)} = ?' for c in sets)} "
-                f"WHERE {' AND '.join(f'{_quote(k)} = ?' for k in info.key)}",
-                [row[c] for c in sets] + [row[k] for k in info.key],
-            )
-        except sqlite3.IntegrityError as exc:
-            cls = RowConflict if _is_clash(exc) else InvalidValue
-            raise cls(f"line {number}: table {info.name!r}: {exc}", field="body") from None
+        _guarded(
+            db,
+            number,
+            info,
+            f"UPDATE {quote(info.name)} SET {', '.join(f'{quote(c)} = ?' for c in sets)} "
+            f"WHERE {' AND '.join(f'{quote(k)} = ?' for k in info.key)}",
+            [row[c] for c in sets] + [row[k] for k in info.key],
+            "fail",
+        )
+        fill_derived(db, info.name, row)
     result.count(info.name, "replaced")
 
 
-def _guarded(conn: sqlite3.Connection, sql: str, args: list[Any]) -> None:
-    """Run one row's statement. A constraint failure aborts only this statement (SQLite's
-    default ABORT resolution, trigger effects included), so no savepoint is needed."""
-    conn.execute(sql, args)
-
-
-def _is_clash(exc: sqlite3.IntegrityError) -> bool:
-    """Another row holds the value (as opposed to a NOT NULL, CHECK or type violation)."""
-    text = str(exc)
-    return "UNIQUE" in text or "PRIMARY KEY" in text
+def _guarded(
+    db: Db, number: int, info: TableInfo, sql: str, args: list[Any], on_conflict: OnConflict
+) -> bool:
+    """Run one row's statement; False when another row holds its key or a unique value and
+    `on_conflict` is skip. On SQLite a failed statement undoes only itself (its default ABORT
+    resolution, trigger effects included); on PostgreSQL it spoils the transaction, so a
+    statement whose failure is skipped runs under a savepoint."""
+    cat = catalog(db)
+    savepoint = on_conflict == "skip" and cat.FAILURE_ENDS_TRANSACTION
+    if savepoint:
+        db.execute("SAVEPOINT import_row")
+    try:
+        db.execute(sql, args)
+    except Exception as exc:
+        failure = cat.integrity_failure(exc)
+        if failure is None:
+            raise
+        if savepoint:
+            db.execute("ROLLBACK TO SAVEPOINT import_row")
+        where = f"line {number}: table {info.name!r}"
+        if failure == "missing":
+            raise InvalidValue(
+                f"{where}: the import would leave this row pointing at missing rows ({exc}); "
+                "import the full export",
+                field="body",
+            ) from None
+        if failure != "clash":
+            raise InvalidValue(f"{where}: {exc}", field="body") from None
+        if on_conflict == "skip":
+            return False
+        raise RowConflict(
+            f"{where}: {exc} (another row already holds this value; import into an empty "
+            "home, or use on_conflict=skip)",
+            field="body",
+        ) from None
+    if savepoint:
+        db.execute("RELEASE SAVEPOINT import_row")
+    return True
 
 
 @dataclass
@@ -419,24 +386,31 @@ class ParsedRow:
     total: int  # rows the export header announces
 
 
-def parsed_rows(
-    conn: sqlite3.Connection, lines: Iterable[str], *, check: RowCheck
-) -> Iterator[ParsedRow]:
+def parsed_rows(conn: AnyDb, lines: Iterable[str], *, check: RowCheck) -> Iterator[ParsedRow]:
     """Every row line parsed and checked (the header line first checked against this
     database's schema); a bad line raises InvalidValue naming it, an empty input too."""
-    infos = {t.name: t for t in tables(conn)}
+    db = as_db(conn)
+    infos = {t.name: t for t in tables(db)}
     header: dict[str, Any] | None = None
     total = 0
+    elsewhere = ""
     for number, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line:
             continue
         if header is None:
             header = _header(line)
-            _check_schema(conn, header)
+            _check_schema(db, header)
             total = int(header.get("rows") or 0)
+            source = header.get("backend", "sqlite")
+            if source != db.dialect.name:
+                elsewhere = (
+                    f" in this {db.dialect.name} database (the export is from {source!s:.20}, "
+                    f"Cairn {header.get('cairn', '?')!s:.40}: a newer Cairn, or a table not "
+                    f"yet stored on {db.dialect.name})"
+                )
             continue
-        info, row = _parse_row(number, line, infos, check)
+        info, row = _parse_row(number, line, infos, check, elsewhere)
         yield ParsedRow(number, info, row, total)
     if header is None:
         raise InvalidValue(
@@ -444,14 +418,14 @@ def parsed_rows(
         )
 
 
-def check_lines(conn: sqlite3.Connection, lines: Iterable[str], *, check: RowCheck) -> int:
+def check_lines(conn: AnyDb, lines: Iterable[str], *, check: RowCheck) -> int:
     """Parse and check every line of an export without writing (before an import sent in
     several requests, so that a bad row in the last one stops the first); returns the rows."""
     return sum(1 for _ in parsed_rows(conn, lines, check=check))
 
 
 def import_lines(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     lines: Iterable[str],
     *,
     check: RowCheck,
@@ -466,16 +440,21 @@ def import_lines(
     Rows whose key exists and whose values are equal are left alone; a differing row is a
     conflict (fail: 409 and nothing is written; skip: keep the stored row; replace: overwrite).
     """
+    db = as_db(conn)
+    cat = catalog(db)
     result = ImportResult()
     total = 0
-    conn.execute("PRAGMA defer_foreign_keys = ON")
-    for parsed in parsed_rows(conn, lines, check=check):
+    infos: dict[str, TableInfo] = {}
+    if cat.DEFER_FOREIGN_KEYS:
+        db.execute(cat.DEFER_FOREIGN_KEYS)
+    for parsed in parsed_rows(db, lines, check=check):
         number, total = parsed.number, parsed.total
+        infos[parsed.info.name] = parsed.info
         try:
-            _import_row(conn, number, parsed.info, parsed.row, on_conflict, result)
+            _import_row(db, number, parsed.info, parsed.row, on_conflict, result)
         except OverflowError:
             raise InvalidValue(
-                f"line {number}: a number is out of range (SQLite stores 64-bit integers)",
+                f"line {number}: a number is out of range (the database stores 64-bit integers)",
                 field="body",
             ) from None
         except UnicodeEncodeError:
@@ -487,18 +466,24 @@ def import_lines(
             progress(result.rows, max(total, result.rows))
     # Only the tables this import wrote to: older damage elsewhere is not this import's fault.
     written = [t for t, n in result.tables.items() if n["inserted"] or n["replaced"]]
-    broken = [
-        row
-        for table in written
-        for row in conn.execute(f"PRAGMA foreign_key_check({_quote(table)})").fetchall()
-    ]
-    if broken:
-        first = broken[0]
-        raise InvalidValue(
-            f"the import would leave {len(broken)} row(s) pointing at missing rows, e.g. "
-            f"{first[0]} rowid {first[1]} -> {first[2]}; import the full export",
-            field="body",
-        )
+    if cat.FOREIGN_KEY_CHECK:
+        broken = [
+            row
+            for table in written
+            for row in db.execute(cat.FOREIGN_KEY_CHECK.format(table=quote(table))).fetchall()
+        ]
+        if broken:
+            first = broken[0]
+            raise InvalidValue(
+                f"the import would leave {len(broken)} row(s) pointing at missing rows, e.g. "
+                f"{first[0]} rowid {first[1]} -> {first[2]}; import the full export",
+                field="body",
+            )
+    for table in written:
+        if infos[table].key == ["id"] and infos[table].types.get("id") == "INTEGER":
+            catch_up = db.dialect.id_sequence_catch_up(table)
+            if catch_up is not None:  # rows came with their ids: new rows get fresh ones
+                db.execute(catch_up)
     if progress is not None:
         progress(result.rows, max(total, result.rows))
     return result

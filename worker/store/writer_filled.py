@@ -1,0 +1,82 @@
+"""The columns a writer fills from a row's other columns where the database cannot, for rows
+written whole (an import): PostgreSQL's keyword index words (worker/terms.py cannot run in a
+trigger there; SQLite's triggers call it) and pgvector's copy of a vector blob.
+
+The words are split exactly as the store modules split them when they write (memories.py,
+sessions.py's prompts, observations.py, summaries.py), so an imported row is found by the same
+searches as one written live.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from worker.store.db import Db, Row
+from worker.store.memories import index_text
+from worker.terms import split_text
+
+# table -> (the columns read, the key, (filled column, its value from the row read)...)
+Filler = tuple[tuple[str, ...], str, tuple[tuple[str, Callable[[Row], str]], ...]]
+FILLERS: dict[str, Filler] = {
+    "memories": (("content", "tags"), "id", (("search_text", lambda r: index_text(r[0], r[1])),)),
+    "prompts": (("text",), "id", (("search_text", lambda r: split_text(r[0])),)),
+    "observations": (
+        ("title", "body", "files"),
+        "id",
+        (
+            ("search_title", lambda r: split_text(r[0])),
+            ("search_text", lambda r: split_text(r[1], r[2])),
+        ),
+    ),
+    "summaries": (
+        ("request", "completed", "learned", "files", "next_steps"),
+        "id",
+        (
+            ("search_title", lambda r: split_text(r[0])),
+            ("search_text", lambda r: split_text(r[1], r[2], r[3], r[4])),
+        ),
+    ),
+}
+
+
+def fill_derived(db: Db, table: str, row: dict[str, Any]) -> None:
+    """Fill the writer-filled columns of the stored row `row` names (by its key), if any."""
+    if table == "embeddings":
+        if db.native_vectors:
+            _fill_vector(db, row)
+        return
+    filler = FILLERS.get(table)
+    if filler is None or not db.dialect.writes_index_text:
+        return
+    reads, key, fills = filler
+    stored = db.execute(
+        f"SELECT {', '.join(reads)} FROM {table} WHERE {key} = ?", (row[key],)
+    ).fetchone()
+    if stored is None:
+        return
+    db.execute(
+        f"UPDATE {table} SET {', '.join(f'{c} = ?' for c, _ in fills)} WHERE {key} = ?",
+        (*(value(stored) for _, value in fills), row[key]),
+    )
+
+
+def _fill_vector(db: Db, row: dict[str, Any]) -> None:
+    from worker.store.pg import vectors as pg_vectors
+    from worker.store.vectors import from_blob
+
+    stored = db.execute(
+        "SELECT vector, dim FROM embeddings WHERE item_kind = ? AND item_id = ?",
+        (row["item_kind"], row["item_id"]),
+    ).fetchone()
+    if stored is None:
+        return
+    blob = bytes(stored[0])
+    values = from_blob(blob) if len(blob) % 4 == 0 else None
+    if values is None or len(values) != int(stored[1]) or len(values) == 0:
+        return  # a blob that is not `dim` floats: kept as stored, compared by nobody
+    pg_vectors.ensure_index(db, len(values))
+    db.execute(
+        "UPDATE embeddings SET embedding = ?::vector WHERE item_kind = ? AND item_id = ?",
+        (pg_vectors.literal(values.tolist()), row["item_kind"], row["item_id"]),
+    )
