@@ -12,7 +12,6 @@ cache in a write; `GET /api/projects/{id}/profile` and session summaries refresh
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -30,6 +29,7 @@ from worker.memory.activity import (
 from worker.memory.checkpoint import files_in_flight
 from worker.settings import Settings
 from worker.store import profiles
+from worker.store.db import AnyDb
 
 LANGUAGES: dict[str, str] = {
     ".py": "Python",
@@ -302,7 +302,7 @@ def render_profile(
 
 
 def _static(
-    conn: sqlite3.Connection, project: Mapping[str, Any], settings: Settings, *, force: bool
+    conn: AnyDb, project: Mapping[str, Any], settings: Settings, *, force: bool
 ) -> tuple[dict[str, Any], bool, dict[str, Any] | None]:
     """(static part, from cache?, cache entry to store or None)."""
     pid = int(project["id"])
@@ -324,7 +324,7 @@ def _static(
 
 
 def _assemble(
-    conn: sqlite3.Connection, settings: Settings, project_id: int, *, force: bool, store: bool
+    conn: AnyDb, settings: Settings, project_id: int, *, force: bool, store: bool
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(profile, the recomputed static part's cache entry if it was not stored here)."""
     project = profiles.project_row(conn, project_id)
@@ -345,14 +345,12 @@ def _assemble(
     return profile, entry
 
 
-def compute_profile(conn: sqlite3.Connection, project_id: int) -> dict[str, Any] | None:
+def compute_profile(conn: AnyDb, project_id: int) -> dict[str, Any] | None:
     """A fresh profile from the database, cache ignored (None if the project does not exist)."""
     return _assemble(conn, Settings(), project_id, force=True, store=False)[0]
 
 
-def load_profile(
-    conn: sqlite3.Connection, project_id: int, settings: Settings
-) -> dict[str, Any] | None:
+def load_profile(conn: AnyDb, project_id: int, settings: Settings) -> dict[str, Any] | None:
     """The profile; its static part from the cache when valid. Never writes (safe in a read).
 
     The static part (a scan of recent observations) is cached: it is recomputed when important
@@ -363,7 +361,7 @@ def load_profile(
 
 
 def load_profile_to_cache(
-    conn: sqlite3.Connection, project_id: int, settings: Settings
+    conn: AnyDb, project_id: int, settings: Settings
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """Like load_profile (never writes), plus the cache entry of a static part it had to
     recompute, for the caller to store in a write of its own (`profiles.store_static`): the
@@ -372,7 +370,7 @@ def load_profile_to_cache(
 
 
 def refresh_profile(
-    conn: sqlite3.Connection, project_id: int, settings: Settings, *, force: bool = False
+    conn: AnyDb, project_id: int, settings: Settings, *, force: bool = False
 ) -> dict[str, Any] | None:
     """Like load_profile, but stores a recomputed static part in the cache (inside a write)."""
     return _assemble(conn, settings, project_id, force=force, store=True)[0]

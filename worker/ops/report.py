@@ -3,13 +3,13 @@ report`): parameters checked here, figures from memory/report.py over store/repo
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from worker.clock import now_ms
 from worker.errors import BadRequest, NotFound
 from worker.memory.report import build_report, parse_when
 from worker.settings import Settings
+from worker.store.db import AnyDb
 from worker.store.reports import report_rows, resolve_project
 
 
@@ -25,7 +25,7 @@ def _when(raw: str | None, name: str, default: int, now: int) -> int:
         ) from None
 
 
-def project_scope(conn: sqlite3.Connection, text: str | None) -> tuple[int | None, str | None]:
+def project_scope(conn: AnyDb, text: str | None) -> tuple[int | None, str | None]:
     """(project id, display name) for a key or unique name; (None, None) for every project."""
     if not text:
         return None, None
@@ -41,7 +41,7 @@ def project_scope(conn: sqlite3.Connection, text: str | None) -> tuple[int | Non
 
 
 def make_report(
-    conn: sqlite3.Connection, s: Settings, project: str | None, since: str | None, until: str | None
+    conn: AnyDb, s: Settings, project: str | None, since: str | None, until: str | None
 ) -> dict[str, Any]:
     """The report for the query parameters (shared by the API and `cairn report`)."""
     now = now_ms()

@@ -1,13 +1,17 @@
-"""Rows behind the project profile and the cache of its static part (in the kv table)."""
+"""Rows behind the project profile and the cache of its static part (in the kv table).
+
+Ported to the store's database edge (store/db.py): every function here runs on SQLite and on
+PostgreSQL alike, its SQL written once.
+"""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from worker.clock import now_ms
 from worker.store import kv
+from worker.store.db import AnyDb, as_db
 from worker.store.observations import COLUMNS as OBSERVATION_COLUMNS
 from worker.store.observations import FROM as OBSERVATION_FROM
 from worker.store.observations import to_dict as observation_dict
@@ -25,26 +29,37 @@ def _key(project_id: int) -> str:
     return f"profile:{project_id}"
 
 
-def project_row(conn: sqlite3.Connection, project_id: int) -> dict[str, Any] | None:
-    row = conn.execute("SELECT id, key, name FROM projects WHERE id = ?", (project_id,)).fetchone()
+def project_row(conn: AnyDb, project_id: int) -> dict[str, Any] | None:
+    row = (
+        as_db(conn)
+        .execute("SELECT id, key, name FROM projects WHERE id = ?", (project_id,))
+        .fetchone()
+    )
     return dict(row) if row is not None else None
 
 
-def marks(conn: sqlite3.Connection, project_id: int) -> dict[str, str]:
+def marks(conn: AnyDb, project_id: int) -> dict[str, str]:
     """What the static part depends on: the project's observations and its memories."""
-    obs = conn.execute(
-        "SELECT MAX(created_at) FROM observations WHERE project_id = ?", (project_id,)
-    ).fetchone()[0]
-    memory = conn.execute(
-        "SELECT MAX(updated_at), COUNT(*), COUNT(archived_at), COUNT(superseded_by), "
-        "SUM(importance), SUM(pinned) FROM memories WHERE project_id = ?",
-        (project_id,),
-    ).fetchone()
+    obs = (
+        as_db(conn)
+        .execute("SELECT MAX(created_at) FROM observations WHERE project_id = ?", (project_id,))
+        .fetchone()[0]
+    )
+    memory = (
+        as_db(conn)
+        .execute(
+            "SELECT MAX(updated_at), COUNT(*), COUNT(archived_at), COUNT(superseded_by), "
+            "CAST(SUM(importance) AS BIGINT), CAST(SUM(pinned) AS BIGINT) FROM memories "
+            "WHERE project_id = ?",
+            (project_id,),
+        )
+        .fetchone()
+    )
     return {"obs_mark": json.dumps(obs), "memory_mark": json.dumps(list(memory))}
 
 
 def cached_static(
-    conn: sqlite3.Connection,
+    conn: AnyDb,
     project_id: int,
     current: dict[str, str],
     *,
@@ -63,17 +78,15 @@ def cached_static(
     return entry
 
 
-def store_static(conn: sqlite3.Connection, project_id: int, entry: dict[str, Any]) -> None:
+def store_static(conn: AnyDb, project_id: int, entry: dict[str, Any]) -> None:
     kv.put_json(conn, _key(project_id), entry)
 
 
-def invalidate(conn: sqlite3.Connection, project_id: int) -> None:
-    conn.execute("DELETE FROM kv WHERE key = ?", (_key(project_id),))
+def invalidate(conn: AnyDb, project_id: int) -> None:
+    as_db(conn).execute("DELETE FROM kv WHERE key = ?", (_key(project_id),))
 
 
-def static_rows(
-    conn: sqlite3.Connection, project_id: int
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def static_rows(conn: AnyDb, project_id: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(recent file/research/command observations oldest first, live important memories)."""
     # Lean rows: bodies and meta only for commands (exit codes), files only for the others.
     observations = [
@@ -85,67 +98,86 @@ def static_rows(
             "meta": load_json(r["meta"], field="observations.meta", kind=dict),
             "created_at": ms(r["created_at"], "observations.created_at") or 0,
         }
-        for r in conn.execute(
+        for r in as_db(conn).execute(
             "SELECT * FROM (SELECT id, type, title, "
             "CASE WHEN type = 'command' THEN body ELSE '' END AS body, "
             "CASE WHEN type = 'command' THEN '[]' ELSE files END AS files, "
             "CASE WHEN type = 'command' THEN meta END AS meta, created_at FROM observations "
             "WHERE project_id = ? AND type IN ('file_write', 'research', 'command') "
-            "ORDER BY created_at DESC, id DESC LIMIT ?) ORDER BY created_at, id",
+            "ORDER BY created_at DESC, id DESC LIMIT ?) recent ORDER BY created_at, id",
             (project_id, PROFILE_OBSERVATIONS),
         )
     ]
-    memories = conn.execute(
-        "SELECT id, kind, content, importance, pinned, updated_at AS updated_ms FROM memories "
-        "WHERE project_id = ? AND kind IN ('decision', 'preference') AND archived_at IS NULL "
-        "AND superseded_by IS NULL AND (importance >= ? OR pinned = 1) "
-        "AND (expires_at IS NULL OR expires_at > ?)",
-        (project_id, MIN_IMPORTANCE, now_ms()),
-    ).fetchall()
+    memories = (
+        as_db(conn)
+        .execute(
+            "SELECT id, kind, content, importance, pinned, updated_at AS updated_ms FROM memories "
+            "WHERE project_id = ? AND kind IN ('decision', 'preference') AND archived_at IS NULL "
+            "AND superseded_by IS NULL AND (importance >= ? OR pinned = 1) "
+            "AND (expires_at IS NULL OR expires_at > ?)",
+            (project_id, MIN_IMPORTANCE, now_ms()),
+        )
+        .fetchall()
+    )
     return observations, [
         {**dict(r), "updated_ms": ms(r["updated_ms"], "memories.updated_at") or 0} for r in memories
     ]
 
 
-def _latest_session_id(conn: sqlite3.Connection, project_id: int) -> str | None:
+def _latest_session_id(conn: AnyDb, project_id: int) -> str | None:
     """The session with the project's most recent prompt or observation (else the newest)."""
-    row = conn.execute(
-        "SELECT session_id FROM ("
-        " SELECT * FROM (SELECT session_id, created_at FROM observations"
-        "  WHERE project_id = ? AND session_id IS NOT NULL ORDER BY created_at DESC LIMIT 1)"
-        " UNION ALL"
-        " SELECT * FROM (SELECT session_id, created_at FROM prompts"
-        "  WHERE project_id = ? ORDER BY created_at DESC LIMIT 1)"
-        ") ORDER BY created_at DESC LIMIT 1",
-        (project_id, project_id),
-    ).fetchone()
+    row = (
+        as_db(conn)
+        .execute(
+            "SELECT session_id FROM ("
+            " SELECT * FROM (SELECT session_id, created_at FROM observations"
+            "  WHERE project_id = ? AND session_id IS NOT NULL ORDER BY created_at DESC LIMIT 1) o"
+            " UNION ALL"
+            " SELECT * FROM (SELECT session_id, created_at FROM prompts"
+            "  WHERE project_id = ? ORDER BY created_at DESC LIMIT 1) p"
+            ") latest ORDER BY created_at DESC LIMIT 1",
+            (project_id, project_id),
+        )
+        .fetchone()
+    )
     if row is not None:
         return str(row[0])
-    row = conn.execute(
-        "SELECT id FROM sessions WHERE project_id = ? ORDER BY started_at DESC LIMIT 1",
-        (project_id,),
-    ).fetchone()
+    row = (
+        as_db(conn)
+        .execute(
+            "SELECT id FROM sessions WHERE project_id = ? ORDER BY started_at DESC LIMIT 1",
+            (project_id,),
+        )
+        .fetchone()
+    )
     return None if row is None else str(row[0])
 
 
 def dynamic_rows(
-    conn: sqlite3.Connection, project_id: int
+    conn: AnyDb, project_id: int
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None, list[dict[str, Any]]]:
     """(recent prompts oldest first, the latest active session, its file writes oldest first)."""
-    prompts = conn.execute(
-        "SELECT * FROM (SELECT id, session_id, number, text, created_at FROM prompts "
-        "WHERE project_id = ? ORDER BY created_at DESC, id DESC LIMIT ?) ORDER BY created_at, id",
-        (project_id, PROFILE_PROMPTS),
-    ).fetchall()
+    prompts = (
+        as_db(conn)
+        .execute(
+            "SELECT * FROM (SELECT id, session_id, number, text, created_at FROM prompts "
+            "WHERE project_id = ? ORDER BY created_at DESC, id DESC LIMIT ?) recent "
+            "ORDER BY created_at, id",
+            (project_id, PROFILE_PROMPTS),
+        )
+        .fetchall()
+    )
     session_id = _latest_session_id(conn, project_id)
     session = get_session(conn, session_id) if session_id else None
     flight = (
-        conn.execute(
+        as_db(conn)
+        .execute(
             f"SELECT * FROM (SELECT {OBSERVATION_COLUMNS} {OBSERVATION_FROM} "
             "WHERE o.session_id = ? AND o.type = 'file_write' "
-            "ORDER BY o.created_at DESC, o.id DESC LIMIT ?) ORDER BY created_at, id",
+            "ORDER BY o.created_at DESC, o.id DESC LIMIT ?) recent ORDER BY created_at, id",
             (session_id, FLIGHT_OBSERVATIONS),
-        ).fetchall()
+        )
+        .fetchall()
         if session_id
         else []
     )

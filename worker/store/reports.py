@@ -1,10 +1,14 @@
-"""Rows behind the activity report: a project's (or every project's) activity in a time window."""
+"""Rows behind the activity report: a project's (or every project's) activity in a time window.
+
+Ported to the store's database edge (store/db.py): every function here runs on SQLite and on
+PostgreSQL alike, its SQL written once.
+"""
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
+from worker.store.db import AnyDb, Row, as_db
 from worker.store.summaries import split_lines
 
 MAX_SESSIONS = 200
@@ -12,10 +16,9 @@ MAX_FILE_ROWS = 5_000  # distinct files counted per report
 MAX_MEMORIES = 200
 
 
-def report_rows(
-    conn: sqlite3.Connection, project_id: int | None, since: int, until: int
-) -> dict[str, Any]:
+def report_rows(conn: AnyDb, project_id: int | None, since: int, until: int) -> dict[str, Any]:
     """Sessions, file writes, summaries, memories and counts for [since, until)."""
+    db = as_db(conn)
     scope = "" if project_id is None else " AND {alias}.project_id = ?"
     args: list[Any] = [] if project_id is None else [project_id]
 
@@ -31,7 +34,7 @@ def report_rows(
         " AND session_id IS NOT NULL UNION SELECT session_id FROM prompts"
         " WHERE created_at >= ? AND created_at < ?)"
     )
-    sessions = conn.execute(
+    sessions = db.execute(
         "SELECT s.id, s.project_id, p.name AS project_name, p.key AS project_key, s.started_at, "
         "s.ended_at, s.status, su.request, su.next_steps, su.updated_at AS summary_at, "
         "(SELECT COUNT(*) FROM prompts pr WHERE pr.session_id = s.id) AS prompts, "
@@ -44,30 +47,31 @@ def report_rows(
     ).fetchall()
 
     clause, params = where("o", "created_at")
-    # Changes per file, counted in SQL (json_each over the files arrays): one row per file.
-    writes = conn.execute(
+    # Changes per file, counted in SQL (over the files arrays' elements): one row per file.
+    files = db.dialect.json_array_values("o.files", "f")
+    writes = db.execute(
         "SELECT f.value AS file, COUNT(*) AS n, p.key AS project_key, p.name AS project_name "
-        "FROM observations o JOIN projects p ON p.id = o.project_id, json_each(o.files) f "
-        f"WHERE o.type = 'file_write' AND {clause} AND json_valid(o.files) "
-        "GROUP BY o.project_id, f.value ORDER BY n DESC, f.value LIMIT ?",
+        f"FROM observations o JOIN projects p ON p.id = o.project_id, {files} "
+        f"WHERE o.type = 'file_write' AND {clause} AND {db.dialect.json_valid('o.files')} "
+        "GROUP BY o.project_id, f.value, p.key, p.name ORDER BY n DESC, f.value LIMIT ?",
         [*params, MAX_FILE_ROWS],
     ).fetchall()
-    types = conn.execute(
+    types = db.execute(
         f"SELECT o.type, COUNT(*) FROM observations o WHERE {clause} GROUP BY o.type", params
     ).fetchall()
     clause, params = where("pr", "created_at")
-    prompt_count = conn.execute(
-        f"SELECT COUNT(*) FROM prompts pr WHERE {clause}", params
-    ).fetchone()[0]
+    prompt_count = db.execute(f"SELECT COUNT(*) FROM prompts pr WHERE {clause}", params).fetchone()[
+        0
+    ]
 
     clause, params = where("su", "updated_at")
-    learned = conn.execute(
+    learned = db.execute(
         f"SELECT su.session_id, su.learned, su.updated_at FROM summaries su WHERE {clause} "
         "ORDER BY su.updated_at, su.id",
         params,
     ).fetchall()
     clause, params = where("m", "created_at")
-    memories = conn.execute(
+    memories = db.execute(
         "SELECT m.id, m.kind, m.content, m.importance, m.created_at, m.superseded_by, "
         f"m.archived_at FROM memories m WHERE {clause} "
         "AND m.kind IN ('decision', 'fact', 'lesson') ORDER BY m.created_at, m.id LIMIT ?",
@@ -98,13 +102,14 @@ def report_rows(
     }
 
 
-def resolve_project(conn: sqlite3.Connection, text: str) -> list[sqlite3.Row]:
+def resolve_project(conn: AnyDb, text: str) -> list[Row]:
     """Projects matching `text`: its key exactly, else its display name (may be several)."""
-    rows = conn.execute("SELECT id, key, name FROM projects WHERE key = ?", (text,)).fetchall()
+    db = as_db(conn)
+    rows = db.execute("SELECT id, key, name FROM projects WHERE key = ?", (text,)).fetchall()
     if rows:
         return rows
     stripped = text.rstrip("/")
-    rows = conn.execute(
+    rows = db.execute(
         "SELECT id, key, name FROM projects WHERE key = ? OR name = ? ORDER BY id",
         (stripped, stripped),
     ).fetchall()
