@@ -1,10 +1,15 @@
-"""`cairn team join|leave|status`: point this machine's worker at a team's PostgreSQL database.
+"""`cairn team join|leave|status|push`: point this machine's worker at a team's PostgreSQL
+database, and copy this machine's local history into it.
 
 `join` checks the database before it keeps anything: it connects, migrates the schema (under
 an advisory lock: any number of teammates may join at once) and says how vectors will be
 searched; only then is the URL written to `CAIRN_HOME/config.json` (mode 0600, other keys
 kept). The URL is read from the argument, or from standard input with `-` (so it stays out of
 the shell history and the process list). It is never printed whole: the password is masked.
+
+`cairn team push` reads the local database file (CAIRN_HOME) and writes the team database the
+worker would use (CAIRN_DATABASE_URL, else "database_url" in config.json: worker/team.py); what
+it copies and how it maps is worker/ops/team_push.py. The URL is shown only redacted.
 """
 
 from __future__ import annotations
@@ -150,9 +155,104 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fail(message: str) -> int:
+    # One line: database errors span several (psycopg's hints, a DETAIL line).
+    print("cairn: team push failed: " + "; ".join(message.split("\n")).replace("\t", " "),
+          file=sys.stderr)  # fmt: skip
+    return 1
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    from worker.cli.portability import ProgressBar
+    from worker.errors import ConfigError
+    from worker.ops.team_push import Push, PushOptions
+    from worker.project_identity import author as git_author
+    from worker.store import Store
+    from worker.store.errors import StoreError
+    from worker.store.pg import PgStore
+    from worker.team import ENV, database_url
+
+    settings = load_settings()
+    url = database_url(settings.home)
+    if not url:
+        return _fail(
+            f'no team database is configured: set {ENV}, or "database_url" in '
+            f"{settings.home / 'config.json'}"
+        )
+    if not settings.db_path.exists():
+        return _fail(f"no local database at {settings.db_path} (nothing recorded to push)")
+    options = PushOptions(
+        prompts=args.prompts or args.all,
+        observations=args.observations or args.all,
+        share=args.share,
+        author=settings.author or git_author(None),
+    )
+    local = Store(settings.db_path, busy_timeout_ms=settings.database.busy_timeout_ms)
+    team = PgStore(url)
+    bar = ProgressBar("push", enabled=not args.quiet)
+    try:
+        local.open()
+        team.open()
+        result = Push(local.read_sync, team.write_sync, options, bar).run()
+    except (StoreError, ConfigError) as exc:
+        bar.finish()
+        return _fail(getattr(exc, "message", str(exc)))
+    except RuntimeError as exc:  # a query the database refused (PgStore: password masked)
+        bar.finish()
+        return _fail(str(exc))
+    finally:
+        team.close()
+        local.close()
+    bar.finish()
+    out = sys.stderr
+    for local_key, team_key in result.projects.items():
+        if local_key != team_key:
+            print(f"project {local_key} -> {team_key}", file=out)
+    for table, counts in result.tables.items():
+        extra = f", {counts['shared']} now shared" if counts["shared"] else ""
+        print(
+            f"{table}: {counts['copied']} copied, {counts['present']} already there{extra}",
+            file=out,
+        )
+    left = [name for name, on in (("prompts", options.prompts),
+            ("observations", options.observations)) if not on]  # fmt: skip
+    if left:
+        print(f"not pushed: {' and '.join(left)} (--all, or --{left[0]}, pushes them)", file=out)
+    print(f"pushed to {team.where}: {result.copied} rows copied", file=out)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    team = sub.add_parser("team", help="share one project memory with a team (PostgreSQL)")
-    actions = team.add_subparsers(dest="team_command", required=True, metavar="ACTION")
+    p = sub.add_parser(
+        "team", help="share one project memory with a team (PostgreSQL): join, leave, status, push"
+    )
+    team = p.add_subparsers(dest="team_command", required=True, metavar="COMMAND")
+    register_membership(team)
+    register_push(team)
+
+
+def register_push(team: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = team.add_parser(
+        "push",
+        help="copy the local history into the team database (memories, summaries and "
+        "checkpoints; prompts and observations with a flag); pushing again copies nothing new",
+    )
+    p.add_argument("--prompts", action="store_true", help="push prompts too (private)")
+    p.add_argument(
+        "--observations", action="store_true", help="push tool observations too (private)"
+    )
+    p.add_argument("--all", action="store_true", help="--prompts and --observations")
+    p.add_argument(
+        "--share",
+        action="store_true",
+        help="share the pushed prompts and observations with the team (default: private to "
+        "their author)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_push)
+
+
+def register_membership(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     join = actions.add_parser("join", help="check a team database and make this worker use it")
     join.add_argument("url", help="postgresql://user@host:5432/db?sslmode=... ('-': read stdin)")
     join.set_defaults(func=cmd_join)
