@@ -569,3 +569,16 @@ def test_round_trip_sqlite_postgres_sqlite(
         assert _dump(home) == lines[1:]
     finally:
         home.close()
+
+
+@pytest.mark.postgres
+def test_a_team_database_is_not_backed_up_by_cairn(pg_url: str, settings: Settings) -> None:
+    team = PgStore(pg_url)
+    team.open()
+    try:
+        with pytest.raises(InvalidValue) as err:
+            team.read_sync(lambda c: portability.backup(c, settings.backups_dir))
+    finally:
+        team.close()
+    assert "pg_dump" in err.value.message
+    assert not settings.backups_dir.exists() or not list(settings.backups_dir.iterdir())

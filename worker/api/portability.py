@@ -20,6 +20,7 @@ from worker.errors import BadRequest, InsufficientStorage
 from worker.ops.import_rows import row_check
 from worker.settings import Settings
 from worker.store import portability
+from worker.store.db import AnyDb
 
 TAG = "portability"
 CHUNK_BYTES = 64 * 1024
@@ -75,7 +76,7 @@ async def import_export(call: Call) -> Any:
     mode = call.query.get("on_conflict", "fail")
     check = row_check(call.cairn.settings)
 
-    def write(conn: sqlite3.Connection) -> portability.ImportResult:
+    def write(conn: AnyDb) -> portability.ImportResult:
         lines = portability.split_lines(text)
         return portability.import_lines(conn, lines, check=check, on_conflict=mode)
 

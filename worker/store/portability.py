@@ -496,13 +496,19 @@ def backup_name(at_ms: int) -> str:
 
 
 def backup(
-    conn: sqlite3.Connection, directory: Path, *, keep: int = 0, progress: Progress | None = None
+    conn: AnyDb, directory: Path, *, keep: int = 0, progress: Progress | None = None
 ) -> dict[str, Any]:
     """Copy the live database with SQLite's online backup API to a timestamped file.
 
     Written under a temporary name, checked (quick_check), then renamed, so a backup file is
-    always complete. Keeps the newest `keep` backups (0 keeps all).
+    always complete. Keeps the newest `keep` backups (0 keeps all). A team database (PostgreSQL)
+    is backed up by its server, not by one of its workers: refused.
     """
+    if not isinstance(conn, sqlite3.Connection):
+        raise InvalidValue(
+            "a team database is backed up by its PostgreSQL server (pg_dump, or its managed "
+            "backups), not by Cairn; GET /api/export (`cairn export`) exports its rows"
+        )
     ensure_private_dir(directory)
     started = now_ms()
     target = directory / backup_name(started)
