@@ -118,8 +118,10 @@ def test_push_shares_the_chosen_rows_once(
     assert team_rows(pg_url, "SELECT author FROM summaries") == [(summary_author,)]  # kept
     assert team_rows(pg_url, "SELECT author FROM checkpoints") == [("ann@example.com",)]
 
-    assert push() == 0  # idempotent: nothing new
-    assert "pushed to" in capsys.readouterr().err
+    assert main(["team", "push"]) == 0  # idempotent: nothing new
+    err = capsys.readouterr().err
+    assert f"pushed to {PgStore(pg_url).where}: 0 rows copied" in err
+    assert err.startswith("push [" + "#" * 30 + "] 100.0%")  # not a terminal: the last line
     assert team_rows(pg_url, COUNTS) == [(1, m, 1, 1, 0, 0)]
 
     assert push("--all") == 0  # prompts and observations, private to their author
@@ -176,6 +178,17 @@ def test_an_unreachable_database_is_one_line_without_the_password(
     assert push() == 1
     err = _one_line_error(capsys)
     assert "unreachable" in err and "s3cret-pw" not in err and "alice:***@" in err
+
+
+@pytest.mark.postgres
+def test_a_database_that_does_not_exist_is_one_line(
+    client: TestClient, settings: Settings, pg_url: str, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    client.post("/api/sessions", json={"session_id": "s-1", "project": "/p"})
+    monkeypatch.setenv(ENV, pg_url.rsplit("/", 1)[0] + "/no_such_team")
+    assert push() == 1
+    assert 'database "no_such_team" does not exist' in _one_line_error(capsys)
 
 
 def test_no_team_database_or_no_local_history(

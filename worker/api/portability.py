@@ -125,8 +125,9 @@ def endpoints(s: Settings) -> list[Endpoint]:
             raw_response=True,
             media_type="application/x-ndjson",
             description=(
-                "Line 1 is a header {format, version, migrations, tables, rows}; each next "
-                'line is {table, row}. BLOBs are {"$b64": ...}. One consistent snapshot.'
+                "Line 1 is a header {format, version, backend, migrations, tables, rows} "
+                '(backend: "sqlite" or "postgres"); each next line is {table, row}. BLOBs are '
+                '{"$b64": ...}. One consistent snapshot.'
             ),
         ),
         Endpoint(
