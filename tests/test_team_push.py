@@ -146,6 +146,27 @@ def test_push_shares_the_chosen_rows_once(
 
 
 @pytest.mark.postgres
+def test_push_only_the_projects_named(
+    client: TestClient, settings: Settings, pg_url: str, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    repo = checkout(tmp_path)
+    record(client, str(repo))
+    client.post("/api/sessions", json={"session_id": "mine", "project": "/home/ann/diary"})
+    client.post("/api/memories", json={"kind": "fact", "project": "/home/ann/diary",
+                                       "content": "A private note"})  # fmt: skip
+    monkeypatch.setenv(ENV, pg_url)
+    assert push("--project", str(tmp_path / "elsewhere")) == 1  # never recorded here
+    assert "no local project" in _one_line_error(capsys)
+    assert push("--project", str(repo), "--all") == 0
+    assert team_rows(pg_url, "SELECT key FROM projects") == [(REMOTE,)]
+    assert team_rows(pg_url, "SELECT id FROM sessions") == [("s-1",)]
+    assert team_rows(pg_url, "SELECT COUNT(*) FROM memories WHERE content = 'A private note'") == [
+        (0,)
+    ]
+
+
+@pytest.mark.postgres
 def test_a_push_cut_short_is_finished_by_running_it_again(
     client: TestClient, settings: Settings, pg_url: str, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

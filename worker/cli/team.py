@@ -163,7 +163,7 @@ def _fail(message: str) -> int:
 
 
 def cmd_push(args: argparse.Namespace) -> int:
-    from worker.cli.portability import ProgressBar
+    from worker.cli.portability import ProgressBar, _project_key
     from worker.errors import ConfigError
     from worker.ops.team_push import Push, PushOptions
     from worker.project_identity import author as git_author
@@ -186,6 +186,7 @@ def cmd_push(args: argparse.Namespace) -> int:
         observations=args.observations or args.all,
         share=args.share,
         author=settings.author or git_author(None),
+        projects=tuple(key for key in map(_project_key, args.project or []) if key),
     )
     local = Store(settings.db_path, busy_timeout_ms=settings.database.busy_timeout_ms)
     team = PgStore(url)
@@ -247,6 +248,12 @@ def register_push(team: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         action="store_true",
         help="share the pushed prompts and observations with the team (default: private to "
         "their author)",
+    )
+    p.add_argument(
+        "--project",
+        action="append",
+        help="push only this project (its local key or checkout path; repeatable; default: "
+        "every project recorded here)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_push)

@@ -30,6 +30,7 @@ from typing import Any
 from worker.project_identity import project_key
 from worker.store.catalog import TableInfo, quote, tables
 from worker.store.db import AnyDb, Db, as_db, same_value
+from worker.store.errors import InvalidValue
 from worker.store.writer_filled import fill_derived
 
 BATCH = 500
@@ -65,6 +66,7 @@ class PushOptions:
     observations: bool = False
     share: bool = False  # prompts and observations shared with the team, not private
     author: str = ""  # for rows that name none
+    projects: tuple[str, ...] = ()  # the local project keys to push (none named: every one)
     key_of: Callable[[str], str] = team_key
 
 
@@ -118,8 +120,8 @@ class Push:
         chosen = specs(self.options)
         local_info = {t.name: t for t in self.read_local(tables)}
         self.team_info = {t.name: t for t in self.write_team(tables)}
-        self.total = self.read_local(lambda c: sum(_count(as_db(c), s) for s in chosen))
         self._projects()
+        self.total = self.read_local(lambda c: sum(self._count(as_db(c), s) for s in chosen))
         for spec in chosen:
             for rows, vectors in self._local_batches(spec, local_info[spec.table]):
                 self.write_team(partial(self._copy, spec=spec, rows=rows, vectors=vectors))
@@ -139,6 +141,15 @@ class Push:
                 "SELECT id, key, name, created_at FROM projects ORDER BY id"
             )]
         )  # fmt: skip
+        if self.options.projects:
+            unknown = sorted(set(self.options.projects) - {str(r[1]) for r in rows})
+            if unknown:
+                raise InvalidValue(
+                    f"no local project {', '.join(map(repr, unknown))} "
+                    "(`cairn report --json` lists what was recorded)",
+                    field="project",
+                )
+            rows = [r for r in rows if r[1] in self.options.projects]
         for _local_id, key, _name, _created in rows:
             self.result.projects[str(key)] = self.options.key_of(str(key))
 
@@ -161,6 +172,19 @@ class Push:
         self.write_team(write)
 
     # ------------------------------------------------------------------ rows
+    def _where(self, spec: Spec, db: Db) -> tuple[str, tuple[Any, ...]]:
+        """Which local rows of `spec` go: its own rule, and the chosen projects'."""
+        if not self.options.projects:
+            return spec.where, ()
+        scope = db.dialect.in_ids("project_id")
+        where = f"{spec.where} AND {scope}" if spec.where else scope
+        return where, (db.dialect.ids_parameter(sorted(self.projects)),)
+
+    def _count(self, db: Db, spec: Spec) -> int:
+        where, scope = self._where(spec, db)
+        sql = f"SELECT COUNT(*) FROM {quote(spec.table)}" + (f" WHERE {where}" if where else "")
+        return int(db.execute(sql, scope).fetchone()[0])
+
     def _local_batches(
         self, spec: Spec, info: TableInfo
     ) -> Iterator[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
@@ -168,17 +192,18 @@ class Push:
         key = "id"
         last: Any = "" if spec.kind is None else 0
         columns = ", ".join(quote(c) for c in info.columns)
-        where = f"{spec.where} AND " if spec.where else ""
         while True:
 
             def read(c: AnyDb, after: Any = last) -> tuple[list[dict[str, Any]], list[Any]]:
                 db = as_db(c)
+                where, scope = self._where(spec, db)
+                where = f"{where} AND " if where else ""
                 rows = [
                     dict(zip(info.columns, r, strict=True))
                     for r in db.execute(
                         f"SELECT {columns} FROM {quote(spec.table)} WHERE {where}{key} > ? "
                         f"ORDER BY {key} LIMIT ?",
-                        (after, BATCH),
+                        (*scope, after, BATCH),
                     )
                 ]
                 vectors: list[Any] = []
@@ -316,8 +341,3 @@ class Push:
                     events,
                 )
             )
-
-
-def _count(db: Db, spec: Spec) -> int:
-    where = f" WHERE {spec.where}" if spec.where else ""
-    return int(db.execute(f"SELECT COUNT(*) FROM {quote(spec.table)}{where}").fetchone()[0])
