@@ -31,7 +31,7 @@ from worker.project_identity import project_key
 from worker.store.catalog import TableInfo, quote, tables
 from worker.store.db import AnyDb, Db, as_db, same_value
 from worker.store.errors import InvalidValue
-from worker.store.writer_filled import fill_derived
+from worker.store.writer_filled import fill_derived, with_derived
 
 BATCH = 500
 Progress = Callable[[int, int], None]
@@ -248,19 +248,21 @@ class Push:
                     db.execute(f"UPDATE {spec.table} SET shared = 1 WHERE id = ?", (found[0],))
                     self.result.count(spec.table, "shared")
                 continue
-            cols = [c for c in row if c != "id" or spec.kind is None]
-            sql = (
-                f"INSERT INTO {quote(spec.table)} ({', '.join(quote(c) for c in cols)}) "
-                f"VALUES ({', '.join('?' * len(cols))})"
+            written, filled = with_derived(
+                db, spec.table, {c: v for c, v in row.items() if c != "id" or spec.kind is None}
             )
-            values = [row[c] for c in cols]
+            sql = (
+                f"INSERT INTO {quote(spec.table)} ({', '.join(quote(c) for c in written)}) "
+                f"VALUES ({', '.join('?' * len(written))})"
+            )
             if spec.kind is None:
-                db.execute(sql, values)
+                db.execute(sql, list(written.values()))
             else:
-                new_id = db.insert(sql, values)
+                new_id = db.insert(sql, list(written.values()))
                 ids[int(local["id"])] = new_id
                 copied.add(int(local["id"]))
-                fill_derived(db, spec.table, {"id": new_id})
+                if not filled:
+                    fill_derived(db, spec.table, {"id": new_id})
             self.result.count(spec.table, "copied")
         for vector in vectors:
             if int(vector["item_id"]) in copied:

@@ -35,7 +35,7 @@ from worker.home import ensure_private_dir
 from worker.store.catalog import TableInfo, applied_migrations, catalog, quote, tables
 from worker.store.db import AnyDb, Db, Row, as_db, same_value
 from worker.store.errors import InvalidValue, RowConflict
-from worker.store.writer_filled import fill_derived
+from worker.store.writer_filled import fill_derived, with_derived
 
 __all__ = ["TableInfo", "applied_migrations", "tables"]  # where the import's row checks read them
 
@@ -298,14 +298,16 @@ def _import_row(
         result.count(info.name, "unchanged")
         return
     if current is None:
+        written, filled = with_derived(db, info.name, row)
         sql = (
-            f"INSERT INTO {quote(info.name)} ({', '.join(quote(c) for c in cols)}) "
-            f"VALUES ({', '.join('?' * len(cols))})"
+            f"INSERT INTO {quote(info.name)} ({', '.join(quote(c) for c in written)}) "
+            f"VALUES ({', '.join('?' * len(written))})"
         )
-        if not _guarded(db, number, info, sql, [row[c] for c in cols], on_conflict):
+        if not _guarded(db, number, info, sql, list(written.values()), on_conflict):
             result.count(info.name, "skipped")
             return
-        fill_derived(db, info.name, row)
+        if not filled:
+            fill_derived(db, info.name, row)
         result.count(info.name, "inserted")
         kind = ITEM_TABLES.get(info.name) or (
             "summary" if info.name == ITEM_TABLES_SUMMARY else None

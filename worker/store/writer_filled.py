@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from worker.store.db import Db, Row
+from worker.store.db import Db
 from worker.store.memories import index_text
 from worker.terms import split_text
 
-# table -> (the columns read, the key, (filled column, its value from the row read)...)
-Filler = tuple[tuple[str, ...], str, tuple[tuple[str, Callable[[Row], str]], ...]]
+# table -> (the columns read, the key, (filled column, its value from those columns, by position)...)
+Filler = tuple[tuple[str, ...], str, tuple[tuple[str, Callable[[Any], str]], ...]]
 FILLERS: dict[str, Filler] = {
     "memories": (("content", "tags"), "id", (("search_text", lambda r: index_text(r[0], r[1])),)),
     "prompts": (("text",), "id", (("search_text", lambda r: split_text(r[0])),)),
@@ -38,6 +38,20 @@ FILLERS: dict[str, Filler] = {
         ),
     ),
 }
+
+
+def with_derived(db: Db, table: str, row: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """(`row` with its writer-filled columns, True) when `row` holds every column they are made
+    of, to be written in one statement; else (`row`, False): write it, then `fill_derived`.
+    Vectors always take `fill_derived` (pgvector's column is written from SQL)."""
+    filler = FILLERS.get(table)
+    if filler is None or not db.dialect.writes_index_text:
+        return row, table != "embeddings"
+    reads, _key, fills = filler
+    if not all(isinstance(row.get(c), str) for c in reads):
+        return row, False
+    stored = tuple(row[c] for c in reads)
+    return {**row, **{c: value(stored) for c, value in fills}}, True
 
 
 def fill_derived(db: Db, table: str, row: dict[str, Any]) -> None:
