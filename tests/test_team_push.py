@@ -3,9 +3,11 @@ into a real PostgreSQL team database; what is shared, idempotence, key mapping, 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from starlette.testclient import TestClient
 
@@ -190,26 +192,58 @@ def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
     return err
 
 
-def test_an_unreachable_database_is_one_line_without_the_password(
-    client: TestClient, settings: Settings, monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+def _password_role(admin_url: str) -> str:
+    """A role that must give its password (scram) on the run's server, which trusts the rest:
+    a line for it alone goes first in pg_hba.conf. Its URL with a wrong password."""
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(
+            "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'cairn_pusher') "
+            "THEN CREATE ROLE cairn_pusher LOGIN PASSWORD 'the-right-pw'; END IF; END $$"
+        )
+        hba = Path(str(conn.execute("SHOW hba_file").fetchone()[0]))
+        rule = "host all cairn_pusher 127.0.0.1/32 scram-sha-256\n"
+        if rule not in hba.read_text():
+            hba.write_text(rule + hba.read_text())
+        conn.execute("SELECT pg_reload_conf()")
+    wrong = admin_url.replace("postgres@", "cairn_pusher:wr0ng-pw@", 1)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # the reload reaches new connections shortly
+        try:
+            psycopg.connect(wrong, connect_timeout=2).close()
+        except psycopg.OperationalError:
+            return wrong
+        time.sleep(0.05)
+    pytest.fail("the server did not ask cairn_pusher for a password")
+
+
+@pytest.mark.parametrize(
+    ("fault", "said", "secret"),
+    [
+        ("unreachable", "unreachable", "s3cret-pw"),
+        pytest.param("no database", 'database "no_such_team" does not exist', "",
+                     marks=pytest.mark.postgres),
+        pytest.param("wrong password", "password authentication failed", "wr0ng-pw",
+                     marks=pytest.mark.postgres),
+    ],
+)  # fmt: skip
+def test_a_database_it_cannot_use_is_one_line_without_the_password(
+    client: TestClient, settings: Settings, request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    fault: str, said: str, secret: str,
 ) -> None:  # fmt: skip
     client.post("/api/sessions", json={"session_id": "s-1", "project": "/p"})
-    monkeypatch.setenv(ENV, "postgresql://alice:s3cret-pw@127.0.0.1:1/team?connect_timeout=2")
+    if fault == "unreachable":  # nothing listens on port 1
+        url = "postgresql://alice:s3cret-pw@127.0.0.1:1/team?connect_timeout=2"
+    elif fault == "no database":
+        url = request.getfixturevalue("pg_url").rsplit("/", 1)[0] + "/no_such_team"
+    else:
+        url = _password_role(request.getfixturevalue("pg_url"))
+    monkeypatch.setenv(ENV, url)
     assert push() == 1
     err = _one_line_error(capsys)
-    assert "unreachable" in err and "s3cret-pw" not in err and "alice:***@" in err
-
-
-@pytest.mark.postgres
-def test_a_database_that_does_not_exist_is_one_line(
-    client: TestClient, settings: Settings, pg_url: str, monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
-    client.post("/api/sessions", json={"session_id": "s-1", "project": "/p"})
-    monkeypatch.setenv(ENV, pg_url.rsplit("/", 1)[0] + "/no_such_team")
-    assert push() == 1
-    assert 'database "no_such_team" does not exist' in _one_line_error(capsys)
+    assert said in err
+    if secret:
+        assert secret not in err and ":***@" in err
 
 
 def test_no_team_database_or_no_local_history(
@@ -245,7 +279,5 @@ def test_a_newer_team_schema_is_refused_and_nothing_copied(
 
 def team_rows_raw(url: str, sql: str) -> list[tuple[Any, ...]]:
     """Rows read without opening a PgStore (which refuses the newer schema)."""
-    import psycopg
-
     with psycopg.connect(url) as conn:
         return [tuple(r) for r in conn.execute(sql)]
