@@ -110,7 +110,7 @@ def test_push_shares_the_chosen_rows_once(
     # shared by default: the session, the project's memories (not the global preference), the
     # summary and the checkpoint; prompts and observations stay local
     assert team_rows(pg_url, COUNTS) == [(1, m, 1, 1, 0, 0)]
-    assert team_rows(pg_url, "SELECT key FROM projects") == [(REMOTE,)]
+    assert team_rows(pg_url, "SELECT key, name FROM projects") == [(REMOTE, "app")]
     memories = team_rows(
         pg_url,
         "SELECT m.content, n.content, m.search_text <> '' FROM memories m "

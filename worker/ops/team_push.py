@@ -31,6 +31,7 @@ from worker.project_identity import project_key
 from worker.store.catalog import TableInfo, quote, tables
 from worker.store.db import AnyDb, Db, as_db, same_value
 from worker.store.errors import InvalidValue
+from worker.store.projects import display_name
 from worker.store.writer_filled import fill_derived, with_derived
 
 BATCH = 500
@@ -158,7 +159,7 @@ class Push:
                 team = self.result.projects[str(key)]
                 found = db.execute("SELECT id FROM projects WHERE key = ?", (team,)).fetchone()
                 if found is None:
-                    named = name if team == key else team.rstrip("/").rsplit("/", 1)[-1]
+                    named = name if team == key else display_name(team)
                     pid = db.insert(
                         "INSERT INTO projects(key, name, created_at) VALUES (?, ?, ?)",
                         (team, named, created_at),
