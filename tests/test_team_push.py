@@ -159,7 +159,9 @@ def test_push_only_the_projects_named(
                                        "content": "A private note"})  # fmt: skip
     monkeypatch.setenv(ENV, pg_url)
     assert push("--project", str(tmp_path / "elsewhere")) == 1  # never recorded here
-    assert "no local project" in _one_line_error(capsys)
+    assert f"no local project {str(tmp_path / 'elsewhere')!r} (recorded here: {repo}, " in (
+        _one_line_error(capsys)
+    )
     assert push("--project", str(repo), "--all") == 0
     assert team_rows(pg_url, "SELECT key FROM projects") == [(REMOTE,)]
     assert team_rows(pg_url, "SELECT id FROM sessions") == [("s-1",)]

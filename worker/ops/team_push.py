@@ -145,9 +145,12 @@ class Push:
         if self.options.projects:
             unknown = sorted(set(self.options.projects) - {str(r[1]) for r in rows})
             if unknown:
+                known = ", ".join(str(r[1]) for r in rows[:10]) + (
+                    ", ..." if len(rows) > 10 else ""
+                )
                 raise InvalidValue(
-                    f"no local project {', '.join(map(repr, unknown))} "
-                    "(`cairn report --json` lists what was recorded)",
+                    f"no local project {', '.join(map(repr, unknown))} (recorded here: "
+                    f"{known or 'none'})",
                     field="project",
                 )
             rows = [r for r in rows if r[1] in self.options.projects]
