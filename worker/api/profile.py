@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from worker.api.endpoint import Call, Endpoint
@@ -11,6 +10,7 @@ from worker.memory.profile import refresh_profile, render_profile
 from worker.ops.fields import project_field
 from worker.settings import Settings
 from worker.store import projects
+from worker.store.db import AnyDb
 
 TAG = "projects"
 
@@ -19,7 +19,7 @@ async def _profile(call: Call, project_id: int, label: str) -> dict[str, Any]:
     s = call.cairn.settings
     force = bool(call.query.get("refresh", False))
 
-    def write(conn: sqlite3.Connection) -> dict[str, Any] | None:
+    def write(conn: AnyDb) -> dict[str, Any] | None:
         return refresh_profile(conn, project_id, s, force=force)
 
     profile = await call.cairn.store.write(write)
