@@ -23,7 +23,14 @@ from worker.store.db import AnyDb, Db, as_db
 # the days each project was worked on, is rebuilt from the dated rows as they are imported),
 # rather than hold data.
 SKIPPED_TABLES = frozenset(
-    {"schema_migrations", "index_switch", "file_writes", "search_changes", "project_activity"}
+    {
+        "schema_migrations",
+        "index_switch",
+        "file_writes",
+        "search_changes",
+        "vector_changes",
+        "project_activity",
+    }
 )
 # Derived from other rows (triggers drop a vector when its item changes): imported last.
 LAST_TABLES = ("embeddings",)
