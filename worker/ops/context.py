@@ -51,6 +51,7 @@ async def context_answer(cairn: Cairn, qp: dict[str, Any], *, preview: bool) -> 
         budget=qp.get("budget"),
         source=qp.get("source"),
         preview=preview,
+        reader=cairn.reader,
     )
     return await build_context(
         cairn.store, cairn.settings, cairn.embeddings, request, keywords=cairn.keywords

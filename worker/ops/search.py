@@ -128,6 +128,7 @@ async def search_answer(cairn: Cairn, qp: dict[str, Any]) -> dict[str, Any]:
         limit=qp.get("limit", s.search.default_limit),
         include_archived=qp.get("include_archived", False),
         count_retrieval=True,
+        reader=cairn.reader,
     )
     outcome = await search(cairn.store, s, cairn.embeddings, req, keywords=cairn.keywords)
     return outcome_dict(outcome, query, bool(qp.get("explain", False)))

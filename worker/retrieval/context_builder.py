@@ -47,6 +47,8 @@ class ContextRequest:
     budget: int | None = None
     source: str | None = None
     preview: bool = False
+    # Whose private prompts and observations may be given (SearchRequest.reader).
+    reader: str | None = None
 
 
 @dataclass
@@ -191,7 +193,7 @@ def _start_rows(conn: sqlite3.Connection, req: ContextRequest, s: Settings) -> _
         memories=memories,
         summary=q.latest_summary(conn, pid),
         checkpoint=q.latest_checkpoint(conn, pid, req.session_id),
-        recent=q.recent_observations(conn, pid, s.context.recent_observations),
+        recent=q.recent_observations(conn, pid, s.context.recent_observations, req.reader),
         top_files=q.top_files(conn, pid, 5),
         injected=q.injected(conn, req.session_id) if req.session_id else set(),
         profile=profile,
@@ -298,6 +300,7 @@ async def build_context(
                 exclude=injected,
                 exclude_session_prompts=req.session_id,
                 judge_items=True,
+                reader=req.reader,
             ),
             keywords=keywords,
         )

@@ -61,6 +61,9 @@ class SearchRequest:
     # The prompt context: instead of one refusal for the whole query, each hit must be relevant
     # on its own evidence (ranking.item_relevant); nothing relevant -> refused.
     judge_items: bool = False
+    # On a team database, whose private prompts and observations may be found (Cairn.reader):
+    # the others' only when shared. None: every item (the local database is one user's).
+    reader: str | None = None
 
 
 @dataclass
@@ -164,6 +167,8 @@ def selective_terms(
 
 
 def _live(item: dict[str, Any], req: SearchRequest, now: int) -> bool:
+    if req.reader is not None and not item["shared"] and item["author"] != req.reader:
+        return False  # a teammate's private prompt or observation
     if not req.include_archived:
         if item.get("archived_at") is not None or item.get("superseded_by") is not None:
             return False

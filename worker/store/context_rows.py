@@ -7,16 +7,22 @@ from typing import Any
 
 from worker.store.db import AnyDb, as_db
 from worker.store.items import Ref, load_items
+from worker.store.privacy import shared_or_by
 from worker.store.rows import load_json, ms
 
 
-def recent_observations(conn: AnyDb, project_id: int, limit: int) -> list[dict[str, Any]]:
+def recent_observations(
+    conn: AnyDb, project_id: int, limit: int, visible_to: str | None = None
+) -> list[dict[str, Any]]:
+    """The project's newest live observations; given `visible_to`, only those shared or by
+    that author (store/privacy.py)."""
+    visible, visible_args = ("1 = 1", ()) if visible_to is None else shared_or_by("o", visible_to)
     ids = [
         int(r[0])
         for r in as_db(conn).execute(
-            "SELECT id FROM observations WHERE project_id = ? AND archived_at IS NULL "
-            "ORDER BY created_at DESC, id DESC LIMIT ?",
-            (project_id, limit),
+            "SELECT o.id FROM observations o WHERE o.project_id = ? AND o.archived_at IS NULL "
+            f"AND {visible} ORDER BY o.created_at DESC, o.id DESC LIMIT ?",
+            (project_id, *visible_args, limit),
         )
     ]
     items = load_items(conn, [("observation", i) for i in ids])

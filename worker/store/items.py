@@ -39,17 +39,19 @@ def _summary_body(row: Row) -> str:
     return "\n".join(parts)
 
 
+PRIVATE_KINDS = ("observation", "prompt")
 _ITEM_SQL = {
     "observation": """SELECT o.id, o.project_id, p.key AS project, o.session_id, o.type,
         o.title, o.body, o.files, o.importance, 0 AS pinned, o.created_at, o.retrieval_count,
-        o.archived_at, NULL AS superseded_by, NULL AS expires_at, o.content_hash, o.meta
+        o.archived_at, NULL AS superseded_by, NULL AS expires_at, o.content_hash, o.meta,
+        o.author, o.shared
         FROM observations o JOIN projects p ON p.id = o.project_id WHERE o.id IN ({ids})""",
     "memory": """SELECT m.id, m.project_id, p.key AS project, m.session_id, m.kind AS type,
         m.tags, m.content, m.importance, m.pinned, m.created_at, m.retrieval_count,
         m.archived_at, m.superseded_by, m.expires_at, m.content_hash, m.meta
         FROM memories m LEFT JOIN projects p ON p.id = m.project_id WHERE m.id IN ({ids})""",
     "prompt": """SELECT r.id, r.project_id, p.key AS project, r.session_id, r.number, r.text,
-        r.created_at, r.meta FROM prompts r JOIN projects p ON p.id = r.project_id
+        r.created_at, r.meta, r.author, r.shared FROM prompts r JOIN projects p ON p.id = r.project_id
         WHERE r.id IN ({ids})""",
     "summary": """SELECT s.id, s.project_id, p.key AS project, s.session_id, s.request,
         s.completed, s.learned, s.next_steps, s.files, s.updated_at AS created_at, s.meta
@@ -73,6 +75,10 @@ def _item(kind: str, row: Row) -> dict[str, Any]:
         "archived_at": None,
         "superseded_by": None,
         "expires_at": None,
+        # Prompts and observations are private to their author on a team database unless
+        # shared (store/privacy.py); memories and summaries are the team's.
+        "author": row["author"] if kind in PRIVATE_KINDS else None,
+        "shared": bool(row["shared"]) if kind in PRIVATE_KINDS else True,
     }
     if kind == "observation":
         base.update(
