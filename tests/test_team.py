@@ -1,8 +1,9 @@
 """The team database setting: read from the environment or config.json, shown only redacted, and
-refused by this version (which cannot store memory in PostgreSQL yet)."""
+refused only when this installation lacks the PostgreSQL driver."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -12,9 +13,8 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from tests.examples import examples
-from worker.cli import main
 from worker.errors import ConfigError
-from worker.team import database_url, redact, refuse_team_database
+from worker.team import check_team_database, database_url, redact
 
 
 @pytest.mark.parametrize(
@@ -69,26 +69,20 @@ def test_the_url_comes_from_the_environment_then_config_json(tmp_path: Path) -> 
     assert database_url(tmp_path, {}) == ""
 
 
-def test_this_version_refuses_a_team_database_naming_where_it_is_set(tmp_path: Path) -> None:
-    refuse_team_database(tmp_path, {})  # none configured: nothing to refuse
+def test_a_team_database_without_the_driver_is_refused_naming_where_it_is_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    check_team_database(tmp_path, {})  # none configured: nothing to check
+    url = {"CAIRN_DATABASE_URL": "postgresql://al:s3cret@db/cairn"}
+    check_team_database(tmp_path, url)  # the driver is installed here: nothing to refuse
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "psycopg" else real_find_spec(name, *a),
+    )
     with pytest.raises(ConfigError) as caught:
-        refuse_team_database(tmp_path, {"CAIRN_DATABASE_URL": "postgresql://al:s3cret@db/cairn"})
+        check_team_database(tmp_path, url)
     message = str(caught.value)
     assert "CAIRN_DATABASE_URL" in message and "postgresql://al:***@db/cairn" in message
-    assert "cannot store memory in PostgreSQL yet" in message and "s3cret" not in message
-
-
-def test_cairn_start_says_it_cannot_use_the_team_database(
-    isolated_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    isolated_home.mkdir(parents=True, exist_ok=True)
-    (isolated_home / "config.json").write_text(
-        json.dumps({"database_url": "postgresql://alice:s3cret@db.example/cairn"})
-    )
-    for args in (["start"], ["start", "--foreground"]):
-        assert main(args) == 2
-        err = capsys.readouterr().err
-        assert "cannot store memory in PostgreSQL yet" in err
-        assert "config.json" in err and "postgresql://alice:***@db.example/cairn" in err
-        assert "s3cret" not in err
-    assert not (isolated_home / "worker.json").exists()  # no worker was started
+    assert ".[team]" in message and "s3cret" not in message

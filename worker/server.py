@@ -22,7 +22,7 @@ from worker.home import ensure_home, private_opener
 from worker.paths import cairn_command
 from worker.runtime import acquire_lock
 from worker.settings import Settings
-from worker.team import refuse_team_database
+from worker.team import check_team_database
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ def serve(settings: Settings, *, log_to_file: bool = False, announce: bool = Tru
     """Serve until SIGTERM/SIGINT. Returns a process exit code."""
     configure_logging(settings, to_file=log_to_file)
     try:
-        refuse_team_database(settings.home)  # this version cannot use PostgreSQL yet
+        check_team_database(settings.home)  # a team database needs the PostgreSQL driver
     except ConfigError as exc:
         log.error("%s", exc)  # a detached worker's reader is its log
         raise

@@ -1,10 +1,10 @@
 """Team memory settings: the team database URL, which is only ever shown redacted.
 
 The URL comes from CAIRN_DATABASE_URL, else "database_url" in `CAIRN_HOME/config.json` (the
-file the hooks read too). This version cannot store memory in PostgreSQL yet (README, "Team
-memory (in progress)"): with a URL set the worker refuses to start, rather than keep a local
-database that no teammate sees, and the hooks spool their events (already keyed by remote,
-worker/project_identity.py) until a worker that can use it replays them.
+file the hooks read too): with it the worker stores memory in that PostgreSQL database (README,
+"Team memory"), and the hooks key projects by their git remote (worker/project_identity.py).
+A worker that cannot use it (no driver, the server unreachable) does not start rather than keep
+a local database no teammate sees; the hooks spool their events until one can.
 """
 
 from __future__ import annotations
@@ -53,19 +53,23 @@ def redact(url: str) -> str:
     return _PASSWORD_PARAM.sub(lambda m: m.group(1) + MASK, url)
 
 
-def refuse_team_database(home: Path, env: Mapping[str, str] | None = None) -> None:
-    """Raise ConfigError when a team database is configured: this version cannot use it."""
+def check_team_database(home: Path, env: Mapping[str, str] | None = None) -> None:
+    """Raise ConfigError when a team database is configured but this installation cannot reach
+    PostgreSQL at all (the `team` extra's driver is missing), naming where the URL is set."""
     url = database_url(home, env)
     if not url:
+        return
+    import importlib.util
+
+    if importlib.util.find_spec("psycopg") is not None:
         return
     source = (
         ENV
         if (os.environ if env is None else env).get(ENV, "").strip()
         else (f'"{CONFIG_KEY}" in {home / "config.json"}')
     )
-    message = (
-        f"a team database is configured ({source}: {redact(url)}), but this version of Cairn "
-        "cannot store memory in PostgreSQL yet (team memory is in progress: see the README). "
-        f"Remove {source} to keep using the local database; hooks spool their events meanwhile."
+    raise ConfigError(
+        f"a team database is configured ({source}: {redact(url)}), but the PostgreSQL driver "
+        'is not installed: pip install -e ".[team]" (or remove the setting to use the local '
+        "database); hooks spool their events meanwhile"
     )
-    raise ConfigError(message)

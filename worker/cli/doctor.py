@@ -415,19 +415,46 @@ def check_recovered(ctx: Context) -> Check:
 
 
 def check_team(ctx: Context) -> Check:
-    """The team database setting, its password masked: this version cannot use one yet."""
+    """The team database, its password masked: reachable, its schema, how vectors are searched."""
     from worker.team import ENV, database_url, redact
 
     url = database_url(ctx.settings.home)
     if not url:
         return Check("team", "ok", "no team database: memory stays in the local database")
-    return Check(
-        "team",
-        "fail",
-        f"a team database is set ({redact(url)}), but this version of Cairn cannot store memory "
-        "in PostgreSQL yet: the worker will not start",
-        f'unset {ENV} and remove "database_url" from {ctx.settings.home / "config.json"}',
-    )
+    where = redact(url)
+    try:
+        import psycopg
+    except ImportError:
+        return Check(
+            "team", "fail", f"a team database is set ({where}) but the PostgreSQL driver is "
+            "missing", 'pip install -e ".[team]"'
+        )  # fmt: skip
+    from worker.store.pg.connection import safe_message
+
+    try:
+        with psycopg.connect(url, connect_timeout=5) as conn:
+            version = conn.execute("SHOW server_version").fetchone()
+            vector = conn.execute(
+                "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+            ).fetchone()
+    except psycopg.Error as exc:
+        return Check(
+            "team",
+            "fail",
+            f"the team database {where} is unreachable: {safe_message(str(exc).strip(), url)}",
+            f'check the server, the URL and its sslmode ({ENV} or "database_url" in '
+            f"{ctx.settings.home / 'config.json'}); hooks spool meanwhile",
+        )
+    server = version[0] if version else "?"
+    if vector is None:
+        return Check(
+            "team",
+            "warn",
+            f"team database {where} (PostgreSQL {server}): no pgvector extension, the worker "
+            "compares vectors itself",
+            "install pgvector on the server for vector search in the database",
+        )
+    return Check("team", "ok", f"team database {where} (PostgreSQL {server}, pgvector available)")
 
 
 CHECKS: tuple[Callable[[Context], Check], ...] = (

@@ -15,7 +15,7 @@ from worker.paths import cairn_command
 from worker.runtime import AlreadyRunning, pid_alive, read_runtime
 from worker.settings import Settings, load_settings
 from worker.spawn import spawn_detached, wait_healthy
-from worker.team import refuse_team_database
+from worker.team import check_team_database
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -24,7 +24,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def cmd_start(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    refuse_team_database(settings.home)  # said here, not only in the detached worker's log
+    check_team_database(settings.home)  # said here, not only in the detached worker's log
     if args.foreground:
         from worker.server import serve
 
