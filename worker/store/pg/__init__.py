@@ -8,8 +8,8 @@ SQLite. A write is acknowledged only after its COMMIT; a connection lost mid-wri
 StoreUnavailable: lost before COMMIT, nothing of the write is kept; lost during COMMIT, it may
 have been kept, and the client's retry with the same event id is deduplicated.
 
-Only the ported modules run here (README, "Team memory (in progress)"): memories, projects and
-received events, with memory vectors. psycopg is imported where a PgStore is opened.
+Every store module runs here (README, "Team memory"). psycopg is imported where a PgStore is
+opened.
 """
 
 from __future__ import annotations
