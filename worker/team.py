@@ -53,6 +53,13 @@ def redact(url: str) -> str:
     return _PASSWORD_PARAM.sub(lambda m: m.group(1) + MASK, url)
 
 
+def url_source(home: Path, env: Mapping[str, str] | None = None) -> str:
+    """Where the team database URL in use is set: the variable, or the config file's key."""
+    if (os.environ if env is None else env).get(ENV, "").strip():
+        return ENV
+    return f'"{CONFIG_KEY}" in {home / "config.json"}'
+
+
 def check_team_database(home: Path, env: Mapping[str, str] | None = None) -> None:
     """Raise ConfigError when a team database is configured but this installation cannot reach
     PostgreSQL at all (the `team` extra's driver is missing), naming where the URL is set."""
@@ -63,11 +70,7 @@ def check_team_database(home: Path, env: Mapping[str, str] | None = None) -> Non
 
     if importlib.util.find_spec("psycopg") is not None:
         return
-    source = (
-        ENV
-        if (os.environ if env is None else env).get(ENV, "").strip()
-        else (f'"{CONFIG_KEY}" in {home / "config.json"}')
-    )
+    source = url_source(home, env)
     raise ConfigError(
         f"a team database is configured ({source}: {redact(url)}), but the PostgreSQL driver "
         'is not installed: pip install -e ".[team]" (or remove the setting to use the local '

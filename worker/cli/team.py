@@ -135,16 +135,14 @@ def cmd_leave(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from worker.team import ENV, database_url
+    from worker.team import database_url, url_source
 
     settings = load_settings()
     url = database_url(settings.home)
     if not url:
         print("no team database: memory stays in the local database")
         return 0
-    import os
-
-    source = ENV if os.environ.get(ENV, "").strip() else str(_config_path(settings.home))
+    source = url_source(settings.home)
     try:
         found = _check(url)
     except Unusable as exc:
