@@ -121,8 +121,38 @@ def project_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests of a module marked `both_backends` run once per store backend: the same test, first
+    on a SQLite file, then on a new database of the run's PostgreSQL server (the team backend).
+
+    A test of such a module that is about SQLite itself (its file, WAL, disk faults) says so with
+    `@pytest.mark.sqlite_only(reason)` and runs once.
+    """
+    if "backend" not in metafunc.fixturenames:
+        return
+    if metafunc.definition.get_closest_marker("both_backends") is None:
+        return
+    if metafunc.definition.get_closest_marker("sqlite_only") is not None:
+        return
+    metafunc.parametrize(
+        "backend",
+        ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)],
+        indirect=True,
+    )
+
+
 @pytest.fixture
-def settings(isolated_home: Path) -> Settings:
+def backend(request: pytest.FixtureRequest) -> str:
+    """The store backend the test's app and `store` use: 'sqlite' unless parametrised."""
+    return str(getattr(request, "param", "sqlite"))
+
+
+@pytest.fixture
+def settings(
+    isolated_home: Path, backend: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Settings:
+    if backend == "postgres":
+        monkeypatch.setenv("CAIRN_DATABASE_URL", request.getfixturevalue("pg_url"))
     return load_settings()
 
 
@@ -174,10 +204,16 @@ def module_clients(
 
 
 @pytest.fixture
-def store(settings: Settings) -> Iterator[Store]:
-    """An open Store on the test's database file (closed afterwards)."""
-    opened = Store(settings.db_path)
-    opened.open()
+def store(settings: Settings) -> Iterator[Store | PgStore]:
+    """An open store on the test's database (closed afterwards): its SQLite file, or on the
+    `postgres` backend the same team database the test's app uses."""
+    opened: Store | PgStore
+    url = os.environ.get("CAIRN_DATABASE_URL", "")
+    if url:
+        opened = _opened_pg_store(url)
+    else:
+        opened = Store(settings.db_path)
+        opened.open()
     yield opened
     opened.close()
 
