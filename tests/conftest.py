@@ -149,7 +149,10 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def settings(
-    isolated_home: Path, backend: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+    isolated_home: Path,
+    backend: str,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Settings:
     if backend == "postgres":
         monkeypatch.setenv("CAIRN_DATABASE_URL", request.getfixturevalue("pg_url"))

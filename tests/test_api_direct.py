@@ -11,6 +11,8 @@ from starlette.testclient import TestClient
 
 from worker.api.direct import DirectDispatch
 
+pytestmark = pytest.mark.both_backends
+
 
 def direct(client: TestClient) -> DirectDispatch:
     dispatch = client.app_state["cairn"].spool.direct

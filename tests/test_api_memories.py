@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
+import pytest
 from starlette.testclient import TestClient
 
+from tests.backends import execute, value
 from worker.settings import Settings
+from worker.store.backend import Backend
+
+pytestmark = pytest.mark.both_backends
 
 P = "/repo/app"
 
@@ -17,10 +21,6 @@ def save(client: TestClient, content: str, kind: str = "decision", **extra: Any)
     assert r.status_code in (200, 201), r.text
     body: dict[str, Any] = r.json()
     return body
-
-
-def db(settings: Settings) -> sqlite3.Connection:
-    return sqlite3.connect(settings.db_path)
 
 
 def test_create_scores_importance_and_tags_when_absent(client: TestClient) -> None:
@@ -45,7 +45,7 @@ def test_meta_and_created_at_are_kept_verbatim(client: TestClient) -> None:
     assert client.get(f"/api/memories/{m['id']}").json()["meta"] == meta
 
 
-def test_same_content_merges_into_one_memory(client: TestClient, settings: Settings) -> None:
+def test_same_content_merges_into_one_memory(client: TestClient, store: Backend) -> None:
     first = save(client, "The API listens on port 8080", kind="note", tags=["api"])
     second = save(
         client, "  the api LISTENS on port   8080 ", kind="decision", importance=5, tags=["port"]
@@ -59,8 +59,7 @@ def test_same_content_merges_into_one_memory(client: TestClient, settings: Setti
     # The higher kind and importance are kept even if a weaker repeat arrives later.
     third = save(client, "The API listens on port 8080", kind="note", importance=1)
     assert third["kind"] == "decision" and third["importance"] == 5 and third["hit_count"] == 2
-    with db(settings) as conn:
-        assert conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] == 1
+    assert value(store, "SELECT COUNT(*) FROM memories") == 1
 
 
 def test_same_content_in_another_project_is_separate(client: TestClient) -> None:
@@ -155,36 +154,32 @@ def test_archive_and_restore(client: TestClient) -> None:
     assert m["id"] in [x["id"] for x in client.get("/api/memories").json()["items"]]
 
 
-def test_forget_leaves_nothing(client: TestClient, settings: Settings) -> None:
+def test_forget_leaves_nothing(client: TestClient, store: Backend, backend: str) -> None:
     m = save(client, "The staging password rotates every 30 days")
     older = save(client, "Use PostgreSQL 15 for the database")
     newer = save(client, "Move to PostgreSQL 16 for the database")
     assert newer["supersedes"] == [older["id"]]
-    with db(settings) as conn:
-        conn.execute(
-            "INSERT INTO embeddings(item_kind, item_id, project_id, model, dim, vector, created_at) "
-            "VALUES ('memory', ?, NULL, 'm', 1, x'00000000', 0)",
-            (m["id"],),
-        )
+    execute(
+        store,
+        "INSERT INTO embeddings(item_kind, item_id, project_id, model, dim, vector, created_at) "
+        "VALUES ('memory', ?, NULL, 'm', 1, ?, 0)",
+        (m["id"], b"\x00\x00\x00\x00"),
+    )
     r = client.delete(f"/api/memories/{m['id']}")
     assert r.status_code == 200 and r.json() == {"id": m["id"], "deleted": True}
     assert client.get(f"/api/memories/{m['id']}").status_code == 404
     assert client.delete(f"/api/memories/{m['id']}").status_code == 404
     client.delete(f"/api/memories/{newer['id']}")
-    with db(settings) as conn:
+    assert value(store, "SELECT COUNT(*) FROM memories WHERE id = ?", (m["id"],)) == 0
+    assert value(store, "SELECT COUNT(*) FROM embeddings WHERE item_kind = 'memory'") == 0
+    assert value(store, "SELECT COUNT(*) FROM memory_relations") == 0
+    found = client.get("/api/search", params={"q": "staging password", "project": P}).json()
+    assert found["hits"] == []
+    if backend == "sqlite":
         assert (
-            conn.execute("SELECT COUNT(*) FROM memories WHERE id = ?", (m["id"],)).fetchone()[0]
+            value(store, "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'staging'")
             == 0
         )
-        fts = conn.execute(
-            "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'staging'"
-        ).fetchone()[0]
-        assert fts == 0
-        assert (
-            conn.execute("SELECT COUNT(*) FROM embeddings WHERE item_kind = 'memory'").fetchone()[0]
-            == 0
-        )
-        assert conn.execute("SELECT COUNT(*) FROM memory_relations").fetchone()[0] == 0
     # Forgetting the newer memory makes the older one the latest again.
     assert client.get(f"/api/memories/{older['id']}").json()["is_latest"] is True
 
@@ -259,12 +254,14 @@ def test_events_are_published(client: TestClient) -> None:
     cairn = client.app_state["cairn"]
     seen: list[tuple[str, list[int]]] = []
     cairn.item_listeners.append(lambda kind, ids: seen.append((kind, ids)))
-    start = cairn.events._seq
+    # On a team database the worker's broadcaster sits behind the team feed (team_feed.py).
+    broadcaster = getattr(cairn.events, "local", cairn.events)
+    start = broadcaster._seq
     m = save(client, "Event check memory")
     save(client, "Event check memory")
     client.patch(f"/api/memories/{m['id']}", json={"content": "Event check memory, edited"})
     client.delete(f"/api/memories/{m['id']}")
-    names = [e.event for e in cairn.events.backlog(f"{cairn.events.boot}-{start}")]
+    names = [e.event for e in broadcaster.backlog(f"{broadcaster.boot}-{start}")]
     assert names == ["memory.created", "memory.updated", "memory.updated", "memory.deleted"]
     # New and edited content is handed to the embedder; a merge changes no text.
     assert seen == [("memory", [m["id"]]), ("memory", [m["id"]])]

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from tests.examples import examples
+
+pytestmark = pytest.mark.both_backends
 
 scalars = st.one_of(
     st.none(),

@@ -12,6 +12,8 @@ from worker.api.observations import create_schema
 from worker.ops.fields import observation_schema as item_schema
 from worker.settings import Settings
 
+pytestmark = pytest.mark.both_backends
+
 JSON = {"Content-Type": "application/json"}
 
 

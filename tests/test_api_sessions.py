@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from starlette.testclient import TestClient
+
+pytestmark = pytest.mark.both_backends
 
 
 def start(client: TestClient, sid: str, **extra: object) -> dict[str, object]:

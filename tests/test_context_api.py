@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from starlette.testclient import TestClient
 
+from tests.backends import rows
 from worker.retrieval.tokens import estimate_tokens
-from worker.settings import Settings
+from worker.store.backend import Backend
+
+pytestmark = pytest.mark.both_backends
 
 PROJECT = "/repo/ctx"
 
@@ -90,18 +94,15 @@ def test_budget_is_never_exceeded(client: TestClient) -> None:
 
 
 def test_session_start_caches_the_profile_it_had_to_compute(
-    client: TestClient, settings: Settings
+    client: TestClient, store: Backend
 ) -> None:
     """The static profile part is a scan of recent observations: the first session start
     computes and stores it, the next ones read it (until the data or the TTL says otherwise)."""
-    import sqlite3
-
     _seed(client)
 
     def cached() -> dict[str, Any] | None:
-        with sqlite3.connect(settings.db_path) as conn:
-            row = conn.execute("SELECT value FROM kv WHERE key LIKE 'profile:%'").fetchone()
-        return json.loads(row[0]) if row else None
+        found = rows(store, "SELECT value FROM kv WHERE key LIKE 'profile:%'")
+        return json.loads(found[0][0]) if found else None
 
     assert cached() is None
     first = client.get("/api/context", params={"project": PROJECT}).json()["text"]

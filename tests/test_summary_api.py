@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from starlette.testclient import TestClient
+
+pytestmark = pytest.mark.both_backends
 
 ROOT = "/home/dev/shop"
 SID = "sess-summary-1"

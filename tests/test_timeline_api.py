@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from starlette.testclient import TestClient
+
+pytestmark = pytest.mark.both_backends
 
 PROJECT = "/work/repo-timeline"
 
