@@ -78,6 +78,8 @@ class TeamFeed:
         self.where = redact(url)
         self.local = local
         self.origin = uuid.uuid4().hex
+        # This worker's own channel: only its listener hears it (the wake-up when stopping).
+        self._wake_channel = f"cairn_wake_{self.origin}"
         self._outbox: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -167,6 +169,8 @@ class TeamFeed:
                         if pending is None:
                             pending = self._outbox.get()
                             if pending is None:
+                                # Wake our listener out of its wait, so stopping takes no second.
+                                conn.execute(f"NOTIFY {self._wake_channel}")
                                 return
                         conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, pending))
                         self.sent += 1
@@ -180,10 +184,12 @@ class TeamFeed:
             try:
                 with self._connect() as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
+                    conn.execute(f"LISTEN {self._wake_channel}")
                     self.connected, self.last_error, pause = True, "", 1.0
                     while not self._stop.is_set():
                         for note in conn.notifies(timeout=LISTEN_WAIT_S):
-                            self._deliver(note.payload)
+                            if note.channel == CHANNEL:
+                                self._deliver(note.payload)
                             if self._stop.is_set():
                                 break
             except Exception as exc:
