@@ -3,10 +3,25 @@ for the few API tests that look under the API (a row count, a planted row)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from worker.store.backend import Backend
+from worker.settings import Settings
+from worker.store.backend import Backend, make_store
+from worker.team import database_url
+
+
+@contextlib.contextmanager
+def opened_store(settings: Settings) -> Iterator[Backend]:
+    """The test's database opened as its app opens it (CAIRN_DATABASE_URL set: PostgreSQL)."""
+    opened = make_store(settings, database_url(settings.home, os.environ))
+    opened.open()
+    try:
+        yield opened
+    finally:
+        opened.close()
 
 
 def rows(store: Backend, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 from starlette.testclient import TestClient
 
+from tests.backends import opened_store
 from worker.app import create_app
 from worker.home import ensure_private_dir, private_opener
 from worker.settings import Settings, load_settings
@@ -21,6 +22,7 @@ from worker.store import Store
 
 if TYPE_CHECKING:
     from tests.pg import PostgresServer
+    from worker.store.backend import Backend
     from worker.store.pg import PgStore
 
 BASE_URL = "http://127.0.0.1:37800"
@@ -142,20 +144,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture
-def backend(request: pytest.FixtureRequest) -> str:
-    """The store backend the test's app and `store` use: 'sqlite' unless parametrised."""
-    return str(getattr(request, "param", "sqlite"))
+def backend(
+    request: pytest.FixtureRequest, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """The store backend of the test's apps and `store`: 'sqlite' unless parametrised; on
+    'postgres', CAIRN_DATABASE_URL names a new database of the run's server."""
+    name = str(getattr(request, "param", "sqlite"))
+    if name == "postgres":
+        monkeypatch.setenv("CAIRN_DATABASE_URL", request.getfixturevalue("pg_url"))
+    return name
 
 
 @pytest.fixture
-def settings(
-    isolated_home: Path,
-    backend: str,
-    request: pytest.FixtureRequest,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Settings:
-    if backend == "postgres":
-        monkeypatch.setenv("CAIRN_DATABASE_URL", request.getfixturevalue("pg_url"))
+def settings(isolated_home: Path, backend: str) -> Settings:
     return load_settings()
 
 
@@ -207,18 +208,11 @@ def module_clients(
 
 
 @pytest.fixture
-def store(settings: Settings) -> Iterator[Store | PgStore]:
+def store(settings: Settings) -> Iterator[Backend]:
     """An open store on the test's database (closed afterwards): its SQLite file, or on the
     `postgres` backend the same team database the test's app uses."""
-    opened: Store | PgStore
-    url = os.environ.get("CAIRN_DATABASE_URL", "")
-    if url:
-        opened = _opened_pg_store(url)
-    else:
-        opened = Store(settings.db_path)
-        opened.open()
-    yield opened
-    opened.close()
+    with opened_store(settings) as opened:
+        yield opened
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,7 @@
+import pytest
 from starlette.testclient import TestClient
+
+pytestmark = pytest.mark.both_backends
 
 
 def test_health_needs_no_token(anon_client: TestClient) -> None:

@@ -19,6 +19,8 @@ from worker.app import STORE_ERRORS, create_app
 from worker.settings import Settings, load_settings
 from worker.store.errors import StoreError
 
+pytestmark = pytest.mark.both_backends
+
 
 def observation(n: int, text: str = "") -> dict[str, Any]:
     return {"project": "/repo", "type": "note", "title": f"note {n}", "body": text}
@@ -53,6 +55,7 @@ def test_every_kind_of_store_error_has_an_http_answer() -> None:
     assert set(StoreError.__subclasses__()) == set(STORE_ERRORS)
 
 
+@pytest.mark.sqlite_only("a SQLite write lock held by another connection")
 def test_a_held_write_lock_answers_503_busy(app_with: Any, settings: Settings) -> None:
     client = app_with(busy_timeout_ms=100)
     other = sqlite3.connect(settings.db_path, isolation_level=None)
@@ -95,6 +98,7 @@ def test_a_closed_store_answers_503(client: TestClient) -> None:
     assert replayed(client, "POST", "/api/observations", observation(2))[0] == 503
 
 
+@pytest.mark.sqlite_only("a damaged SQLite file")
 def test_a_damaged_file_answers_503_and_says_to_restart(
     client: TestClient, settings: Settings
 ) -> None:

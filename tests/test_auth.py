@@ -13,6 +13,8 @@ from starlette.testclient import TestClient
 from worker.auth import CSP, TokenKeeper, host_is_loopback, is_public
 from worker.settings import Settings
 
+pytestmark = pytest.mark.both_backends
+
 OBS = {"project": "p", "type": "note", "title": "t"}
 
 

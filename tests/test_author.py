@@ -20,6 +20,8 @@ from worker.store import sql_terms
 from worker.store.m014_author import AUTHORED
 from worker.store.migrations import MIGRATIONS, apply_migrations
 
+pytestmark = pytest.mark.both_backends
+
 WORKER_AUTHOR = "worker-owner@example.org"
 SID = "s-author"
 

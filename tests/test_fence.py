@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import anyio
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
@@ -29,6 +30,8 @@ from tests.hook_modules import run as hook_run
 from worker import fence as worker_fence
 from worker.mcp_server import build_server
 from worker.settings import Settings
+
+pytestmark = pytest.mark.both_backends
 
 PROJECT = "/repo/fence"
 

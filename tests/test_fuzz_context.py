@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from tests.examples import examples
 from worker.retrieval.tokens import estimate_tokens
+
+pytestmark = pytest.mark.both_backends
 
 PROJECT = "/fuzz/repo"
 texts = st.text(

@@ -17,6 +17,8 @@ from worker.cli import main
 from worker.settings import Settings
 from worker.store import Store, rows
 
+pytestmark = pytest.mark.both_backends
+
 PROJECT = "/home/dev/shop"
 
 
@@ -166,6 +168,7 @@ READS: list[tuple[str, Callable[[Any], bool]]] = [
 PAGES = ["/", "/memories", "/sessions", "/sessions/s-1", "/search?q=alembic", "/stats"]
 
 
+@pytest.mark.sqlite_only("SQLite keeps any value in any column; PostgreSQL's typed columns refuse")
 def test_readers_tolerate_bad_stored_values_and_log_each_field_once(
     client: TestClient,
     settings: Settings,

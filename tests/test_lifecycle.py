@@ -12,12 +12,16 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from tests.backends import execute, opened_store, rows, value
 from tests.conftest import BASE_URL
 from worker.app import create_app
 from worker.retrieval.embedder import FakeEmbedder
 from worker.settings import Settings, load_settings
 from worker.store import sql_terms
+from worker.store.backend import Backend
 from worker.store.vectors import to_blob
+
+pytestmark = pytest.mark.both_backends
 
 P = "/repo/life"
 
@@ -178,7 +182,7 @@ def test_decay_run_for_one_project_and_bad_input(client: TestClient) -> None:
     assert bad.status_code == 400 and bad.json()["error"]["field"] == "dry_run"
 
 
-def test_caps_archive_the_overflow_chatter_first_then_lowest_retention() -> None:
+def test_caps_archive_the_overflow_chatter_first_then_lowest_retention(backend: str) -> None:
     with app_client(obs_cap_per_project=10, decay_first_run_seconds=3600.0) as (client, settings):
         commands = [
             observation(client, f"cmd {i}", created_at=ago(0.3 - i * 0.01)) for i in range(20)
@@ -204,13 +208,9 @@ def test_caps_archive_the_overflow_chatter_first_then_lowest_retention() -> None
         second = client.post("/api/decay/run").json()
         assert second["observations"]["evicted"] == 9
         assert live_ids() == {*edits, *old_edits[4:]}
-        with db(settings) as conn:
-            reasons = {
-                r[0]
-                for r in conn.execute(
-                    "SELECT archive_reason FROM observations WHERE archived_at IS NOT NULL"
-                )
-            }
+        with opened_store(settings) as store:
+            archived = "SELECT archive_reason FROM observations WHERE archived_at IS NOT NULL"
+            reasons = {r[0] for r in rows(store, archived)}
         assert reasons == {"cap"}
 
 
@@ -255,7 +255,7 @@ def test_6000_observations_under_a_cap_of_5000_archive_exactly_1000_chatter_firs
         assert set(in_time[:600]) <= set(gone) and not set(in_time[-40:]) & set(gone)
 
 
-def test_caps_are_enforced_soon_after_new_observations() -> None:
+def test_caps_are_enforced_soon_after_new_observations(backend: str) -> None:
     overrides = {
         "obs_cap_per_project": 5,
         "obs_cap_check_seconds": 0.0,
@@ -283,7 +283,7 @@ def wait_for(check: Callable[[], bool], timeout: float = 10.0) -> bool:
     return check()
 
 
-def test_scheduled_pass_runs_in_the_worker() -> None:
+def test_scheduled_pass_runs_in_the_worker(backend: str) -> None:
     with app_client(decay_first_run_seconds=0.0, decay_interval_seconds=0.2) as (client, _settings):
         m = memory(client, "Expired fact", importance=1, expires_at=ago(1))
 
@@ -294,7 +294,9 @@ def test_scheduled_pass_runs_in_the_worker() -> None:
         assert client.get("/api/decay").json()["service"]["runs"] >= 1
 
 
-def test_observation_archive_restore_forget(client: TestClient, settings: Settings) -> None:
+def test_observation_archive_restore_forget(
+    client: TestClient, store: Backend, backend: str
+) -> None:
     oid = observation(client, "grep -rn zebracorn src", body="zebracorn found in 3 files")
     keep = observation(client, "unrelated command")
     r = client.post(f"/api/observations/{oid}/archive")
@@ -304,33 +306,25 @@ def test_observation_archive_restore_forget(client: TestClient, settings: Settin
     everything = client.get("/api/observations", params={"project": P, "include_archived": "true"})
     assert {o["id"] for o in everything.json()["items"]} == {oid, keep}
     assert client.post(f"/api/observations/{oid}/restore").json()["archived"] is False
-    with db(settings) as conn:
-        conn.execute(
-            "INSERT INTO embeddings(item_kind, item_id, project_id, model, dim, vector, created_at) "
-            "VALUES ('observation', ?, NULL, 'm', 1, x'00000000', 0)",
-            (oid,),
-        )
+    execute(
+        store,
+        "INSERT INTO embeddings(item_kind, item_id, project_id, model, dim, vector, created_at) "
+        "VALUES ('observation', ?, NULL, 'm', 1, ?, 0)",
+        (oid, b"\x00\x00\x00\x00"),
+    )
     gone = client.delete(f"/api/observations/{oid}")
     assert gone.status_code == 200 and gone.json() == {"id": oid, "deleted": True}
     assert client.get(f"/api/observations/{oid}").status_code == 404
     assert client.delete(f"/api/observations/{oid}").status_code == 404
     assert client.post(f"/api/observations/{oid}/archive").status_code == 404
     assert client.post(f"/api/observations/{oid}/restore").status_code == 404
-    with db(settings) as conn:
-        assert (
-            conn.execute("SELECT COUNT(*) FROM observations WHERE id = ?", (oid,)).fetchone()[0]
-            == 0
-        )
+    assert value(store, "SELECT COUNT(*) FROM observations WHERE id = ?", (oid,)) == 0
+    assert value(store, "SELECT COUNT(*) FROM embeddings") == 0
+    if backend == "sqlite":  # the FTS5 table (PostgreSQL's keyword index lives in the worker)
         fts = "SELECT COUNT(*) FROM search_index WHERE search_index MATCH 'zebracorn'"
-        assert conn.execute(fts).fetchone()[0] == 0
-        assert (
-            conn.execute(
-                "SELECT COUNT(*) FROM search_index WHERE kind = 'observation' AND item_id = ?",
-                (oid,),
-            ).fetchone()[0]
-            == 0
-        )
-        assert conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0] == 0
+        assert value(store, fts) == 0
+        kept = "SELECT COUNT(*) FROM search_index WHERE kind = 'observation' AND item_id = ?"
+        assert value(store, kept, (oid,)) == 0
     hits = client.get("/api/search", params={"q": "zebracorn", "mode": "keyword"})
     if hits.status_code == 200:
         assert hits.json()["hits"] == []
@@ -374,32 +368,32 @@ def test_compress_lexical_fallback_merges_and_records(
     assert client.post("/api/compress", json={"project": P}).json()["merged"] == 0
 
 
-def test_compress_with_stored_embeddings(client: TestClient, settings: Settings) -> None:
+def test_compress_with_stored_embeddings(client: TestClient, store: Backend) -> None:
     texts = [
         "Run the database migrations before starting the API server",
         "Before starting the API server run the database migrations first",
         "Frontend bundles are built with Vite",
     ]
-    rows = [memory(client, t, kind="lesson", supersede=False) for t in texts]
+    saved = [memory(client, t, kind="lesson", supersede=False) for t in texts]
     vectors = FakeEmbedder(256).embed(texts)
-    with db(settings) as conn:
-        for row, vector in zip(rows, vectors, strict=True):
-            conn.execute(
-                "INSERT INTO embeddings(item_kind, item_id, project_id, model, dim, vector, "
-                "created_at) VALUES ('memory', ?, 1, 'fake-hash-256', 256, ?, 0)",
-                (row["id"], to_blob(vector)),
-            )
+    for row, vector in zip(saved, vectors, strict=True):
+        execute(
+            store,
+            "INSERT INTO embeddings(item_kind, item_id, project_id, model, dim, vector, "
+            "created_at) VALUES ('memory', ?, 1, 'fake-hash-256', 256, ?, 0)",
+            (row["id"], to_blob(vector)),
+        )
     plan = client.post("/api/compress", json={"project": P, "dry_run": True}).json()
     assert plan["method"] == "embeddings" and plan["note"] is None and plan["embedded"] == 3
     assert [(m["archive_id"], m["method"]) for m in plan["merges"]] == [
-        (rows[0]["id"], "embeddings")
+        (saved[0]["id"], "embeddings")
     ]
     assert plan["merges"][0]["similarity"] >= 0.88
     done = client.post("/api/compress", json={"project": P}).json()
     assert done["merged"] == 1
-    kept = client.get(f"/api/memories/{rows[1]['id']}").json()
+    kept = client.get(f"/api/memories/{saved[1]['id']}").json()
     assert kept["content"] == texts[1]  # nothing new to add: the text is unchanged
-    assert client.get(f"/api/memories/{rows[0]['id']}").json()["archive_reason"] == "merged"
+    assert client.get(f"/api/memories/{saved[0]['id']}").json()["archive_reason"] == "merged"
 
 
 def test_compress_turns_conflicting_near_duplicates_into_supersession(client: TestClient) -> None:
@@ -436,7 +430,7 @@ def test_lifecycle_routes_need_the_token(anon_client: TestClient, path: str) -> 
     assert anon_client.post(path, json={}).status_code == 401
 
 
-def test_compress_never_chains_dated_imports(client: TestClient, settings: Settings) -> None:
+def test_compress_never_chains_dated_imports(client: TestClient, store: Backend) -> None:
     """Imported history (each memory carries its own date) is true at its time: compression
     neither chains two dated memories into an update nor folds one into the other."""
     old = memory(
@@ -452,6 +446,5 @@ def test_compress_never_chains_dated_imports(client: TestClient, settings: Setti
         assert got["superseded_by"] is None and got["archived"] is False
     # Stated live again, the old value is current, no longer only history.
     assert memory(client, "Use PostgreSQL 15 for the database server")["id"] == old["id"]
-    with db(settings) as conn:
-        dated = dict(conn.execute("SELECT id, dated FROM memories").fetchall())
+    dated = dict(rows(store, "SELECT id, dated FROM memories"))
     assert dated == {old["id"]: 0, new["id"]: 1}

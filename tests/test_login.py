@@ -16,6 +16,8 @@ from worker.app import create_app
 from worker.auth import TokenKeeper
 from worker.settings import Settings, load_settings
 
+pytestmark = pytest.mark.both_backends
+
 FOREIGN = [
     {"Sec-Fetch-Site": "cross-site"},
     {"Sec-Fetch-Site": "same-site"},  # a page on another 127.0.0.1 port

@@ -7,6 +7,8 @@ from starlette.testclient import TestClient
 
 from worker.memory.kind import DEFAULT_KIND, infer_kind
 
+pytestmark = pytest.mark.both_backends
+
 P = "/p/app"
 
 

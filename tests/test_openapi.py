@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import schemathesis
 from starlette.routing import Mount, Route
 from starlette.testclient import TestClient
@@ -12,6 +13,8 @@ from starlette.testclient import TestClient
 from worker.api.endpoint import Endpoint
 from worker.api.openapi import _PARAM, _strip_custom
 from worker.auth import is_public
+
+pytestmark = pytest.mark.both_backends
 
 
 def _doc(client: TestClient) -> dict[str, Any]:

@@ -16,6 +16,8 @@ from worker.pages.charts import Bar, bar_chart, column_chart, gauge
 from worker.pages.render import highlight, rich
 from worker.settings import Settings
 
+pytestmark = pytest.mark.both_backends
+
 XSS = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
 HTML = {"accept": "text/html"}
 

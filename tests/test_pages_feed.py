@@ -7,12 +7,15 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.examples import examples
 from worker.store import Store, feed, observations, projects, sessions, summaries
 from worker.store.pg import PgStore
+
+pytestmark = pytest.mark.both_backends
 
 AnyStore = Store | PgStore
 

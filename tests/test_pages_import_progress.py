@@ -20,6 +20,8 @@ from worker.retrieval import service as service_module
 from worker.retrieval.embedder import FakeEmbedder
 from worker.settings import load_settings
 
+pytestmark = pytest.mark.both_backends
+
 HTML = {"accept": "text/html"}
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from starlette.testclient import TestClient
+
+pytestmark = pytest.mark.both_backends
 
 HTML = {"accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
 

@@ -13,6 +13,8 @@ from worker.app import create_app
 from worker.clock import now_ms, to_iso
 from worker.settings import load_settings
 
+pytestmark = pytest.mark.both_backends
+
 P = "/p/app"
 HOUR = 3_600_000
 

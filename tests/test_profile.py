@@ -7,11 +7,14 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from tests.backends import execute
 from tests.conftest import BASE_URL
 from worker.app import create_app
 from worker.memory.profile import build_profile, command_kind, language_of, render_profile
-from worker.settings import Settings, load_settings
-from worker.store import Store
+from worker.settings import load_settings
+from worker.store.backend import Backend
+
+pytestmark = pytest.mark.both_backends
 
 ROOT = "/work/shop"
 
@@ -21,20 +24,15 @@ def _obs(client: TestClient, sid: str, **item: Any) -> None:
     assert r.status_code == 201, r.text
 
 
-def _add_memory(settings: Settings, kind: str, content: str, importance: int) -> None:
-    store = Store(settings.db_path)
-    store.open()
-    try:
-        store.write_sync(
-            lambda c: c.execute(
-                "INSERT INTO memories(project_id, kind, content, content_hash, importance, "
-                "created_at, updated_at) VALUES ((SELECT id FROM projects WHERE key = ?), "
-                "?, ?, ?, ?, 1, 1)",
-                (ROOT, kind, content, content[:32], importance),
-            )
-        )
-    finally:
-        store.close()
+def _add_memory(store: Backend, kind: str, content: str, importance: int) -> None:
+    """A memory written under the API (so no event tells the profile cache it changed)."""
+    execute(
+        store,
+        "INSERT INTO memories(project_id, kind, content, content_hash, importance, "
+        "created_at, updated_at) VALUES ((SELECT id FROM projects WHERE key = ?), "
+        "?, ?, ?, ?, 1, 1)",
+        (ROOT, kind, content, content[:32], importance),
+    )
 
 
 def test_language_and_command_classification() -> None:
@@ -100,7 +98,7 @@ def test_render_empty_profile_is_empty() -> None:
     assert render_profile(planned) == "**Current task:** ship\n- in progress: tests"
 
 
-def test_profile_endpoint_caches_and_invalidates(client: TestClient, settings: Settings) -> None:
+def test_profile_endpoint_caches_and_invalidates(client: TestClient, store: Backend) -> None:
     client.post("/api/sessions", json={"session_id": "p1", "project": ROOT})
     client.post("/api/prompts", json={"session_id": "p1", "text": "Speed up the checkout"})
     _obs(client, "p1", type="file_write", title="Edit", files=[f"{ROOT}/src/cart.py"])
@@ -125,8 +123,8 @@ def test_profile_endpoint_caches_and_invalidates(client: TestClient, settings: S
     assert again["dynamic"]["files_in_flight"][0] == "web/app.ts"
     assert [x["language"] for x in again["static"]["languages"]] == ["Python"]
     # so does a new important decision
-    _add_memory(settings, "decision", "Deploy with blue-green releases", 5)
-    _add_memory(settings, "decision", "a minor one", 2)
+    _add_memory(store, "decision", "Deploy with blue-green releases", 5)
+    _add_memory(store, "decision", "a minor one", 2)
     with_decision = client.get(f"/api/projects/{pid}/profile").json()
     assert [d["content"] for d in with_decision["static"]["decisions"]] == [
         "Deploy with blue-green releases"

@@ -11,6 +11,8 @@ from tests.conftest import BASE_URL
 from worker.app import create_app
 from worker.settings import load_settings
 
+pytestmark = pytest.mark.both_backends
+
 
 @pytest.fixture
 def limited(monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:

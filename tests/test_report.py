@@ -11,6 +11,8 @@ from worker.cli.portability import _project_key
 from worker.clock import parse_iso
 from worker.memory.report import build_report, parse_when
 
+pytestmark = pytest.mark.both_backends
+
 ROOT = "/srv/billing"
 NOW = parse_iso("2026-12-02T12:00:00Z")
 DAY = 86_400_000

@@ -15,6 +15,8 @@ from tests.ruff_history import OBSERVATIONS, PROJECT, RELEVANT
 from worker.app import create_app
 from worker.settings import load_settings
 
+pytestmark = pytest.mark.both_backends
+
 
 @pytest.fixture
 def hybrid_client() -> Iterator[TestClient]:

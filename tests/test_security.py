@@ -15,6 +15,8 @@ from worker.app import create_app
 from worker.auth import is_public
 from worker.settings import load_settings
 
+pytestmark = pytest.mark.both_backends
+
 UNSAFE = ("POST", "PUT", "PATCH", "DELETE")
 _PARAM = re.compile(r"\{(\w+)(?::(\w+))?\}")
 

@@ -18,6 +18,8 @@ from worker.app import all_endpoints
 from worker.ops.fields import SESSION_ID_PATTERN, SESSION_SUBROUTES
 from worker.settings import Settings
 
+pytestmark = pytest.mark.both_backends
+
 P = "/p/app"
 REFUSED = [
     "x/summary",

@@ -13,6 +13,8 @@ from starlette.testclient import TestClient
 from worker.settings import Settings
 from worker.spool import SpoolReplayer, backlog, claim, parse_line
 
+pytestmark = pytest.mark.both_backends
+
 
 @pytest.fixture
 def client(client: TestClient) -> TestClient:
