@@ -129,7 +129,7 @@ class PgStore:
                 return fn(self._db(conn))
 
         with self._write_lock:
-            result = self._guard(run)
+            result = self._guard(run, writing=True)
         for listener in self._write_listeners:
             try:
                 listener()
@@ -137,7 +137,7 @@ class PgStore:
                 log.exception("write listener failed")
         return result
 
-    def _guard(self, run: Callable[[], T]) -> T:
+    def _guard(self, run: Callable[[], T], *, writing: bool = False) -> T:
         """`run()`, its database errors as errors a client can act on (password never shown)."""
         import psycopg
 
@@ -146,9 +146,10 @@ class PgStore:
         try:
             return run()
         except psycopg.Error as exc:
-            raise self._translate(exc, safe_message(str(exc).strip(), self._url)) from None
+            text = safe_message(str(exc).strip(), self._url)
+            raise self._translate(exc, text, writing=writing) from None
 
-    def _translate(self, exc: Exception, text: str) -> Exception:
+    def _translate(self, exc: Exception, text: str, *, writing: bool) -> Exception:
         import psycopg
 
         if isinstance(exc, psycopg.errors.NumericValueOutOfRange):
@@ -158,9 +159,11 @@ class PgStore:
         if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
             return StoreFull(f"the team database {self.where} is read-only: {text}")
         if isinstance(exc, psycopg.OperationalError):
+            # A read says only that: a write's client also learns that retrying it is safe.
+            retry = " (a write was not acknowledged; retrying it with its event id is safe)"
             return StoreUnavailable(
-                f"the team database {self.where} is unreachable or the connection was lost "
-                f"(a write was not acknowledged; retrying it with its event id is safe): {text}"
+                f"the team database {self.where} is unreachable or the connection was lost"
+                f"{retry if writing else ''}: {text}"
             )
         # Anything else is a defect (a query the database rejects): say what, without secrets.
         return RuntimeError(f"team database error ({type(exc).__name__}): {text}")

@@ -11,6 +11,7 @@ raised from here has the password cut out (`safe_message`).
 from __future__ import annotations
 
 import queue
+import select
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -129,8 +130,33 @@ def safe_message(text: str, url: str) -> str:
     return text.replace(password, MASK) if password else text
 
 
+def ended_by_server(conn: psycopg.Connection[PgRow]) -> bool:
+    """Whether an idle connection was ended by the server, without a round trip.
+
+    Between units of work the server sends nothing on a pooled connection (none LISTENs), so
+    anything to read (the FATAL "terminating connection" of a shutdown or pg_terminate_backend)
+    or a hang-up means it is gone. A peer that vanished silently is not seen here: its unit of
+    work fails, and is not acknowledged.
+    """
+    import psycopg
+
+    if conn.closed or conn.broken:
+        return True
+    try:
+        fd = conn.fileno()
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            return bool(poller.poll(0))
+        readable, _, _ = select.select([fd], [], [], 0)
+        return bool(readable)
+    except (psycopg.Error, OSError, ValueError):
+        return True
+
+
 class PgPool:
-    """At most `size` connections, reused; a broken one is closed and replaced on next use.
+    """At most `size` connections, reused; one that broke in use, or that the server ended while
+    it was idle, is closed and replaced.
 
     (psycopg_pool would do: this is the few lines the store needs, with no new dependency.)
     """
@@ -179,10 +205,7 @@ class PgPool:
         if not self._slots.acquire(timeout=self.wait_s):
             raise StoreUnavailable("every team database connection is busy; retry shortly")
         try:
-            try:
-                conn = self._idle.get_nowait()
-            except queue.Empty:
-                conn = self._connect()
+            conn = self._take_idle() or self._connect()
             try:
                 yield conn
             finally:
@@ -198,6 +221,19 @@ class PgPool:
                     self._discard(conn)
         finally:
             self._slots.release()
+
+    def _take_idle(self) -> psycopg.Connection[PgRow] | None:
+        """An idle connection the server has not ended meanwhile, if any (the dead discarded):
+        after a server restart the next unit of work connects anew instead of failing on one."""
+        while True:
+            try:
+                conn = self._idle.get_nowait()
+            except queue.Empty:
+                return None
+            if ended_by_server(conn):
+                self._discard(conn)
+            else:
+                return conn
 
     def _discard(self, conn: psycopg.Connection[PgRow]) -> None:
         with self._lock:
