@@ -170,10 +170,10 @@ class PostgresServer:
             **self._run_as(),  # type: ignore[arg-type]
         )
 
-    def start(self) -> None:
-        """Start on a free loopback port (another port if that one was taken meanwhile)."""
-        for _attempt in range(5):
-            self.port = _free_port()
+    def start(self, port: int = 0) -> None:
+        """Start on `port`, else on a free loopback port (another if that one was taken meanwhile)."""
+        for _attempt in range(1 if port else 5):
+            self.port = port or _free_port()
             args = [str(self.binaries.bindir / "postgres"), "-D", str(self.data)]
             args += ["-p", str(self.port), "-k", str(self.root)]
             for option in SERVER_OPTIONS:
@@ -190,7 +190,7 @@ class PostgresServer:
                 )
             if self._wait_ready():
                 return
-            if "could not bind" not in self.log():
+            if port or "could not bind" not in self.log():
                 raise RuntimeError(f"postgres did not start:\n{self.log()[-3000:]}")
         raise RuntimeError("postgres found no free loopback port in 5 attempts")
 
@@ -218,8 +218,8 @@ class PostgresServer:
     def url(self, database: str) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
-    def stop(self) -> None:
-        """Fast shutdown (SIGINT: sessions ended, no wait for clients), then the folder removed."""
+    def shut_down(self) -> None:
+        """Fast shutdown (SIGINT: sessions ended, no wait for clients); the data folder is kept."""
         process, self.process = self.process, None
         if process is not None and process.poll() is None:
             process.send_signal(signal.SIGINT)
@@ -228,6 +228,16 @@ class PostgresServer:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+    def restart(self) -> None:
+        """The server down (fast shutdown) and up again on the same data and the SAME port, as
+        an administrator's restart looks to its clients: every connection is cut."""
+        self.shut_down()
+        self.start(self.port)
+
+    def stop(self) -> None:
+        """Shut down, then the folder removed."""
+        self.shut_down()
         shutil.rmtree(self.root, ignore_errors=True)
 
     @contextlib.contextmanager

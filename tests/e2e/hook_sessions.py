@@ -99,15 +99,15 @@ class Session:
     env: dict[str, str]
     runs: list[HookRun] = field(default_factory=list)
     between: Callable[[], None] | None = None
+    # Seconds one hook process may take before it counts as hung (subprocess.TimeoutExpired).
+    timeout: float = 30
 
     def run(self) -> None:
-        self.runs.append(
-            run_hook("session-start", start_payload(self.session_id, self.cwd), self.env)
-        )
+        start = start_payload(self.session_id, self.cwd)
+        self.runs.append(run_hook("session-start", start, self.env, self.timeout))
         for i in range(self.events):
-            self.runs.append(
-                run_hook("post-tool-use", tool_payload(self.session_id, self.cwd, i), self.env)
-            )
+            payload = tool_payload(self.session_id, self.cwd, i)
+            self.runs.append(run_hook("post-tool-use", payload, self.env, self.timeout))
             if self.between is not None:
                 self.between()
 

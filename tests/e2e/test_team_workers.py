@@ -5,7 +5,6 @@ and keep prompts and tool observations private (README, "Team memory")."""
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,24 +13,10 @@ from typing import Any
 import pytest
 
 from tests.e2e.hook_runner import base, hook_env, run_hook, tool_payload, wait_for
+from tests.e2e.team_checkout import PROJECT, checkout
 from tests.e2e.worker_process import WorkerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
-
-REMOTE = "git@github.com:Acme/App.git"
-PROJECT = "github.com/acme/app"
-
-
-def checkout(root: Path, email: str) -> Path:
-    """A clone of the team's repository on one teammate's laptop (its own path, same remote)."""
-    (root / "src").mkdir(parents=True)
-    for args in (
-        ["init", "-q"],
-        ["remote", "add", "origin", REMOTE],
-        ["config", "user.email", email],
-    ):
-        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
-    return root
 
 
 @pytest.fixture
