@@ -92,3 +92,24 @@ def test_installations_are_found_in_the_documented_order(
     # A folder without the server binaries is no installation.
     monkeypatch.setenv("CAIRN_TEST_PG_BIN", str(tmp_path))
     assert [b.source for b in pg.find_binaries()] == [b.source for b in FOUND]
+
+
+def test_a_restart_cuts_every_connection_and_keeps_the_data_and_the_port() -> None:
+    """What the database-restart fault test (e2e/test_team_faults.py) relies on."""
+    if not FOUND:
+        pytest.skip(pg.SKIP_REASON)
+    server = pg.started(FOUND[0])
+    try:
+        port = server.port
+        client = psycopg.connect(server.url("postgres"), autocommit=True)
+        client.execute("CREATE TABLE kept (x int)")
+        client.execute("INSERT INTO kept VALUES (7)")
+        server.restart()
+        assert server.port == port
+        with pytest.raises(psycopg.OperationalError):
+            client.execute("SELECT 1")  # ended by the fast shutdown
+        client.close()
+        with psycopg.connect(server.url("postgres")) as conn:
+            assert conn.execute("SELECT x FROM kept").fetchall() == [(7,)]
+    finally:
+        server.stop()
