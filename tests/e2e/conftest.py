@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,9 +10,12 @@ from tests.e2e.worker_process import WorkerProcess
 
 
 @pytest.fixture
-def worker(isolated_home: Path) -> Iterator[WorkerProcess]:
-    """A real uvicorn worker on a free loopback port, stopped (by its PID) after the test."""
-    proc = WorkerProcess(home=isolated_home).start()
+def worker(isolated_home: Path, backend: str) -> Iterator[WorkerProcess]:
+    """A real uvicorn worker on a free loopback port, stopped (by its PID) after the test; on
+    the `postgres` backend (modules marked both_backends) over the test's team database."""
+    url = os.environ.get("CAIRN_DATABASE_URL", "")
+    proc = WorkerProcess(home=isolated_home, env_extra={"CAIRN_DATABASE_URL": url} if url else {})
+    proc.start()
     try:
         yield proc
     finally:

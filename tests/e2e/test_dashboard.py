@@ -34,6 +34,7 @@ ARGS = [
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
 pytestmark = [
+    pytest.mark.both_backends,
     pytest.mark.e2e,
     pytest.mark.browser,
     pytest.mark.skipif(

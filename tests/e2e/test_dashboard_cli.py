@@ -14,7 +14,7 @@ import pytest
 
 from tests.e2e.worker_process import WorkerProcess
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.both_backends, pytest.mark.e2e]
 
 
 def run_open(home: Path, *args: str) -> subprocess.CompletedProcess[str]:

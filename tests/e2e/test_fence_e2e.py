@@ -15,7 +15,7 @@ from tests.e2e.hook_runner import base, hook_env, run_hook
 from tests.e2e.test_mcp_server import run_with_session, text_of
 from tests.e2e.worker_process import WorkerProcess
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.both_backends, pytest.mark.e2e]
 
 
 def store_corpus(worker: WorkerProcess, project: Path) -> list[int]:

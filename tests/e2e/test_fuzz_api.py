@@ -27,7 +27,7 @@ from worker.api.openapi import build_openapi
 from worker.app import create_app
 from worker.settings import load_settings
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.both_backends, pytest.mark.e2e]
 
 EXAMPLES = int(os.environ.get("CAIRN_FUZZ_EXAMPLES", "15"))
 # Not fuzzed: the endless SSE stream, and the two routes that end the fuzzer's own credentials.

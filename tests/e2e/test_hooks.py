@@ -26,7 +26,7 @@ from tests.e2e.hook_runner import (
 from tests.e2e.worker_process import WorkerProcess, free_port
 from tests.hook_modules import HOOK_SCRIPT
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.both_backends, pytest.mark.e2e]
 
 
 @pytest.fixture

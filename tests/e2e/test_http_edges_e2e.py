@@ -17,7 +17,7 @@ from tests.e2e.hook_runner import base, hook_env, run_hook
 from tests.e2e.worker_process import WorkerProcess
 from tests.hook_modules import hook_io
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.both_backends, pytest.mark.e2e]
 
 
 def raw_request(port: int, head: str, timeout: float = 10) -> tuple[int, dict[str, object]]:

@@ -17,7 +17,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from tests.e2e.worker_process import WorkerProcess
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.both_backends, pytest.mark.e2e]
 
 EXPECTED_TOOLS = {
     "search",

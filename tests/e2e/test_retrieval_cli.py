@@ -17,7 +17,7 @@ from tests.e2e.worker_process import WorkerProcess
 from tests.vector_margins import CLI_NOTES, CLI_RELEASE, CLI_UNRELATED_QUERY, assert_clear_of
 from worker.settings import load_settings
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.both_backends, pytest.mark.e2e]
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from tests.vector_margins import (
 )
 from worker.settings import load_settings
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.both_backends, pytest.mark.e2e]
 
 PROJECT = "/home/dev/shop"
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.e2e.worker_process import WorkerProcess
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.both_backends, pytest.mark.e2e]
 
 
 @pytest.fixture

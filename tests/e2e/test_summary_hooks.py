@@ -10,7 +10,7 @@ import pytest
 from tests.e2e.hook_runner import base, hook_env, run_hook, tool_payload
 from tests.e2e.worker_process import WorkerProcess
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.both_backends, pytest.mark.e2e]
 
 SID = "sess-summary-e2e"
 

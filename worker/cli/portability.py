@@ -1,15 +1,16 @@
 """report | export | import | backup: reports and moving the memory between machines.
 
-These read and write the database file directly (SQLite's locking makes that safe next to a
-running worker), except `import` with a running worker, which goes through the worker's API so
-the worker indexes what arrives; `--direct` forces the file path.
+These read and write the database directly (SQLite's locking makes that safe next to a
+running worker; a team database is a server), except `import` with a running worker, which goes
+through the worker's API so the worker indexes what arrives; `--direct` forces the direct path.
+With a team database configured (CAIRN_DATABASE_URL or `cairn team join`) they work on it, as
+the worker does, never on a stale local file.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import sys
 import time
 from collections.abc import Iterator
@@ -23,7 +24,8 @@ from worker.home import private_temp
 from worker.settings import Settings, load_settings
 
 if TYPE_CHECKING:
-    from worker.store import Store, portability
+    from worker.store import portability
+    from worker.store.backend import Backend
 
 BAR_WIDTH = 30
 
@@ -67,12 +69,16 @@ def _fail(message: str) -> int:
     return 1
 
 
-def _open_existing(settings: Settings) -> Store | None:
-    if not settings.db_path.exists():
-        return None
-    from worker.store import Store  # the store (numpy, anyio) only for commands that use it
+def _open_existing(settings: Settings) -> Backend | None:
+    """The database the worker uses, opened: the team database when one is configured, else
+    the home's SQLite file (None when there is none yet). Raises StoreError when unreachable."""
+    from worker.store.backend import make_store  # numpy, anyio: only for commands that use it
+    from worker.team import database_url
 
-    store = Store(settings.db_path, busy_timeout_ms=settings.database.busy_timeout_ms)
+    url = database_url(settings.home)
+    if not url and not settings.db_path.exists():
+        return None
+    store = make_store(settings, url)
     store.open()
     return store
 
@@ -84,9 +90,13 @@ def _no_database(settings: Settings) -> int:
 # ------------------------------------------------------------------------------------ export
 def cmd_export(args: argparse.Namespace) -> int:
     from worker.store import portability
+    from worker.store.errors import StoreError
 
     settings = load_settings()
-    store = _open_existing(settings)
+    try:
+        store = _open_existing(settings)
+    except StoreError as exc:
+        return _fail(exc.message)
     if store is None:
         return _no_database(settings)
     bar = ProgressBar("export", enabled=not args.quiet)
@@ -197,19 +207,21 @@ def _worker_up(settings: Settings) -> bool:
 def _check_all(settings: Settings, lines: list[str], check: portability.RowCheck) -> None:
     """Every line checked against the database's tables (read-only: the worker owns writes)."""
     from worker.store import portability
-    from worker.store.db import SqliteDb
 
-    conn = sqlite3.connect(f"{settings.db_path.as_uri()}?mode=ro", uri=True, factory=SqliteDb)
-    conn.row_factory = sqlite3.Row
+    store = _open_existing(settings)
+    if store is None:  # nothing stored yet: every row is new
+        return
     try:
-        portability.check_lines(conn, lines, check=check)
+        store.read_sync(lambda c: portability.check_lines(c, lines, check=check))
     finally:
-        conn.close()
+        store.close()
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from worker.store import Store, portability
+    from worker.store import portability
+    from worker.store.backend import make_store
     from worker.store.errors import StoreError
+    from worker.team import database_url
 
     settings = load_settings()
     try:
@@ -230,7 +242,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             _check_all(settings, lines, check)
             result = _import_via_api(settings, lines, args.on_conflict, bar)
         else:
-            store = Store(settings.db_path, busy_timeout_ms=settings.database.busy_timeout_ms)
+            store = make_store(settings, database_url(settings.home))
             store.open()
             try:
                 imported = store.write_sync(
@@ -262,9 +274,13 @@ def cmd_import(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------ backup
 def cmd_backup(args: argparse.Namespace) -> int:
     from worker.store import portability
+    from worker.store.errors import StoreError
 
     settings = load_settings()
-    store = _open_existing(settings)
+    try:
+        store = _open_existing(settings)
+    except StoreError as exc:
+        return _fail(exc.message)
     if store is None:
         return _no_database(settings)
     directory = Path(args.output_dir).expanduser() if args.output_dir else settings.backups_dir
@@ -274,6 +290,11 @@ def cmd_backup(args: argparse.Namespace) -> int:
         info = store.read_sync(lambda c: portability.backup(c, directory, keep=keep, progress=bar))
     except (OSError, RuntimeError) as exc:
         return _fail(f"backup failed: {exc}")
+    except (
+        CairnError,
+        StoreError,
+    ) as exc:  # e.g. a team database: its server's own backups (pg_dump)
+        return _fail(f"backup failed: {exc.message}")
     finally:
         store.close()
     bar.finish()
@@ -306,7 +327,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     from worker.store.errors import StoreError
 
     settings = load_settings()
-    store = _open_existing(settings)
+    try:
+        store = _open_existing(settings)
+    except StoreError as exc:
+        return _fail(exc.message)
     if store is None:
         return _no_database(settings)
     project = _project_key(args.project)
