@@ -220,14 +220,8 @@ def postgres_server() -> Iterator[PostgresServer]:
     """One throwaway PostgreSQL server for the run (tests/pg.py); skips when none is installed."""
     from tests import pg
 
-    found = pg.find_binaries()
-    if not found:
-        pytest.skip(pg.SKIP_REASON)
-    server = pg.started(found[0])
-    try:
+    with pg.throwaway_server() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

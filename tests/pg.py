@@ -262,3 +262,18 @@ def started(binaries: Binaries) -> PostgresServer:
         server.stop()
         raise
     return server
+
+
+@contextlib.contextmanager
+def throwaway_server() -> Iterator[PostgresServer]:
+    """A started server of the first installation found, stopped after; skips when none."""
+    import pytest
+
+    found = find_binaries()
+    if not found:
+        pytest.skip(SKIP_REASON)
+    server = started(found[0])
+    try:
+        yield server
+    finally:
+        server.stop()

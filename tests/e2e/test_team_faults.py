@@ -112,14 +112,8 @@ class Traffic:
 @pytest.fixture
 def own_server() -> Iterator[pg.PostgresServer]:
     """A server of this test's own: restarting it cuts no other test's connections."""
-    found = pg.find_binaries()
-    if not found:
-        pytest.skip(pg.SKIP_REASON)
-    server = pg.started(found[0])
-    try:
+    with pg.throwaway_server() as server:
         yield server
-    finally:
-        server.stop()
 
 
 def assert_exactly_once(url: str, members: tuple[Member, Member]) -> None:
