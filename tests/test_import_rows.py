@@ -3,9 +3,9 @@ readers tolerate a bad value already stored (200 everywhere, logged once per fie
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from tests.backends import opened_store, rows, value
 from worker.cli import main
 from worker.settings import Settings
-from worker.store import Store, rows
+from worker.store import Store
+from worker.store import rows as store_rows
 
 pytestmark = pytest.mark.both_backends
 
@@ -45,13 +47,18 @@ def export_lines(client: TestClient) -> list[str]:
     return [line for line in r.text.split("\n") if line]
 
 
+TABLES_SQL = {
+    "sqlite": "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+    "postgres": "SELECT table_name FROM information_schema.tables"
+    " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'",
+}
+
+
 def table_counts(settings: Settings) -> dict[str, int]:
-    conn = sqlite3.connect(settings.db_path)
-    try:
-        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        return {n: conn.execute(f'SELECT COUNT(*) FROM "{n}"').fetchone()[0] for n in names}
-    finally:
-        conn.close()
+    """Rows per table of the configured database (the home's file, or the team database)."""
+    with opened_store(settings) as store:
+        names = [r[0] for r in rows(store, TABLES_SQL[store.backend])]
+        return {n: value(store, f'SELECT COUNT(*) FROM "{n}"') for n in names}
 
 
 # (table, column, stored value) for each kind of bad row.
@@ -90,6 +97,7 @@ def corrupt(lines: list[str], table: str, column: str, value: Any) -> tuple[list
 def test_a_bad_row_fails_the_whole_import_naming_line_and_field(
     client: TestClient,
     settings: Settings,
+    backend: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     table: str,
@@ -107,18 +115,18 @@ def test_a_bad_row_fails_the_whole_import_naming_line_and_field(
     assert error["line"] == number and error["field"].startswith(column), error
     assert error["message"].startswith(f"line {number}: table '{table}': '{column}"), error
     assert table_counts(settings) == before
-    # ... and through `cairn import --direct` into an empty home: nothing written.
+    # ... and through `cairn import --direct` into another home: nothing written. On SQLite that
+    # home's file stays empty; on a team database (CAIRN_DATABASE_URL set) the import goes into
+    # the same database, whose rows stay as they were.
     export = tmp_path / "bad.jsonl"
     export.write_text("\n".join(lines) + "\n")
-    empty = tmp_path / "empty-home"
-    monkeypatch.setenv("CAIRN_HOME", str(empty))
+    empty = dataclasses.replace(settings, home=tmp_path / "empty-home")
+    expected = before if backend == "postgres" else table_counts(empty)
+    monkeypatch.setenv("CAIRN_HOME", str(empty.home))
     assert main(["import", str(export), "--direct", "--quiet"]) == 1
-    conn = sqlite3.connect(empty / "cairn.db")
-    try:
-        assert conn.execute("SELECT COUNT(*) FROM observations").fetchone()[0] == 0
-        assert conn.execute("SELECT COUNT(*) FROM projects").fetchone()[0] == 0
-    finally:
-        conn.close()
+    after = table_counts(empty)
+    assert after == expected
+    assert backend == "postgres" or (after["observations"], after["projects"]) == (0, 0)
 
 
 def test_a_clean_export_still_imports(
@@ -175,7 +183,7 @@ def test_readers_tolerate_bad_stored_values_and_log_each_field_once(
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(rows, "_reported", set())  # what earlier tests reported is forgotten
+    monkeypatch.setattr(store_rows, "_reported", set())  # what earlier tests reported is forgotten
     record(client)
     store_bad_values(settings)
     caplog.set_level(logging.WARNING, logger="worker.store.rows")
