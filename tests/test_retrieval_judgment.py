@@ -88,6 +88,20 @@ def test_relative_floor_is_within_each_group() -> None:
     assert judgment.within_floor([], 0.7) == []
 
 
+def test_the_best_memory_goes_first_and_the_rest_keep_their_order() -> None:
+    kept = [
+        _cand("observation", 1, 1.2),
+        _cand("summary", 2, 1.0),
+        _cand("memory", 3, 0.8),
+        _cand("observation", 4, 0.75),
+        _cand("memory", 5, 0.6),
+    ]
+    assert [c.ref[1] for c in judgment.best_memory_first(kept)] == [3, 1, 2, 4, 5]
+    activity = [_cand("observation", 1, 1.2), _cand("prompt", 2, 1.0)]
+    assert judgment.best_memory_first(activity) == activity
+    assert judgment.best_memory_first([]) == []
+
+
 def test_a_title_only_observation_needs_the_prompt_to_name_its_file() -> None:
     read = {"kind": "observation", "title": "Read src/cli.rs", "body": "", "files": ["src/cli.rs"]}
     assert judgment.title_only(read, judgment.code_names("is .unwrap() ok when opening a file?"))

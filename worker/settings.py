@@ -196,6 +196,12 @@ class JudgmentSettings:
     prompt_item_min_cosine: float = setting("CAIRN_PROMPT_ITEM_MIN_COSINE", 0.40)
     prompt_item_min_coverage: float = setting("CAIRN_PROMPT_ITEM_MIN_COVERAGE", 0.7)
     prompt_relative_floor: float = setting("CAIRN_PROMPT_RELATIVE_FLOOR", 0.7)
+    # A memory whose best clause (retrieval/clauses.py) has this cosine to the prompt is
+    # relevant though its whole text is not (0: off). An item whose cosine and word share each
+    # fall short of its floors is relevant when the two shares of their floors add up to this
+    # (`cosine / min_cosine + coverage / min_coverage`; 0: off): two kinds of evidence at once.
+    prompt_memory_clause_min_cosine: float = setting("CAIRN_PROMPT_MEMORY_CLAUSE_MIN_COSINE", 0.38)
+    prompt_joint_evidence: float = setting("CAIRN_PROMPT_JOINT_EVIDENCE", 1.3)
     # Keyword-only mode (no query vector: the model loading, disabled or broken): relevance on
     # words alone, each weighted by its IDF within the project (retrieval/keyword_judgment.py).
     # Search refuses unless a top keyword hit holds this share of the query's weight; at a

@@ -126,3 +126,15 @@ def within_floor(kept: list[Candidate], ratio: float) -> list[Candidate]:
         group = cand.ref[0] == "memory"
         best[group] = max(best.get(group, cand.score), cand.score)
     return [c for c in kept if c.score >= ratio * best[c.ref[0] == "memory"]]
+
+
+def best_memory_first(kept: list[Candidate]) -> list[Candidate]:
+    """The kept items (best first) with the best explicit memory moved to the front. A memory
+    is a rule or fact someone chose to keep; at a prompt with a burst of activity about the
+    same words, the activity's higher scores filled the budget and the item count before the
+    memory that governs it got a line. Only the best one moves: putting every memory first
+    pushed a file's own history out of a prompt that asks what changed in it."""
+    memories = [c for c in kept if c.ref[0] == "memory"]
+    if not memories:
+        return kept
+    return [memories[0], *(c for c in kept if c is not memories[0])]

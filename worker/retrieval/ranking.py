@@ -242,21 +242,40 @@ def said_nothing(item: Mapping[str, Any]) -> bool:
 
 
 def item_relevant(
-    kind: str, cosine: float | None, item_coverage: float, settings: Settings
+    kind: str,
+    cosine: float | None,
+    item_coverage: float,
+    settings: Settings,
+    clause_cosine: float | None = None,
 ) -> bool:
     """Whether one item is relevant to a prompt on its own evidence. Explicit memories are few
-    and high value, so a looser floor; raw activity (observations, summaries, prompts) must be
-    close to the prompt, or hold most of its words."""
+    and high value, so a looser floor, and a memory is also judged by its closest clause
+    (retrieval/clauses.py); raw activity (observations, summaries, prompts) must be close to the
+    prompt, or hold most of its words. Short of both floors, a cosine and a word share that
+    together reach `prompt_joint_evidence` of them are two kinds of evidence at once."""
+    judgment = settings.judgment
     if kind == "memory":
         min_cosine, min_coverage = (
-            settings.judgment.prompt_memory_min_cosine,
-            settings.judgment.prompt_memory_min_coverage,
+            judgment.prompt_memory_min_cosine,
+            judgment.prompt_memory_min_coverage,
         )
+        clause_floor = judgment.prompt_memory_clause_min_cosine
+        if clause_floor > 0 and clause_cosine is not None and clause_cosine >= clause_floor:
+            return True
     else:
         min_cosine, min_coverage = (
-            settings.judgment.prompt_item_min_cosine,
-            settings.judgment.prompt_item_min_coverage,
+            judgment.prompt_item_min_cosine,
+            judgment.prompt_item_min_coverage,
         )
     if item_coverage >= min_coverage:
         return True
-    return cosine is not None and cosine >= min_cosine
+    if cosine is None:
+        return False
+    if cosine >= min_cosine:
+        return True
+    joint = judgment.prompt_joint_evidence
+    return (
+        kind != "memory"
+        and joint > 0
+        and cosine / min_cosine + item_coverage / min_coverage >= joint
+    )

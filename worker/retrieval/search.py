@@ -249,6 +249,32 @@ def _dedupe(
     return kept
 
 
+async def _clause_cosines(
+    settings: Settings,
+    service: EmbeddingService | None,
+    query_vector: npt.NDArray[np.float32] | None,
+    top: list[Candidate],
+    items: dict[Ref, dict[str, Any]],
+) -> dict[Ref, float]:
+    """The best clause cosine of each memory that its whole text does not already make
+    relevant (retrieval/clauses.py); nothing when the clause floor is off or there is no
+    query vector."""
+    floors = settings.judgment
+    if floors.prompt_memory_clause_min_cosine <= 0 or query_vector is None or service is None:
+        return {}
+    texts = {
+        c.ref: str(items[c.ref].get("body") or items[c.ref].get("title") or "")
+        for c in top
+        if c.ref[0] == "memory"
+        and (c.plain_cosine is None or c.plain_cosine < floors.prompt_memory_min_cosine)
+        and (c.coverage or 0.0) < floors.prompt_memory_min_coverage
+    }
+    if not texts:
+        return {}
+    vector = query_vector
+    return await anyio.to_thread.run_sync(lambda: service.clause_cosines(vector, texts))
+
+
 async def _judged(
     store: Backend,
     settings: Settings,
@@ -291,11 +317,19 @@ async def _judged(
         cand.coverage = ranking.coverage(
             kw.groups, set(indexed.get(cand.ref, "").split()), kw.df, kw.n_docs
         )
+    clause_cosines = await _clause_cosines(settings, service, query_vector, top, items)
+    for cand in top if kw.scope is None else []:
         if ranking.item_relevant(
-            cand.ref[0], cand.plain_cosine, cand.coverage, settings
+            cand.ref[0],
+            cand.plain_cosine,
+            cand.coverage or 0.0,
+            settings,
+            clause_cosines.get(cand.ref),
         ) or judgment.more_evidence(cand, items[cand.ref], names, settings):
             kept.append(cand)
-    return judgment.within_floor(kept, settings.judgment.prompt_relative_floor)
+    return judgment.best_memory_first(
+        judgment.within_floor(kept, settings.judgment.prompt_relative_floor)
+    )
 
 
 async def search(

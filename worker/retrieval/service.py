@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from worker.heap import release_freed_memory
 from worker.priority import lower_this_thread
+from worker.retrieval.clauses import ClauseCosines
 from worker.retrieval.embedder import Embedder, EmbedderUnavailable, load_embedder
 from worker.retrieval.vectors import Ref, VectorIndex
 from worker.settings import Settings
@@ -87,6 +88,7 @@ class EmbeddingService:
         )
         self.embedder: Embedder | None = None
         self.index: VectorIndex | None = None
+        self.clauses = ClauseCosines()
         self._state = "disabled" if not settings.embedding.enabled else "starting"
         self._error: str | None = None
         self._queue: deque[Ref] = deque()
@@ -181,6 +183,15 @@ class EmbeddingService:
         vectors): the refusal rule asks whether any single item is close."""
         cosines = self.plain_cosines(query, refs)
         return max(cosines.values()) if cosines else None
+
+    def clause_cosines(
+        self, query: npt.NDArray[np.float32], texts: dict[Ref, str]
+    ) -> dict[Ref, float]:
+        """Each memory's best clause cosine to the query (retrieval/clauses.py)."""
+        embedder = self.embedder
+        if embedder is None or not texts:
+            return {}
+        return self.clauses.best(embedder, query, texts)
 
     def plain_cosines(self, query: npt.NDArray[np.float32], refs: list[Ref]) -> dict[Ref, float]:
         """Each item's own vector's cosine to the query (items without one are left out)."""
