@@ -5,23 +5,30 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from worker.settings import Settings
+from worker.settings import Settings, load_settings
 from worker.store.backend import Backend, make_store
 from worker.team import database_url
 
 
 @contextlib.contextmanager
-def opened_store(settings: Settings) -> Iterator[Backend]:
-    """The test's database opened as its app opens it (CAIRN_DATABASE_URL set: PostgreSQL)."""
-    opened = make_store(settings, database_url(settings.home, os.environ))
+def opened_store(settings: Settings, env: Mapping[str, str] | None = None) -> Iterator[Backend]:
+    """The test's database opened as its app opens it (CAIRN_DATABASE_URL set: PostgreSQL);
+    with `env`, as a process of that environment opens it."""
+    opened = make_store(settings, database_url(settings.home, os.environ if env is None else env))
     opened.open()
     try:
         yield opened
     finally:
         opened.close()
+
+
+def process_store(env: Mapping[str, str]) -> contextlib.AbstractContextManager[Backend]:
+    """The database a process started with `env` uses (e.g. a real worker's, its env()): the
+    home's SQLite file, or the team database its CAIRN_DATABASE_URL names."""
+    return opened_store(load_settings(env), env)
 
 
 def rows(store: Backend, sql: str, parameters: Sequence[Any] = ()) -> list[tuple[Any, ...]]:

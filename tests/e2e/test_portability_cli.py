@@ -1,4 +1,6 @@
-"""`cairn export | import | backup | report` as real processes next to a real worker."""
+"""`cairn export | import | backup | report` as real processes next to a real worker, on either
+backend: the home's SQLite file, or a team database (the round trips go into a second, empty
+database of the same server, as into a fresh home's file)."""
 
 from __future__ import annotations
 
@@ -6,34 +8,61 @@ import json
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.worker_process import WorkerProcess
+from tests.backends import process_store, rows
+from tests.e2e.worker_process import WorkerProcess, free_port
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.both_backends, pytest.mark.e2e]
 
 ROOT = "/home/dev/orders"
+# The tables of data: not the keyword index's own (SQLite's FTS shadows and search_index_*),
+# nor the change logs (write order on one machine, not data), nor the schema's steps.
+DATA_TABLES = {
+    "sqlite": "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE "
+    "'CREATE VIRTUAL%' AND name NOT LIKE 'sqlite_%' AND name != 'schema_migrations' "
+    "AND name != 'search_changes' "
+    "AND name NOT LIKE '%_fts_%' AND name NOT LIKE 'search_index_%' ORDER BY name",
+    "postgres": "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+    "AND tablename NOT IN ('schema_migrations', 'search_changes', 'vector_changes') "
+    "ORDER BY tablename",
+}
+Dump = dict[str, list[tuple[Any, ...]]]
 
 
-def _dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+def _dump_with(query: Callable[[str], list[tuple[Any, ...]]], backend: str) -> Dump:
+    names = [r[0] for r in query(DATA_TABLES[backend])]
+    return {n: sorted(query(f'SELECT * FROM "{n}"'), key=repr) for n in names}
+
+
+def _dump_file(path: Path) -> Dump:
+    """Every data row of a SQLite file (a backup), read as it is: not opened as a store."""
     conn = sqlite3.connect(path)
     try:
-        names = [
-            r[0]
-            for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE "
-                "'CREATE VIRTUAL%' AND name NOT LIKE 'sqlite_%' AND name != 'schema_migrations' "
-                # the keyword index's change log: write order on this machine, not data
-                "AND name != 'search_changes' "
-                "AND name NOT LIKE '%_fts_%' AND name NOT LIKE 'search_index_%' ORDER BY name"
-            )
-        ]
-        return {n: sorted(map(tuple, conn.execute(f"SELECT * FROM {n}")), key=repr) for n in names}
+        return _dump_with(lambda sql: [tuple(r) for r in conn.execute(sql)], "sqlite")
     finally:
         conn.close()
+
+
+def _dump(process: WorkerProcess) -> Dump:
+    """Every data row of the database a worker of that home and environment uses."""
+    with process_store(process.env()) as store:
+        return _dump_with(lambda sql: rows(store, sql), store.backend)
+
+
+@pytest.fixture
+def other_database(request: pytest.FixtureRequest, backend: str) -> Iterator[dict[str, str]]:
+    """The environment of a second, empty database: a new home's file on SQLite, a new database
+    of the run's server on PostgreSQL (both with a home of their own)."""
+    if backend != "postgres":
+        yield {}
+        return
+    with request.getfixturevalue("postgres_server").database() as url:
+        yield {"CAIRN_DATABASE_URL": url}
 
 
 def _record_a_session(worker: WorkerProcess) -> None:
@@ -74,7 +103,9 @@ def _record_a_session(worker: WorkerProcess) -> None:
     assert status == 201, summary
 
 
-def test_export_backup_report_and_import_round_trip(worker: WorkerProcess, tmp_path: Path) -> None:
+def test_export_backup_report_and_import_round_trip(
+    worker: WorkerProcess, backend: str, other_database: dict[str, str], tmp_path: Path
+) -> None:
     _record_a_session(worker)
 
     export_file = tmp_path / "cairn.jsonl"
@@ -86,10 +117,17 @@ def test_export_backup_report_and_import_round_trip(worker: WorkerProcess, tmp_p
     assert f"exported {len(lines) - 1} rows" in done.stderr
 
     backup = worker.cli("backup", "--json", "--quiet")
-    assert backup.returncode == 0, backup.stderr
-    backup_path = Path(json.loads(backup.stdout)["path"])
-    assert backup_path.parent == worker.home / "backups"
-    assert _dump(backup_path) == _dump(worker.home / "cairn.db")
+    if backend == "postgres":
+        # A team database is backed up by its server: refused, saying so, and nothing written.
+        assert backup.returncode == 1 and backup.stdout == ""
+        assert "backed up by its PostgreSQL server (pg_dump" in backup.stderr
+        assert "Traceback" not in backup.stderr
+        assert not (worker.home / "backups").exists()
+    else:
+        assert backup.returncode == 0, backup.stderr
+        backup_path = Path(json.loads(backup.stdout)["path"])
+        assert backup_path.parent == worker.home / "backups"
+        assert _dump_file(backup_path) == _dump(worker)
 
     report = worker.cli("report", "--project", ROOT, "--since", "1d")
     assert report.returncode == 0, report.stderr
@@ -97,15 +135,15 @@ def test_export_backup_report_and_import_round_trip(worker: WorkerProcess, tmp_p
     assert "missing index on orders" in report.stdout
     assert "| `src/orders/export_0.py` | 1 |" in report.stdout
 
-    # import into a fresh home with no worker: the database file directly
-    fresh = WorkerProcess(home=tmp_path / "fresh-home")
+    # import into a fresh home with no worker: its database directly
+    fresh = WorkerProcess(home=tmp_path / "fresh-home", env_extra=other_database)
     first = fresh.cli("import", str(export_file))
     assert first.returncode == 0, first.stderr
     assert f"imported {len(lines) - 1} rows: {len(lines) - 1} new" in first.stderr
-    assert _dump(fresh.home / "cairn.db") == _dump(worker.home / "cairn.db")
+    assert _dump(fresh) == _dump(worker)
     again = fresh.cli("import", str(export_file))
     assert again.returncode == 0 and ": 0 new," in again.stderr
-    assert _dump(fresh.home / "cairn.db") == _dump(worker.home / "cairn.db")
+    assert _dump(fresh) == _dump(worker)
 
 
 def import_in_a_shell_without_the_limit(
@@ -122,7 +160,9 @@ def import_in_a_shell_without_the_limit(
     )
 
 
-def test_import_through_a_running_worker_in_chunks(worker: WorkerProcess, tmp_path: Path) -> None:
+def test_import_through_a_running_worker_in_chunks(
+    worker: WorkerProcess, other_database: dict[str, str], tmp_path: Path
+) -> None:
     _record_a_session(worker)
     export_file = tmp_path / "cairn.jsonl"
     assert worker.cli("export", "-o", str(export_file), "--quiet").returncode == 0
@@ -131,7 +171,8 @@ def test_import_through_a_running_worker_in_chunks(worker: WorkerProcess, tmp_pa
     # a second worker with a small body limit: the CLI must split the import into requests
     # (this shell does not know the worker's limit: it learns it from the 413 answers)
     target = WorkerProcess(
-        home=tmp_path / "target-home", env_extra={"CAIRN_MAX_BODY_BYTES": "4096"}
+        home=tmp_path / "target-home",
+        env_extra={"CAIRN_MAX_BODY_BYTES": "4096", **other_database},
     )
     target.start()
     try:
@@ -146,21 +187,32 @@ def test_import_through_a_running_worker_in_chunks(worker: WorkerProcess, tmp_pa
         assert again.returncode == 0 and f": 0 new, {rows} unchanged" in again.stderr
     finally:
         target.stop()
-    assert _dump(target.home / "cairn.db") == _dump(worker.home / "cairn.db")
+    assert _dump(target) == _dump(worker)
 
 
-def test_cli_errors_are_clear(worker: WorkerProcess, tmp_path: Path) -> None:
+def test_cli_errors_are_clear(worker: WorkerProcess, backend: str, tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"hello": 1}\n')
-    for how in ([], ["--direct"]):  # through the running worker, and into the file
+    for how in ([], ["--direct"]):  # through the running worker, and into the database
         done = worker.cli("import", str(bad), *how)
         assert done.returncode == 1, how
         assert "not a Cairn export header" in done.stderr and "Traceback" not in done.stderr
     missing = worker.cli("import", str(tmp_path / "nope.jsonl"))
     assert missing.returncode == 1 and "cannot read" in missing.stderr
-    empty_home = WorkerProcess(home=tmp_path / "empty")
-    for command in (["export"], ["backup"], ["report"]):
-        out = empty_home.cli(*command)
-        assert out.returncode == 1 and "no database" in out.stderr, command
+    if backend == "postgres":
+        # A team database never is "not there yet": unreachable, it is named, password masked.
+        url = f"postgresql://ann:s3cret@127.0.0.1:{free_port()}/team?connect_timeout=3"
+        unreachable = WorkerProcess(home=tmp_path / "empty", env_extra={"CAIRN_DATABASE_URL": url})
+        for command in (["export"], ["backup"], ["report"], ["import", "--direct", str(bad)]):
+            out = unreachable.cli(*command)
+            assert out.returncode == 1, (command, out.stderr)
+            assert "postgresql://ann:***@127.0.0.1" in out.stderr, command
+            assert "unreachable" in out.stderr, command
+            assert "s3cret" not in out.stderr + out.stdout and "Traceback" not in out.stderr
+    else:
+        empty_home = WorkerProcess(home=tmp_path / "empty")
+        for command in (["export"], ["backup"], ["report"]):
+            out = empty_home.cli(*command)
+            assert out.returncode == 1 and "no database" in out.stderr, command
     report = worker.cli("report", "--since", "someday")
     assert report.returncode == 1 and "'since' must be" in report.stderr
