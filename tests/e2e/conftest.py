@@ -20,3 +20,14 @@ def worker(isolated_home: Path, backend: str) -> Iterator[WorkerProcess]:
         yield proc
     finally:
         proc.stop()
+
+
+@pytest.fixture
+def other_database(request: pytest.FixtureRequest, backend: str) -> Iterator[dict[str, str]]:
+    """env_extra for a WorkerProcess of another home that gives it a second, empty database: its
+    own SQLite file (nothing to add), or on `postgres` a new database of the run's server."""
+    if backend != "postgres":
+        yield {}
+        return
+    with request.getfixturevalue("postgres_server").database() as url:
+        yield {"CAIRN_DATABASE_URL": url}

@@ -8,7 +8,7 @@ import json
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,17 +52,6 @@ def _dump(process: WorkerProcess) -> Dump:
     """Every data row of the database a worker of that home and environment uses."""
     with process_store(process.env()) as store:
         return _dump_with(lambda sql: rows(store, sql), store.backend)
-
-
-@pytest.fixture
-def other_database(request: pytest.FixtureRequest, backend: str) -> Iterator[dict[str, str]]:
-    """The environment of a second, empty database: a new home's file on SQLite, a new database
-    of the run's server on PostgreSQL (both with a home of their own)."""
-    if backend != "postgres":
-        yield {}
-        return
-    with request.getfixturevalue("postgres_server").database() as url:
-        yield {"CAIRN_DATABASE_URL": url}
 
 
 def _record_a_session(worker: WorkerProcess) -> None:
