@@ -4,13 +4,13 @@ Session 1 concludes the shop API uses PostgreSQL 15, session 2 that it moved to 
 (both through the Stop hook's last assistant message, which the worker turns into fact memories).
 Session 3's start context carries 16 and not 15; the API and the timeline show the whole chain.
 Also: forget over HTTP leaves nothing behind, and the decay pass archives what expired (not
-what is old), restores and counts.
+what is old), restores and counts. On both backends (the home's SQLite file, a team database).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
+import os
 import subprocess
 import sys
 import urllib.parse
@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.backends import process_store, value
 from tests.e2e.hook_runner import base, hook_env, run_hook, tool_payload, wait_for
 from tests.e2e.worker_process import WorkerProcess
 from tests.vector_margins import (
@@ -30,7 +31,26 @@ from tests.vector_margins import (
 )
 from worker.settings import load_settings
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.both_backends, pytest.mark.e2e]
+
+# Where a forgotten memory could linger: its row, its vector, its keyword index entries (SQLite's
+# search_index and FTS table; PostgreSQL's is the row's own search_vector column).
+LEFTOVERS = {
+    "sqlite": (
+        "SELECT COUNT(*) FROM memories WHERE id = ?",
+        "SELECT COUNT(*) FROM embeddings WHERE item_kind = 'memory' AND item_id = ?",
+        "SELECT COUNT(*) FROM memory_relations WHERE ? IN (from_id, to_id)",
+        "SELECT COUNT(*) FROM search_index WHERE kind = 'memory' AND item_id = ?",
+        "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'zebracorn' AND ? > 0",
+    ),
+    "postgres": (
+        "SELECT COUNT(*) FROM memories WHERE id = ?",
+        "SELECT COUNT(*) FROM embeddings WHERE item_kind = 'memory' AND item_id = ?",
+        "SELECT COUNT(*) FROM memory_relations WHERE ? IN (from_id, to_id)",
+        "SELECT COUNT(*) FROM memories WHERE search_vector @@ plainto_tsquery('english', "
+        "'zebracorn') AND ? > 0",
+    ),
+}
 
 
 @pytest.fixture
@@ -169,15 +189,10 @@ def test_forget_archive_restore_and_decay_over_http(worker: WorkerProcess) -> No
     hits = get(worker, "/api/search", q="zebracorn", mode="keyword")["hits"]
     assert hits == []
     worker.stop()
-    with sqlite3.connect(worker.home / "cairn.db") as conn:
-        for sql in (
-            "SELECT COUNT(*) FROM memories WHERE id = ?",
-            "SELECT COUNT(*) FROM embeddings WHERE item_kind = 'memory' AND item_id = ?",
-            "SELECT COUNT(*) FROM search_index WHERE kind = 'memory' AND item_id = ?",
-        ):
-            assert conn.execute(sql, (m["id"],)).fetchone()[0] == 0
-        fts = "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'zebracorn'"
-        assert conn.execute(fts).fetchone()[0] == 0
+    with process_store(worker.env()) as store:
+        assert value(store, "SELECT COUNT(*) FROM memories WHERE project_id IS NOT NULL") == 2
+        for sql in LEFTOVERS[store.backend]:
+            assert value(store, sql, (m["id"],)) == 0, sql
 
 
 def test_cli_decay_and_compress(worker: WorkerProcess) -> None:
@@ -211,12 +226,14 @@ def test_cli_decay_and_compress(worker: WorkerProcess) -> None:
     assert missing.returncode == 1 and "does not exist" in missing.stderr
 
 
-def test_paraphrased_update_supersedes_with_the_real_model(tmp_path: Path) -> None:
-    """With embeddings on, an update in other words is found by its vector (the offline model).
+def test_paraphrased_update_supersedes_with_the_real_model(tmp_path: Path, backend: str) -> None:
+    """With embeddings on, an update in other words is found by its vector (the offline model;
+    on a team database compared by pgvector where installed).
 
     Each deciding cosine is read back from the worker and must sit MARGIN from
     `supersede_cosine` (tests/vector_margins.py): int8 kernels move cosines by CPU."""
-    worker = WorkerProcess(home=tmp_path / "home", env_extra={"CAIRN_EMBED_ENABLED": "1"})
+    team = {"CAIRN_DATABASE_URL": os.environ["CAIRN_DATABASE_URL"]} if backend == "postgres" else {}
+    worker = WorkerProcess(home=tmp_path / "home", env_extra={"CAIRN_EMBED_ENABLED": "1", **team})
     worker.start()
     try:
         project = "/e2e/paraphrase"
