@@ -144,6 +144,20 @@ def test_database_integrity_and_moved_aside_files(
     assert recovery.status == "warn" and str(aside) in recovery.detail
 
 
+def test_with_a_team_database_the_local_file_is_not_promised(
+    user_home: Path, project_cwd: Path, free_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = load_settings()
+    monkeypatch.setenv("CAIRN_DATABASE_URL", "postgresql://ann:s3cret@127.0.0.1:1/cairn")
+    database = checks(settings)["database"]
+    assert database.status == "ok" and "not created yet" not in database.detail
+    assert "team database postgresql://ann:***@127.0.0.1:1/cairn" in database.detail
+    assert "s3cret" not in database.detail and "not used" not in database.detail
+    make_db(settings)  # a file left from before joining the team
+    database = checks(settings)["database"]
+    assert f"{settings.db_path} (from before) is not used" in database.detail
+
+
 def test_spool_backlog_is_counted(user_home: Path, project_cwd: Path, free_port: int) -> None:
     settings = load_settings()
     settings.spool_dir.mkdir(parents=True)

@@ -357,7 +357,16 @@ def check_model(ctx: Context) -> Check:
 
 
 def check_database(ctx: Context) -> Check:
+    from worker.team import database_url, redact
+
     path = ctx.settings.db_path
+    url = database_url(ctx.settings.home)
+    if url:
+        # The worker never creates nor reads the local file then: saying it will would mislead.
+        unused = f"; {path} (from before) is not used" if path.exists() else ""
+        return Check(
+            "database", "ok", f"memory is in the team database {redact(url)} (team below){unused}"
+        )
     if not path.exists():
         return Check("database", "ok", f"{path} not created yet (the worker creates it)")
     from worker.store.integrity import quick_check  # the store package pulls in anyio
