@@ -1,5 +1,6 @@
 """The real worker process: port choice, one worker per home, stale runtime files, signals,
-token rotation and the lifecycle CLI (start/stop/status/token)."""
+token rotation and the lifecycle CLI (start/stop/status/token). The tests of a worker that
+stores anything run on both backends (the home's SQLite file, a team database)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.worker_process import WorkerProcess, free_port
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.both_backends, pytest.mark.e2e]
 
 
 def post(worker: WorkerProcess, i: int, prefix: str = "e") -> tuple[int, object]:
@@ -151,20 +153,64 @@ def test_token_rotation_is_picked_up_without_restart(worker: WorkerProcess) -> N
     assert worker.cli("token").stdout.strip() == new
 
 
-def test_status_reports_pid_port_uptime_counts_and_size(worker: WorkerProcess) -> None:
+PASSWORD = "hunter2-pw"
+
+
+def team_env() -> dict[str, str]:
+    """The test's team database for a worker started here (none on the sqlite backend)."""
+    url = os.environ.get("CAIRN_DATABASE_URL", "")
+    return {"CAIRN_DATABASE_URL": url} if url else {}
+
+
+@pytest.fixture
+def worker_with_password(isolated_home: Path, backend: str) -> Iterator[WorkerProcess]:
+    """A worker as `worker`, but on a team database its URL carries a password (the test server
+    trusts loopback, so any password connects): what status and doctor must never show."""
+    env = team_env()
+    if env:
+        env["CAIRN_DATABASE_URL"] = env["CAIRN_DATABASE_URL"].replace(
+            "://postgres@", f"://postgres:{PASSWORD}@", 1
+        )
+        assert f":{PASSWORD}@" in env["CAIRN_DATABASE_URL"]
+    proc = WorkerProcess(home=isolated_home, env_extra=env)
+    proc.start()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def test_status_reports_pid_port_uptime_counts_and_size(
+    worker_with_password: WorkerProcess, backend: str
+) -> None:
+    worker = worker_with_password
     post(worker, 1)
     text = worker.cli("status")
     assert text.returncode == 0
     assert f"pid {worker.pid}" in text.stdout and f"port {worker.port}" in text.stdout
-    assert "observations 1" in text.stdout and "cairn.db" in text.stdout
+    assert "observations 1" in text.stdout
     data = json.loads(worker.cli("status", "--json").stdout)
     assert data["running"] is True and data["pid"] == worker.pid
     assert data["counts"]["observations"] == 1 and data["db_size_bytes"] > 0
     assert data["uptime_seconds"] >= 0
+    assert data["database"]["backend"] == backend
+    doctor = worker.cli("doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    if backend == "sqlite":
+        assert "cairn.db" in text.stdout
+        assert checks["database"]["status"] == "ok" and "passes quick_check" in doctor.stdout
+        return
+    # The team database is named, its password masked, in status and doctor alike.
+    named = "postgresql://postgres:***@127.0.0.1:"
+    assert f"database {named}" in text.stdout and data["db_path"].startswith(named)
+    assert checks["team"]["status"] == "ok" and named in checks["team"]["detail"]
+    assert checks["database"]["detail"].startswith(f"memory is in the team database {named}")
+    for out in (text.stdout, json.dumps(data), doctor.stdout, doctor.stderr):
+        assert PASSWORD not in out
 
 
-def test_background_start_and_stop(isolated_home: Path) -> None:
-    handle = WorkerProcess(home=isolated_home)
+def test_background_start_and_stop(isolated_home: Path, backend: str) -> None:
+    handle = WorkerProcess(home=isolated_home, env_extra=team_env())
     started = handle.cli("start", "--port", str(free_port()))
     assert started.returncode == 0, started.stderr
     info = handle.runtime()
@@ -174,6 +220,8 @@ def test_background_start_and_stop(isolated_home: Path) -> None:
         assert "Cairn worker started" in started.stdout
         handle.port = int(info["port"])
         assert handle.request("GET", "/health")[0] == 200
+        # the worker started in the background uses the database this shell names
+        assert handle.request("GET", "/api/status")[1]["database"]["backend"] == backend  # type: ignore[index]
         assert (isolated_home / "logs" / "worker.log").exists()
         stopped = handle.cli("stop")
         assert stopped.returncode == 0 and f"stopped (pid {pid})" in stopped.stdout
