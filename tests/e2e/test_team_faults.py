@@ -8,6 +8,7 @@ CI size: 2 sessions per worker x CAIRN_TEAM_FAULT_EVENTS (default 20) events.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import Iterator
@@ -15,12 +16,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
 from tests import pg
-from tests.e2e.hook_runner import wait_for
+from tests.e2e.hook_runner import run_hook, tool_payload, wait_for
 from tests.e2e.hook_sessions import Session, drain_spool, hook_env, marker_counts
 from tests.e2e.team_checkout import PROJECT, checkout
 from tests.e2e.worker_process import WorkerProcess
@@ -28,6 +30,7 @@ from tests.e2e.worker_process import WorkerProcess
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 
 SESSIONS = 2
+PASSWORD = "hunter2-pw"  # the test server trusts loopback: any password connects
 EVENTS = int(os.environ.get("CAIRN_TEAM_FAULT_EVENTS", "20"))
 # A hook still running after this is hung (its own budget is 1 s; this bound is not a speed aim).
 HOOK_HANG_S = 15.0
@@ -135,6 +138,18 @@ def assert_exactly_once(url: str, members: tuple[Member, Member]) -> None:
     assert dict(rows) == expected
 
 
+def assert_degraded(status: int, body: dict[str, Any], worker: WorkerProcess) -> None:
+    """GET /api/status of a worker whose team database is down: 200, saying so plainly."""
+    assert status == 200, body
+    assert body["ok"] is False and body["pid"] == worker.pid and body["port"] == worker.port
+    database = body["database"]
+    assert database["backend"] == "postgres" and database["reachable"] is False, body
+    assert database["error"].startswith("the team database postgresql://"), database
+    assert "unreachable" in database["error"] and "Traceback" not in database["error"]
+    assert body["counts"] is None and body["db_size_bytes"] is None
+    assert body["services"]["spool"]["waiting_events"] >= 0
+
+
 def assert_hooks_exited_cleanly(members: tuple[Member, Member]) -> None:
     for member in members:
         for session in member.sessions:
@@ -213,15 +228,9 @@ def test_database_restarted_under_load_loses_and_duplicates_nothing(
             back = [m.worker.request("GET", "/api/status") for m in (ann, bob)]
         finally:
             traffic.finish()
-        for status, body in outage:
-            # Unavailable, said plainly: no internal error, no traceback.
-            assert status == 503, body
-            assert body["error"]["code"] == "unavailable", body
-            message = body["error"]["message"]
-            assert (
-                message.startswith("the team database postgresql://") and "unreachable" in message
-            )
-            assert "Traceback" not in message
+        for (status, body), member in zip(outage, (ann, bob), strict=True):
+            # Status still answers, degraded: the worker's facts and why it cannot store.
+            assert_degraded(status, body, member.worker)
         for status, body in back:
             assert status == 200 and body["database"]["backend"] == "postgres", body
         assert_hooks_exited_cleanly((ann, bob))
@@ -232,3 +241,50 @@ def test_database_restarted_under_load_loses_and_duplicates_nothing(
             assert spooled(member) > 0, f"nothing of {member.name}'s went through the spool"
             # Reconnected by themselves: the same worker processes throughout.
             assert member.worker.pid == pids[member.name]
+
+
+def test_status_reports_the_database_down_while_hooks_spool(
+    own_server: pg.PostgresServer, tmp_path: Path
+) -> None:
+    """The team database down: /api/status answers 200 degraded (password masked), `cairn status`
+    says what is wrong and exits 1, the dashboard shows it; /health stays up while the writes
+    answer 503, so a real hook process spools its event; back up, nothing is lost."""
+    with own_server.database() as plain_url:
+        url = plain_url.replace("://postgres@", f"://postgres:{PASSWORD}@", 1)
+        worker = WorkerProcess(home=tmp_path / ".cairn", env_extra={"CAIRN_DATABASE_URL": url})
+        worker.start()
+        try:
+            repo = checkout(tmp_path / "work" / "app", "ann@acme.dev")
+            env = hook_env(worker.home, CAIRN_AUTOSTART="0", CAIRN_DATABASE_URL=url)
+            own_server.shut_down()
+
+            edit = tool_payload("s-down", repo, "Bash", {"command": "make invoices"},
+                                {"stdout": "ok"}, "toolu_down")  # fmt: skip
+            hook = run_hook("PostToolUse", edit, env, cwd=repo)
+            assert hook.returncode == 0, hook.stderr
+            assert worker.request("GET", "/health")[0] == 200
+            status, body = worker.request("GET", "/api/status")
+            assert_degraded(status, body, worker)
+            assert body["services"]["spool"]["waiting_events"] == 1
+            assert "postgres:***@127.0.0.1" in body["database"]["error"]
+            assert worker.request("POST", "/api/observations", {"project": PROJECT,
+                                  "type": "command", "title": "$ make"})[0] == 503  # fmt: skip
+
+            text = worker.cli("status")
+            assert text.returncode == 1 and "Traceback" not in text.stderr
+            assert f"running, pid {worker.pid}" in text.stdout
+            assert "DATABASE UNREACHABLE: the team database postgresql://" in text.stdout
+            assert "hooks spool their events (1 waiting)" in text.stdout
+            page = worker.request_text("GET", "/settings")
+            assert "Unreachable: the team database postgresql://postgres:***@" in page
+            for shown in (json.dumps(body), text.stdout, text.stderr, page):
+                assert PASSWORD not in shown
+
+            own_server.start(own_server.port)
+            drain_spool(worker)
+            status, body = worker.request("GET", "/api/status")
+            assert status == 200 and body["ok"] is True and body["database"]["reachable"]
+            assert body["counts"]["observations"] == 1
+            assert worker.cli("status").returncode == 0
+        finally:
+            worker.stop()

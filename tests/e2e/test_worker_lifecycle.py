@@ -193,7 +193,8 @@ def test_status_reports_pid_port_uptime_counts_and_size(
     assert data["running"] is True and data["pid"] == worker.pid
     assert data["counts"]["observations"] == 1 and data["db_size_bytes"] > 0
     assert data["uptime_seconds"] >= 0
-    assert data["database"]["backend"] == backend
+    assert data["database"]["backend"] == backend and data["database"]["reachable"] is True
+    assert data["ok"] is True
     doctor = worker.cli("doctor", "--json")
     checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
     if backend == "sqlite":

@@ -110,22 +110,30 @@ def cmd_status(args: argparse.Namespace) -> int:
     except ApiError as exc:
         print(f"cairn: {exc}", file=sys.stderr)
         return 1
+    # Running but unable to store (its team database unreachable): exit 1, saying why.
+    database = data.get("database") or {}
+    reachable = database.get("reachable", True) is not False
     if args.json:
         print(json.dumps({"running": True, **data}, indent=2))
-        return 0
-    counts = data.get("counts", {})
+        return 0 if reachable else 1
     print(
         f"Cairn {data['version']}: running, pid {data['pid']}, port {data['port']}, "
         f"up {data['uptime_seconds']:.0f}s"
     )
-    print("  " + fields_line(counts))
-    print(f"  database {data['db_path']} ({human_bytes(int(data['db_size_bytes']))})")
+    if reachable:
+        print("  " + fields_line(data.get("counts") or {}))
+        print(f"  database {data['db_path']} ({human_bytes(int(data['db_size_bytes']))})")
+    else:
+        print(f"  DATABASE UNREACHABLE: {database.get('error') or data['db_path']}")
+        spool = (data.get("services") or {}).get("spool") or {}
+        waiting = spool.get("waiting_events", "?")
+        print(f"  nothing is stored meanwhile: hooks spool their events ({waiting} waiting)")
     if data.get("recovered_from"):
         print(f"  WARNING: a corrupt database was moved aside to {data['recovered_from']}")
     for name, service in (data.get("services") or {}).items():
         if service:
             print(f"  {name}: " + fields_line(service))
-    return 0
+    return 0 if reachable else 1
 
 
 def cmd_token(args: argparse.Namespace) -> int:

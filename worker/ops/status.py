@@ -3,6 +3,7 @@ and the embedding model's coverage and queue (GET /api/embeddings/stats, the sta
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any
 
@@ -12,24 +13,40 @@ from worker.container import Cairn, ImportMark
 from worker.retrieval.service import stats
 from worker.store import stats as store_stats
 from worker.store import vectors
+from worker.store.errors import StoreUnavailable
 
 
 async def status_report(cairn: Cairn) -> dict[str, Any]:
-    counts = await cairn.store.read(store_stats.counts)
+    """The worker's own facts always; the database's counts and size when it answers.
+
+    A team database that cannot be reached does not make the worker unreachable for status: the
+    report says so (`ok` false, `database.reachable` false and why, the password masked) next to
+    the spool the hooks fill meanwhile, so that `cairn status` and the dashboard can show it. The
+    hooks decide by /health and by the 503 of the write they send, not by this report.
+    """
+    store = cairn.store
+    database: dict[str, Any] = {**store.describe(), "reachable": True}
+    counts: dict[str, int] | None = None
+    size: int | None = None
+    try:
+        counts = await store.read(store_stats.counts)
+        size = await asyncio.to_thread(store.db_size_bytes)  # PostgreSQL's is a query
+    except StoreUnavailable as exc:
+        database.update(reachable=False, error=exc.message)
     # Every damaged file moved aside (this run or an earlier one) stays reported until removed.
-    moved = cairn.store.corrupt_copies()
-    recovered = cairn.store.recovered_from or (moved[-1] if moved else None)
+    moved = store.corrupt_copies()
+    recovered = store.recovered_from or (moved[-1] if moved else None)
     return {
-        "ok": True,
+        "ok": database["reachable"],
         "version": __version__,
         "pid": os.getpid(),
         "port": cairn.port,
         "started_at": to_iso(cairn.started_at_ms),
         "uptime_seconds": round((now_ms() - cairn.started_at_ms) / 1000, 1),
         "counts": counts,
-        "db_path": cairn.store.where,
-        "database": cairn.store.describe(),
-        "db_size_bytes": cairn.store.db_size_bytes(),
+        "db_path": store.where,
+        "database": database,
+        "db_size_bytes": size,
         "recovered_from": str(recovered) if recovered else None,
         "corrupt_databases": [str(p) for p in moved],
         "sse_clients": cairn.events.client_count,

@@ -33,7 +33,8 @@ JOBS = {"decay": (run_decay, "Decay"), "compress": (run_compress, "Compression")
 async def settings_page(request: Request) -> Response:
     cairn = request.state.cairn
     body = await status_report(cairn)
-    embed = await embedding_stats(cairn)
+    # With the team database unreachable the page still shows the worker and why (no coverage).
+    embed = await embedding_stats(cairn) if body["database"]["reachable"] else None
     # Values that are not set show as such, never as Python's None (or an empty box).
     config = {
         k: NOT_SET if v is None or v == "" else v for k, v in cairn.settings.public_dict().items()
