@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from worker.auth import DashboardLogins, LoginLinks, TokenKeeper
 from worker.memory.scheduler import DecayService
@@ -16,6 +16,9 @@ from worker.retrieval.service import EmbeddingService
 from worker.settings import Settings
 from worker.spool import SpoolReplayer
 from worker.store.backend import Backend
+
+if TYPE_CHECKING:
+    import anyio
 
 ItemListener = Callable[[str, list[int]], None]
 
@@ -75,6 +78,8 @@ class Cairn:
     import_mark: ImportMark | None = None
     # Who rows are by when a request names nobody (settings.author, else git/OS user at start).
     author: str = "unknown"
+    # One database probe of /api/status at a time (made on first use: it needs the event loop).
+    status_probes: anyio.CapacityLimiter | None = None
 
     @property
     def services(self) -> dict[str, Service]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -286,5 +287,43 @@ def test_status_reports_the_database_down_while_hooks_spool(
             assert status == 200 and body["ok"] is True and body["database"]["reachable"]
             assert body["counts"]["observations"] == 1
             assert worker.cli("status").returncode == 0
+        finally:
+            worker.stop()
+
+
+@contextmanager
+def silent_listener(port: int) -> Iterator[None]:
+    """A host that takes connections and never answers (a database host gone dark behind a
+    firewall or a hung server): each new connection waits the whole connect timeout."""
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", port))
+        listener.listen(64)
+        yield
+
+
+def test_status_answers_in_time_when_the_database_does_not(
+    own_server: pg.PostgresServer, tmp_path: Path
+) -> None:
+    """A database that never answers makes each connection wait its timeout (10 s): status
+    says so within its own wait, so `cairn status` (5 s) hears from the running worker."""
+    with own_server.database() as url:
+        worker = WorkerProcess(home=tmp_path / ".cairn", env_extra={"CAIRN_DATABASE_URL": url})
+        worker.start()
+        try:
+            own_server.shut_down()
+            try:
+                with silent_listener(own_server.port):
+                    text = worker.cli("status")
+                    again = worker.cli("status", "--json")  # the first probe is still stuck
+            finally:
+                own_server.start(own_server.port)
+            assert text.returncode == 1, (text.stdout, text.stderr)
+            assert f"running, pid {worker.pid}" in text.stdout
+            assert "DATABASE UNREACHABLE: the team database postgresql://" in text.stdout
+            assert "does not answer" in text.stdout
+            assert again.returncode == 1 and json.loads(again.stdout)["ok"] is False
+            # Back by itself once the stuck connection attempts have given up.
+            wait_for(lambda: worker.request("GET", "/api/status")[1]["ok"] is True, timeout=30)
         finally:
             worker.stop()

@@ -3,9 +3,11 @@ and the embedding model's coverage and queue (GET /api/embeddings/stats, the sta
 
 from __future__ import annotations
 
-import asyncio
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
 
 from worker import __version__
 from worker.clock import now_ms, to_iso
@@ -14,6 +16,20 @@ from worker.retrieval.service import stats
 from worker.store import stats as store_stats
 from worker.store import vectors
 from worker.store.errors import StoreUnavailable
+
+if TYPE_CHECKING:
+    from worker.store.backend import Backend
+
+
+# How long status waits for a team database. A host gone dark (or a hung server) makes each new
+# connection wait its connect timeout (10 s), longer than `cairn status` waits for the worker
+# (5 s): past this, the report says the database does not answer rather than the CLI saying
+# the worker is not running. A local SQLite file is always waited for: slow is not absent.
+TEAM_DATABASE_WAIT_S = 3.0
+
+
+def _database_facts(store: Backend) -> tuple[dict[str, int], int]:
+    return store.read_sync(store_stats.counts), store.db_size_bytes()
 
 
 async def status_report(cairn: Cairn) -> dict[str, Any]:
@@ -28,11 +44,23 @@ async def status_report(cairn: Cairn) -> dict[str, Any]:
     database: dict[str, Any] = {**store.describe(), "reachable": True}
     counts: dict[str, int] | None = None
     size: int | None = None
+    wait = None if store.backend == "sqlite" else TEAM_DATABASE_WAIT_S
+    if cairn.status_probes is None:
+        cairn.status_probes = anyio.CapacityLimiter(1)
     try:
-        counts = await store.read(store_stats.counts)
-        size = await asyncio.to_thread(store.db_size_bytes)  # PostgreSQL's is a query
+        with anyio.fail_after(wait):
+            # A probe stuck in a connect is left to end by itself (it holds the one slot: the
+            # next status waits for it, up to `wait`, rather than pile up threads).
+            counts, size = await anyio.to_thread.run_sync(
+                _database_facts, store, abandon_on_cancel=True, limiter=cairn.status_probes
+            )
     except StoreUnavailable as exc:
         database.update(reachable=False, error=exc.message)
+    except TimeoutError:
+        database.update(
+            reachable=False,
+            error=f"the team database {store.where} does not answer (no reply in {wait:g} s)",
+        )
     # Every damaged file moved aside (this run or an earlier one) stays reported until removed.
     moved = store.corrupt_copies()
     recovered = store.recovered_from or (moved[-1] if moved else None)
