@@ -110,3 +110,41 @@ def test_a_title_only_observation_needs_the_prompt_to_name_its_file() -> None:
     assert not judgment.title_only(edit, [])
     memory = {"kind": "memory", "title": "", "body": ""}
     assert not judgment.title_only(memory, [])
+
+
+def test_kept_activity_brings_the_memories_that_name_its_files() -> None:
+    edit = _cand("observation", 1, 1.2)
+    rule = _cand("memory", 2, 0.6)
+    rule.plain_cosine = 0.25  # far from the prompt's words as a whole
+    unrelated = _cand("memory", 3, 0.5)
+    unrelated.plain_cosine = 0.4
+    distant = _cand("memory", 4, 0.4)
+    distant.plain_cosine = 0.05  # names the file, but about something else entirely
+    items = {
+        edit.ref: {
+            "kind": "observation",
+            "title": "Write app/src/main/java/com/trailmate/data/Migrations.kt (5 lines)",
+            "files": ["app/src/main/java/com/trailmate/data/Migrations.kt"],
+        },
+        rule.ref: {
+            "kind": "memory",
+            "body": "Room schema changes need a Migration (Migrations.kt)",
+        },
+        unrelated.ref: {"kind": "memory", "body": "Annotation processing uses KSP, never kapt"},
+        distant.ref: {"kind": "memory", "body": "Migrations.kt is formatted by ktlint"},
+    }
+    top = [edit, rule, unrelated, distant]
+    assert judgment.file_names([edit], items) == ["migrations.kt"]
+    assert judgment.about_kept_files(top, [edit], items, S) == [rule]
+    # Nothing kept (a prompt nothing stored concerns): nothing to follow, silence stays.
+    assert judgment.about_kept_files(top, [], items, S) == []
+    # A kept memory's own text brings nothing: only activity's files are followed.
+    assert judgment.about_kept_files(top, [unrelated], items, S) == []
+
+
+def test_file_names_skip_folders_short_names_and_extensionless_paths() -> None:
+    obs = _cand("observation", 1, 1.0)
+    items = {
+        obs.ref: {"files": ["src/a.py", "Makefile", "docs/", "web\\src\\App.tsx", "README.md"]}
+    }
+    assert judgment.file_names([obs], items) == ["app.tsx", "readme.md"]

@@ -21,6 +21,9 @@ _CAMEL = re.compile(r"[a-z0-9][A-Z]")
 _LETTERS = re.compile(r"[^\W\d_].*[^\W\d_]", re.DOTALL)
 # Shorter than this, a "name" is mostly noise (`a.b`, `i/o`).
 MIN_NAME_CHARS = 4
+# A file name is matched inside a memory's text: shorter ones (`a.py`, `db.go`) occur inside
+# other names too often.
+MIN_FILE_NAME_CHARS = 6
 
 
 def _strip(token: str) -> str:
@@ -113,6 +116,45 @@ def more_evidence(
         return False
     close = cosine is None or cosine >= settings.judgment.prompt_name_min_cosine
     return close and shares_name(names, item)
+
+
+def file_names(kept: Iterable[Candidate], items: Mapping[Any, Mapping[str, Any]]) -> list[str]:
+    """The file names (lower-cased, without folders) that the kept raw activity touched."""
+    names: list[str] = []
+    for cand in kept:
+        if cand.ref[0] == "memory":
+            continue
+        for path in items[cand.ref].get("files") or []:
+            name = str(path).replace("\\", "/").rsplit("/", 1)[-1].lower()
+            if len(name) >= MIN_FILE_NAME_CHARS and "." in name.strip(".") and name not in names:
+                names.append(name)
+    return names
+
+
+def about_kept_files(
+    top: Iterable[Candidate],
+    kept: list[Candidate],
+    items: Mapping[Any, Mapping[str, Any]],
+    settings: Settings,
+) -> list[Candidate]:
+    """Memories, not kept on their own evidence, that name a file the kept activity touched,
+    each with at least the weak cosine of a shared code name (no vector: the name alone). A
+    prompt about a file's history brings that file's rule: "Room schema changes need a Migration
+    (Migrations.kt) ..." for a prompt whose kept edits wrote Migrations.kt, though the prompt
+    said "bump the database version". With nothing kept there is nothing to follow, so a prompt
+    nothing stored concerns stays silent."""
+    names = file_names(kept, items)
+    if not names:
+        return []
+    floor = settings.judgment.prompt_name_min_cosine
+    return [
+        c
+        for c in top
+        if c.ref[0] == "memory"
+        and c not in kept
+        and (c.plain_cosine is None or c.plain_cosine >= floor)
+        and shares_name(names, items[c.ref])
+    ]
 
 
 def within_floor(kept: list[Candidate], ratio: float) -> list[Candidate]:

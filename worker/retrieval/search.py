@@ -327,9 +327,11 @@ async def _judged(
             clause_cosines.get(cand.ref),
         ) or judgment.more_evidence(cand, items[cand.ref], names, settings):
             kept.append(cand)
-    return judgment.best_memory_first(
-        judgment.within_floor(kept, settings.judgment.prompt_relative_floor)
-    )
+    floor = settings.judgment.prompt_relative_floor
+    followed = judgment.about_kept_files(top, judgment.within_floor(kept, floor), items, settings)
+    if followed:
+        kept = [c for c in top if c in kept or c in followed]  # best first, as ranked
+    return judgment.best_memory_first(judgment.within_floor(kept, floor))
 
 
 async def search(
