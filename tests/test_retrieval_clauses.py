@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
+import anyio
 import numpy as np
 
 from worker.retrieval.clauses import MAX_CLAUSES, ClauseCosines, clauses
 from worker.retrieval.embedder import FakeEmbedder, Vectors
+from worker.retrieval.service import EmbeddingService
+from worker.settings import load_settings
+from worker.store import Store, memories
+from worker.store.pg import PgStore
 
 RULE = (
     "pgx: defer rows.Close() right after every Query. Latest() returned early on a Scan error "
@@ -74,3 +82,46 @@ def test_the_cache_keeps_the_most_recent_texts_only() -> None:
     assert embedder.texts == []  # still cached
     cache.best(embedder, query, {("memory", 0): texts[0]})
     assert len(embedder.texts) == 2  # evicted, embedded again
+
+
+def _memory(store: Store | PgStore, content: str) -> int:
+    item: dict[str, Any] = {"kind": "lesson", "content": content, "project": "/repo"}
+    row, _ = store.write_sync(lambda c: memories.insert(c, {**item, "scope": "project"}))
+    return int(row["id"])
+
+
+def _until(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_the_background_embedder_warms_stored_and_new_memories(
+    tmp_path: Path, vector_store: Store | PgStore
+) -> None:
+    settings = load_settings(home=tmp_path, embed_enabled=True)
+    stored = [
+        _memory(vector_store, f"Rule {i} holds here. Its reason is number {i}.") for i in range(3)
+    ]
+    archived = _memory(vector_store, "An archived rule says this. And that reason.")
+    vector_store.write_sync(
+        lambda c: c.execute("UPDATE memories SET archived_at = 1 WHERE id = ?", (archived,))
+    )
+    service = EmbeddingService(settings, vector_store, factory=lambda: FakeEmbedder(64))
+    service.start()
+    try:
+        # After a start, the stored live memories' clauses are warmed while it is idle ...
+        for i in range(3):
+            text = f"Rule {i} holds here. Its reason is number {i}."
+            _until(lambda t=text: service.clauses.cached(t), f"memory {stored[i]} not warmed")
+        assert not service.clauses.cached("An archived rule says this. And that reason.")
+        # ... and a memory saved later as soon as it is embedded.
+        new = _memory(
+            vector_store, "pgx: defer rows.Close() right after Query. It leaks otherwise."
+        )
+        service.enqueue("memory", [new])
+        text = "pgx: defer rows.Close() right after Query. It leaks otherwise."
+        _until(lambda: service.clauses.cached(text), "a new memory was not warmed")
+    finally:
+        anyio.run(service.stop)

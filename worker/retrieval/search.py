@@ -15,10 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from worker.clock import now_ms
-from worker.retrieval import judgment, keyword_judgment, ranking
+from worker.retrieval import clauses, judgment, keyword_judgment, ranking
 from worker.retrieval.keyword_index import KeywordIndex
 from worker.retrieval.ranking import Candidate, Ref, Weights
-from worker.retrieval.service import EmbeddingService
+from worker.retrieval.service import EmbeddingService, memory_text
 from worker.retrieval.when import date_ranges
 from worker.settings import Settings
 from worker.store import items as item_rows
@@ -263,10 +263,11 @@ async def _clause_cosines(
     if floors.prompt_memory_clause_min_cosine <= 0 or query_vector is None or service is None:
         return {}
     texts = {
-        c.ref: str(items[c.ref].get("body") or items[c.ref].get("title") or "")
+        c.ref: memory_text(items[c.ref])
         for c in top
         if c.ref[0] == "memory"
-        and (c.plain_cosine is None or c.plain_cosine < floors.prompt_memory_min_cosine)
+        and c.plain_cosine is not None
+        and clauses.MIN_WHOLE_COSINE <= c.plain_cosine < floors.prompt_memory_min_cosine
         and (c.coverage or 0.0) < floors.prompt_memory_min_coverage
     }
     if not texts:

@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from worker.heap import release_freed_memory
 from worker.priority import lower_this_thread
-from worker.retrieval.clauses import ClauseCosines
+from worker.retrieval.clauses import CACHE_ENTRIES, ClauseCosines
 from worker.retrieval.embedder import Embedder, EmbedderUnavailable, load_embedder
 from worker.retrieval.vectors import Ref, VectorIndex
 from worker.settings import Settings
@@ -34,6 +34,8 @@ from worker.store.vectors import from_blob, to_blob
 log = logging.getLogger(__name__)
 
 SWEEP_SECONDS = 30.0
+# Stored memories whose clause vectors are warmed per idle step after a start.
+WARM_BATCH = 32
 
 
 def embedding_text(item: dict[str, Any], max_chars: int) -> str:
@@ -51,6 +53,11 @@ def embedding_text(item: dict[str, Any], max_chars: int) -> str:
         parts = [item.get("body") or item["title"]]
     text = "\n".join(p for p in parts if p).strip()
     return text[:max_chars]
+
+
+def memory_text(item: dict[str, Any]) -> str:
+    """The text a memory's clauses are cut from (the key of retrieval/clauses.py's cache)."""
+    return str(item.get("body") or item.get("title") or "")
 
 
 def context_vector(
@@ -89,6 +96,9 @@ class EmbeddingService:
         self.embedder: Embedder | None = None
         self.index: VectorIndex | None = None
         self.clauses = ClauseCosines()
+        # The stored memories whose clauses are still to warm: below this id (None: done).
+        self._warm_after: int | None = 2**62
+        self._warm_left = CACHE_ENTRIES
         self._state = "disabled" if not settings.embedding.enabled else "starting"
         self._error: str | None = None
         self._queue: deque[Ref] = deque()
@@ -291,10 +301,35 @@ class EmbeddingService:
                 self._stop.wait(5.0)
             if not worked:
                 self._state = "ready"
+                if self._warm_stored(embedder):  # idle work: not "indexing" for wait_idle
+                    continue
                 self._wake.wait(timeout=max(0.1, self._sweep_due - time.monotonic()))
                 self._wake.clear()
             else:
                 self._state = "indexing"
+
+    def _warm_stored(self, embedder: Embedder) -> bool:
+        """With nothing else to do, the clause vectors of a few stored memories (the most
+        recent first, as many as the cache holds), once per start. Whether it did any."""
+        if self._warm_after is None:
+            return False
+        after = self._warm_after
+        limit = min(WARM_BATCH, self._warm_left)
+        try:
+            found = self.store.read_sync(lambda c: item_rows.recent_memory_texts(c, after, limit))
+        except Exception:  # the database away: a prompt computes what it needs instead
+            log.warning("warming memory clause vectors stopped", exc_info=True)
+            self._warm_after = None
+            return False
+        if not found:
+            self._warm_after = None
+            return False
+        self._warm_after = found[-1][0]
+        self._warm_left -= len(found)
+        if self._warm_left <= 0:
+            self._warm_after = None
+        self.clauses.warm(embedder, [text for _, text in found])
+        return True
 
     def _fail(self, message: str) -> None:
         log.warning("embeddings unavailable, search is keyword-only: %s", message)
@@ -392,6 +427,15 @@ class EmbeddingService:
             for ref in refs:
                 mixed = context_vector(plain, ref, previous.get(ref), context)
                 index.put(ref, items[ref]["project_id"], mixed)
+        # A memory's clause vectors (retrieval/clauses.py) now, so a prompt need not wait.
+        live = [
+            items[r]
+            for r in refs
+            if r[0] == "memory"
+            and not items[r].get("archived_at")
+            and not items[r].get("superseded_by")
+        ]
+        self.clauses.warm(embedder, [memory_text(item) for item in live])
         self._embedded += len(refs)
         self._busy_seconds += time.perf_counter() - started
         return True

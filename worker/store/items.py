@@ -145,6 +145,17 @@ def load_items(conn: AnyDb, refs: Iterable[Ref]) -> dict[Ref, dict[str, Any]]:
     return out
 
 
+def recent_memory_texts(conn: AnyDb, before_id: int, limit: int) -> list[tuple[int, str]]:
+    """(id, content) of live, latest memories with an id below `before_id`, newest first (the
+    clause cache warms from them: retrieval/clauses.py)."""
+    rows = as_db(conn).execute(
+        "SELECT id, content FROM memories WHERE id < ? AND archived_at IS NULL "
+        "AND superseded_by IS NULL ORDER BY id DESC LIMIT ?",
+        (before_id, limit),
+    )
+    return [(int(row["id"]), str(row["content"] or "")) for row in rows]
+
+
 # ---------------------------------------------------------------- neighbours (same thread)
 _THREAD = {
     "observation": ("observations", "session_id"),
