@@ -47,6 +47,7 @@ from worker.events import Broadcaster
 from worker.home import ensure_home
 from worker.memory.scheduler import DecayService
 from worker.pages import routes as dashboard_routes
+from worker.pages.outage import outage_page, wants_whole_page
 from worker.project_identity import author as git_author
 from worker.retrieval.keyword_service import KeywordIndexService
 from worker.retrieval.service import EmbeddingService
@@ -135,6 +136,9 @@ async def _cairn_error(request: Request, exc: Exception) -> Response:
 
 async def _store_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StoreError)
+    if isinstance(exc, StoreUnavailable) and wants_whole_page(request):
+        # A browser opening a page during an outage reads what is wrong and sees it retry.
+        return outage_page(request, exc)
     return await _cairn_error(request, http_error(exc))
 
 

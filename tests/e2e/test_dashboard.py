@@ -696,3 +696,48 @@ def test_settings_are_grouped_into_a_short_page(page: Any, live_worker: WorkerPr
     search = groups.filter(has_text="Search and ranking")
     search.locator("summary").click()
     expect(search.locator("code", has_text="CAIRN_SEARCH_DEFAULT_LIMIT")).to_be_visible()
+
+
+# --------------------------------------------------------------------------- team database outage
+
+
+@pytest.mark.postgres
+def test_a_page_during_a_database_outage_explains_and_reloads_once_it_is_back(
+    page: Any, tmp_path: Path
+) -> None:
+    """A worker on a team database whose server is shut down: the page a browser opens says the
+    database is unreachable (password masked) and reloads by itself once the server is back."""
+    from tests import pg
+
+    password = "hunter2-pw"  # the test server trusts loopback: any password connects
+    with pg.throwaway_server() as server, server.database() as plain_url:
+        url = plain_url.replace("://postgres@", f"://postgres:{password}@", 1)
+        # HOME is the test's own already (conftest's autouse fixture).
+        worker = WorkerProcess(home=tmp_path / ".cairn", env_extra={"CAIRN_DATABASE_URL": url})
+        worker.start()
+        try:
+            login(page, worker, "/memories")
+            assert page.locator("h1").inner_text() == "Memories"
+            server.shut_down()
+            try:
+                response = page.goto(worker.url + "/memories")
+                assert response is not None and response.status == 503
+                heading = page.get_by_role("heading", level=1)
+                assert heading.inner_text() == "The team database is unreachable"
+                facts = page.locator("#database-down").inner_text()
+                assert "postgresql://postgres:***@127.0.0.1:" in facts
+                assert "replayed once the database answers" in facts
+                assert password not in page.content()
+                shot(page, "database-down")
+                # The poll swaps the facts in again while the database is still down.
+                with page.expect_response(re.compile(r"/database-status$")) as polled:
+                    pass
+                assert polled.value.status == 200
+                expect(heading).to_have_text("The team database is unreachable")
+            finally:
+                server.start(server.port)  # the same port: the worker's URL is unchanged
+            # Back: the next poll reloads the page, which the database now answers.
+            expect(page.get_by_role("heading", level=1)).to_have_text("Memories", timeout=20_000)
+            assert page.url == worker.url + "/memories"
+        finally:
+            worker.stop()

@@ -26,6 +26,7 @@ from worker.store import projects
 from worker.store import search as q
 from worker.store.backend import Backend
 from worker.store.db import AnyDb
+from worker.store.errors import StoreError
 from worker.store.m002_retrieval import KIND_CODES, KIND_NAMES
 from worker.terms import query_groups, query_terms
 
@@ -370,12 +371,17 @@ async def search(
             )
             found[0] = (vector, hits)
 
-    async with anyio.create_task_group() as tasks:
-        if embedder is not None:
-            tasks.start_soon(anyio.to_thread.run_sync, vector_pass, embedder)
-        kw = await store.read(
-            lambda c: _keyword_pass(c, req, settings, project_id, want_keyword, keywords)
-        )
+    try:
+        async with anyio.create_task_group() as tasks:
+            if embedder is not None:
+                tasks.start_soon(anyio.to_thread.run_sync, vector_pass, embedder)
+            kw = await store.read(
+                lambda c: _keyword_pass(c, req, settings, project_id, want_keyword, keywords)
+            )
+    except* StoreError as group:
+        # The task group wraps what its body raised: the store's refusal (a team database
+        # down) must reach the error handlers as itself, a 503, not as an unhandled group (500).
+        raise group.exceptions[0] from None
     query_vector, vector_hits = found[0]
     best_cosine = vector_hits[0][1] if vector_hits else None
     weights = Weights.from_settings(settings)
