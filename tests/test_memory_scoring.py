@@ -16,8 +16,9 @@ from worker.memory import compress, decay
 from worker.memory.decay import DAY_MS, DecayPolicy, retention
 from worker.memory.importance import score, signals
 from worker.memory.merge import merge_fields
-from worker.memory.relations import chain, supersedes
+from worker.memory.relations import chain
 from worker.memory.statement import features
+from worker.memory.supersession import supersedes
 from worker.memory.tags import normalise_tags, pick_tags
 from worker.settings import load_settings
 from worker.store.memories import KINDS

@@ -26,8 +26,8 @@ from tests.vector_margins import (
     assert_ahead,
     assert_clear_of,
 )
-from worker.memory.relations import supersedes, values_differ
 from worker.memory.statement import features
+from worker.memory.supersession import supersedes, values_differ
 from worker.retrieval.embedder import DEFAULT_MODEL, Embedder, load_embedder
 from worker.retrieval.service import context_vector, embedding_text
 from worker.settings import load_settings

@@ -21,8 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 from worker.clock import now_ms
-from worker.memory.relations import supersedes
 from worker.memory.statement import features
+from worker.memory.supersession import supersedes
 from worker.memory.tags import content_words, normalise_tags
 from worker.settings import Settings
 from worker.store import lifecycle, memories

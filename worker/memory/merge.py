@@ -13,8 +13,8 @@ from typing import Any
 
 from worker.clock import now_ms
 from worker.memory import importance as importance_mod
-from worker.memory.relations import judge, may_update_by_meaning
 from worker.memory.statement import features, search_terms
+from worker.memory.supersession import judge, may_update_by_meaning
 from worker.memory.tags import normalise_tags, pick_tags
 from worker.settings import Settings
 from worker.store import memories, received

@@ -1,4 +1,4 @@
-"""A memory's text as the supersession rule (worker/memory/relations.py) reads it: its keys in order
+"""A memory's text as the supersession rule (worker/memory/supersession.py) reads it: its keys in order
 (meaning words stemmed, values kept whole), the cues that announce a change, what it retires or says
 is gone, its clauses and main clauses. Pure functions of the text; the words they read are listed in
 worker/memory/update_words.py.
@@ -103,7 +103,7 @@ _HANDED = re.compile(
     re.IGNORECASE,
 )
 # Words that say since when a statement holds ("since the reorg", "as of this sprint", "starting
-# Monday"): a state that began, so a change (of a holder, see relations._holder_changed).
+# Monday"): a state that began, so a change (of a holder, see update_patterns.holder_changed).
 _DATED = re.compile(r"\b(?:since|as of|starting|effective)\b", re.IGNORECASE)
 # Words that say a statement adds to what holds, not that it replaces it: "... is now offered in
 # Belgium too", "the bot also posts ...", "... in Spanish as well" ("too" before a word is a degree).

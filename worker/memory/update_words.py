@@ -1,4 +1,4 @@
-"""The words the supersession rule (worker/memory/statement.py, relations.py) reads: what negates,
+"""The words the supersession rule (worker/memory/statement.py, supersession.py) reads: what negates,
 what announces a change, what only names which one of several (environments, regions, labels),
 what only relates a subject to its value, and the short forms compared as long ones. Lists to
 extend, no logic.
