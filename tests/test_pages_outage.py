@@ -149,6 +149,14 @@ def test_the_poll_shows_the_outage_then_reloads_once_the_database_is_back(
     assert "the team database postgresql://postgres:***@127.0.0.1:" in down.text
     assert "1 hook event is kept on this machine" in down.text
     assert PASSWORD not in down.text
+    # Only for the logged-in: a visitor without the cookie is refused (and sent to log in).
+    cookies = dict(browser.cookies)
+    browser.cookies.clear()
+    try:
+        anonymous = browser.get("/database-status", headers=HTMX)
+    finally:
+        browser.cookies.update(cookies)
+    assert anonymous.status_code == 401 and "postgresql" not in anonymous.text
 
     dashboard.server.start(dashboard.server.port)
     back = browser.get("/database-status", headers=HTMX)
