@@ -1,6 +1,7 @@
 """`cairn import claude-mem` on a database made by claude-mem's own code (tests/fixtures/claude_mem/
 make_fixture.js, claude-mem 13.25.3 on Bun): read-only, mapped with dates and projects, a second
-import stores nothing new, an unknown schema version is refused by name."""
+import stores nothing new, an unknown schema version is refused by name. Imports run into
+a worker on each backend (its home's SQLite file, a team database), whose rows are counted there."""
 
 from __future__ import annotations
 
@@ -11,10 +12,21 @@ from pathlib import Path
 
 import pytest
 
+from tests.backends import process_store, value
 from tests.e2e.worker_process import WorkerProcess
 from worker.cli import main
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.both_backends, pytest.mark.e2e]
+
+TABLES = ("sessions", "prompts", "observations", "summaries", "memories")
+
+
+def counts(worker: WorkerProcess, backend: str) -> dict[str, int]:
+    """Rows per table in the worker's own database (its home's file, or the team database)."""
+    with process_store(worker.env()) as store:
+        assert store.backend == backend
+        return {t: int(value(store, f"SELECT COUNT(*) FROM {t}")) for t in TABLES}
+
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "claude_mem" / "claude-mem.db"
 
@@ -24,7 +36,7 @@ def digest(path: Path) -> str:
 
 
 def test_claude_mem_import_maps_rows_and_is_idempotent(
-    worker: WorkerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    worker: WorkerProcess, backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "claude-mem.db"
     shutil.copy(FIXTURE, db)
@@ -35,6 +47,15 @@ def test_claude_mem_import_maps_rows_and_is_idempotent(
         "3 sessions, 4 prompts, 4 observations (1 decisions also as memories), 2 summaries" in out
     )
     assert digest(db) == before and not list(tmp_path.glob("claude-mem.db-*"))  # never written
+    first_counts = counts(worker, backend)
+    # Each summary is kept as a summary and as a note observation (4 + 2 observations).
+    assert first_counts == {
+        "sessions": 3,
+        "prompts": 4,
+        "observations": 6,
+        "summaries": 2,
+        "memories": 1,
+    }
 
     _, listed = worker.request("GET", "/api/observations?project=invoicer&limit=50")
     titles = {i["title"]: i for i in listed["items"]}
@@ -61,6 +82,7 @@ def test_claude_mem_import_maps_rows_and_is_idempotent(
     assert main(["import", "claude-mem", str(db)]) == 0
     again = capsys.readouterr().out
     assert "already stored" in again
+    assert counts(worker, backend) == first_counts
     _, relisted = worker.request("GET", "/api/observations?project=invoicer&limit=50")
     assert len(relisted["items"]) == len(listed["items"])
     _, memories = worker.request("GET", "/api/memories?project=invoicer&kind=decision")
