@@ -1,6 +1,8 @@
 """`cairn import kiro-memory` on a database made by kiro-memory's own SDK (tests/fixtures/
 kiro_memory/make_fixture.mjs, kiro-memory 3.1.1 on Node): read-only, rows mapped with their dates
-and projects, a second import stores nothing new, an unknown schema version refused by name."""
+and projects, a second import stores nothing new, an unknown schema version refused by name.
+Imports run into a worker on each backend (its home's SQLite file, a team database), whose rows
+are counted there."""
 
 from __future__ import annotations
 
@@ -11,10 +13,21 @@ from pathlib import Path
 
 import pytest
 
+from tests.backends import process_store, value
 from tests.e2e.worker_process import WorkerProcess
 from worker.cli import main
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.both_backends, pytest.mark.e2e]
+
+TABLES = ("sessions", "prompts", "observations", "summaries", "memories")
+
+
+def counts(worker: WorkerProcess, backend: str) -> dict[str, int]:
+    """Rows per table in the worker's own database (its home's file, or the team database)."""
+    with process_store(worker.env()) as store:
+        assert store.backend == backend
+        return {t: int(value(store, f"SELECT COUNT(*) FROM {t}")) for t in TABLES}
+
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "kiro_memory" / "kiro-memory.db"
 
@@ -26,7 +39,7 @@ def rows(sql: str) -> list[sqlite3.Row]:
 
 
 def test_kiro_memory_import_maps_rows_and_is_idempotent(
-    worker: WorkerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    worker: WorkerProcess, backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "kiro-memory.db"
     shutil.copy(FIXTURE, db)
@@ -38,6 +51,16 @@ def test_kiro_memory_import_maps_rows_and_is_idempotent(
     )
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
     assert not list(tmp_path.glob("kiro-memory.db-*"))
+    first_counts = counts(worker, backend)
+    # Its summary belongs to no imported session (kiro's SDK files it under one of its own), so
+    # it is kept as a note observation only (3 + 1).
+    assert first_counts == {
+        "sessions": 2,
+        "prompts": 3,
+        "observations": 4,
+        "summaries": 0,
+        "memories": 1,
+    }
 
     _, listed = worker.request("GET", "/api/observations?project=invoicer&limit=50")
     titles = {i["title"]: i for i in listed["items"]}
@@ -65,6 +88,7 @@ def test_kiro_memory_import_maps_rows_and_is_idempotent(
 
     assert main(["import", "kiro-memory", str(db)]) == 0
     assert "already stored" in capsys.readouterr().out
+    assert counts(worker, backend) == first_counts
     _, relisted = worker.request("GET", "/api/observations?project=invoicer&limit=50")
     assert len(relisted["items"]) == len(listed["items"])
 
