@@ -1,26 +1,33 @@
-"""Never lose an event: hooks keep firing while the worker is killed (-9) and restarted."""
+"""Never lose an event: hooks keep firing while the worker is killed (-9) and restarted; on both
+backends (the home's SQLite file, a team database that outlives each killed worker)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from pathlib import Path
 
 import pytest
 
+from tests.backends import process_store, value
 from tests.e2e.hook_runner import hook_env, run_hook, tool_payload, wait_for
 from tests.e2e.worker_process import WorkerProcess
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.both_backends, pytest.mark.e2e]
 
 SESSIONS = 4
 EVENTS_PER_SESSION = 60
 
 
-def test_events_survive_worker_kills_exactly_once(isolated_home: Path, tmp_path: Path) -> None:
+def test_events_survive_worker_kills_exactly_once(
+    isolated_home: Path, backend: str, tmp_path: Path
+) -> None:
     project = tmp_path / "repo"
     (project / ".git").mkdir(parents=True)
-    worker = WorkerProcess(home=isolated_home).start()
+    url = os.environ.get("CAIRN_DATABASE_URL", "")
+    team = {"CAIRN_DATABASE_URL": url} if url else {}
+    worker = WorkerProcess(home=isolated_home, env_extra=team).start()
     # The test restarts the worker itself, so the hooks must not start their own.
     env = hook_env(isolated_home, CAIRN_PORT=str(worker.port), CAIRN_AUTOSTART="0")
     failures: list[str] = []
@@ -70,5 +77,11 @@ def test_events_survive_worker_kills_exactly_once(isolated_home: Path, tmp_path:
             titles = [item["title"] for item in body["items"]]
             expected = {f"Run: step {n}-{i}" for i in range(EVENTS_PER_SESSION)}
             assert len(titles) == EVENTS_PER_SESSION and set(titles) == expected, n
+        with process_store(worker.env()) as store:  # the worker's own database: file or team
+            assert store.backend == backend
+            stored = value(
+                store, "SELECT COUNT(*) FROM observations WHERE session_id LIKE 'sess-k%'"
+            )
+            assert stored == SESSIONS * EVENTS_PER_SESSION
     finally:
         worker.stop()
