@@ -27,8 +27,13 @@ def pinned_versions() -> tuple[str, ...]:
 CLAUDE_CODE_VERSIONS = pinned_versions()
 
 
+# Read once, when the tests are collected: every test's autouse isolation (tests/conftest.py)
+# drops CAIRN_* variables before its fixtures run, so reading it there always saw nothing.
+CLI_DIR = Path(os.environ.get("CAIRN_TEST_CLAUDE_DIR") or REPO / ".cache" / "claude-code")
+
+
 def cli_dir() -> Path:
-    return Path(os.environ.get("CAIRN_TEST_CLAUDE_DIR") or REPO / ".cache" / "claude-code")
+    return CLI_DIR
 
 
 def claude_binary(version: str) -> Path | None:
