@@ -4,6 +4,8 @@
 scripted local Messages API (tests/e2e/messages_api.py). What the tests look at is what a user
 would: what the model was sent (the recorded request bodies) and what the worker stored.
 The worker runs keyword-only (CAIRN_EMBED_ENABLED=0) so the runs stay quick on 2 shared cores.
+Each test runs on both backends: the worker the hooks start keeps memory in its home's SQLite file,
+or in a team database (CAIRN_DATABASE_URL reaches it through the CLI's and the hooks' environment).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from tests.backends import process_store, value
 from tests.e2e.claude_code import (
     CLAUDE_CODE_VERSIONS,
     claude_binary,
@@ -34,7 +37,7 @@ from tests.e2e.claude_code import (
 from tests.e2e.messages_api import MessagesAPI, Text, ToolUse
 from tests.e2e.worker_process import free_port
 
-pytestmark = [pytest.mark.e2e, pytest.mark.claude_code]
+pytestmark = [pytest.mark.both_backends, pytest.mark.e2e, pytest.mark.claude_code]
 
 CONTEXT_OPEN = "<cairn-context"
 CHECK_SCRIPT = "import calc\nassert calc.add(2, 2) == 4, f'add(2, 2) returned {calc.add(2, 2)}'\n"
@@ -99,7 +102,11 @@ def git_repo(path: Path) -> Path:
 
 @pytest.fixture(params=CLAUDE_CODE_VERSIONS)
 def setup(
-    request: pytest.FixtureRequest, isolated_home: Path, user_home: Path, tmp_path: Path
+    request: pytest.FixtureRequest,
+    isolated_home: Path,
+    user_home: Path,
+    tmp_path: Path,
+    backend: str,
 ) -> Iterator[Setup]:
     version = str(request.param)
     binary = claude_binary(version)
@@ -114,6 +121,8 @@ def setup(
             "CAIRN_EMBED_ENABLED": "0",
         }
     )
+    if backend == "postgres":  # the backend fixture named the test's team database
+        env["CAIRN_DATABASE_URL"] = os.environ["CAIRN_DATABASE_URL"]
     installed = subprocess.run(
         [sys.executable, "-m", "worker", "install"],
         env=env,
@@ -169,7 +178,7 @@ def cairn_context(body: str) -> bool:
     return CONTEXT_OPEN in body
 
 
-def test_a_coding_session_is_stored_with_its_failing_command(setup: Setup) -> None:
+def test_a_coding_session_is_stored_with_its_failing_command(setup: Setup, backend: str) -> None:
     session_id = fix_calc_session(setup)
     stored = setup.observations(session_id)
     by_tool = {}
@@ -180,6 +189,11 @@ def test_a_coding_session_is_stored_with_its_failing_command(setup: Setup) -> No
     assert failed, f"the failing check is not stored: {by_tool['Bash']}"
     session = setup.get(f"/api/sessions/{session_id}")
     assert any("check_calc.py fails" in p["text"] for p in session["prompts"])
+    # The worker the hooks started keeps them in the test's backend (tests/backends.py).
+    with process_store(setup.env) as store:
+        assert store.backend == backend
+        sql = "SELECT COUNT(*) FROM observations WHERE session_id = ?"
+        assert value(store, sql, [session_id]) == len(stored)
 
 
 def test_b_next_session_is_told_about_the_failure(setup: Setup) -> None:
