@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from tests.search_corpus import searcher, write_corpus
+from worker.retrieval.db_vectors import DatabaseVectors
 from worker.retrieval.search import SearchRequest, one_stem_per_part, search, selective_terms
 from worker.settings import Settings, load_settings
 from worker.store import Store, observations
@@ -165,3 +166,56 @@ def test_a_worker_finds_at_once_what_another_worker_wrote_and_embedded(
             anyio.run(service.stop)
         first.close()
         second.close()
+
+
+def test_the_vector_half_is_the_same_whether_the_worker_or_the_database_searches(
+    vector_store: Store | PgStore, tmp_path: Path
+) -> None:
+    """On PostgreSQL with pgvector the vector half of a search is a query on the HNSW index of
+    the items' context vectors (no vector held by the worker); on SQLite and on PostgreSQL
+    without pgvector, the worker's matrix. Same corpus: the same hits as SQLite's, in every
+    mode, and the same ranked vector candidates."""
+    settings = load_settings(home=tmp_path, embed_enabled=True)
+    reference = Store(tmp_path / "reference.db")
+    reference.open()
+    searchers = []
+    try:
+        for backend in (reference, vector_store):
+            write_corpus(backend)
+            searchers.append(searcher(backend, settings))
+        service = searchers[1][1]
+        native = bool(getattr(vector_store, "native_vectors", False))
+        assert isinstance(service.index, DatabaseVectors) is native
+        assert service.status()["indexed_vectors"] == len(searchers[0][1].index or [])
+        for query in QUERIES:
+            vector = service.embed_query(query)
+            assert vector is not None
+            for kinds in (None, ["memory"], ["observation", "summary"]):
+                want = searchers[0][1].index.search(  # type: ignore[union-attr]
+                    vector, project_id=1, kinds=kinds, limit=20
+                )
+                got = service.index.search(vector, project_id=1, kinds=kinds, limit=20)  # type: ignore[union-attr]
+                # Items sharing no word with the query tie at a cosine of 0 (the fake
+                # embedder), give or take rounding: compared are those that do share one.
+                want = [(r, s) for r, s in want if s > 1e-4]
+                got = got[: len(want)]
+                assert [r for r, _ in got] == [r for r, _ in want], (query, kinds)
+                assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-5)
+            for mode in ("hybrid", "semantic"):
+                request = {"query": query, "project": "/repo", "mode": mode, "limit": 8}
+                want_hits = _hits(reference, settings, searchers[0], **request)
+                got_hits = _hits(vector_store, settings, searchers[1], **request)
+                assert _same(got_hits, want_hits), (query, mode, got_hits, want_hits)
+        # A memory archived, superseded or deleted leaves the hits, as on SQLite.
+        request = {"query": "pin nginx", "project": "/repo", "mode": "semantic", "limit": 8}
+        first = _hits(vector_store, settings, searchers[1], **request)[1][0][0]
+        assert first == ("memory", 3)
+        vector_store.write_sync(
+            lambda c: c.execute("UPDATE memories SET archived_at = 1 WHERE id = 3")
+        )
+        hits = _hits(vector_store, settings, searchers[1], **request)[1]
+        assert ("memory", 3) not in [r for r, _ in hits]
+    finally:
+        for _keywords, service in searchers:
+            anyio.run(service.stop)
+        reference.close()

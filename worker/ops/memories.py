@@ -189,7 +189,11 @@ async def similar_memories(cairn: Cairn, item: dict[str, Any]) -> dict[int, floa
     index = service.index
     if index is None:
         return {}
-    hits = index.search(vector, project_id=project_id, kinds=["memory"], limit=10)
+    found = vector
+    # In a thread: on a team database with pgvector the search is a query.
+    hits = await anyio.to_thread.run_sync(
+        lambda: index.search(found, project_id=project_id, kinds=["memory"], limit=10)
+    )
     return {int(ref[1]): float(score) for ref, score in hits}
 
 

@@ -40,6 +40,8 @@ REFUSAL_DEPTH = 50
 THREAD_DEPTH = 50
 # Grace between a file write and the observation recording it (same tool call).
 STALE_GRACE_MS = 5_000
+# Ranked hits whose vectors the de-duplication reads at a time.
+DEDUPE_PAGE = 30
 # Ranked hits judged one by one for the prompt context (per wanted hit).
 JUDGE_DEPTH = 4
 
@@ -233,11 +235,18 @@ def _dedupe(
     kept: list[Candidate] = []
     hashes: set[str] = set()
     vectors: list[npt.NDArray[np.float32]] = []
-    for cand in ranked:
+    known: dict[Ref, npt.NDArray[np.float32]] = {}
+    asked: set[Ref] = set()
+    for i, cand in enumerate(ranked):
         digest = items[cand.ref].get("content_hash")
         if digest and digest in hashes:
             continue
-        vector = service.vector(cand.ref) if service is not None else None
+        if service is not None and cand.ref not in asked:
+            # A page of vectors at a time: one query each on a team database.
+            page = [c.ref for c in ranked[i : i + DEDUPE_PAGE]]
+            asked.update(page)
+            known.update(service.vectors(page))
+        vector = known.get(cand.ref)
         if vector is not None and any(float(v @ vector) >= threshold for v in vectors):
             continue
         if digest:
@@ -346,7 +355,7 @@ async def search(
 ) -> SearchOutcome:
     now = now_ms()
     ready = service is not None and service.ready
-    status = service.status()["status"] if service is not None else "disabled"
+    status = service.state if service is not None else "disabled"
     mode: Mode = req.mode
     if mode == "semantic" and not ready:
         mode = "keyword"  # degraded: the model is not available (status says why)
@@ -358,8 +367,9 @@ async def search(
     if (key is not None and project_id is None) or not req.query.strip():
         return empty
     # The query is embedded and the project's vectors scanned (ONNX, then a brute-force matrix
-    # product, ~15 ms at 100k) in one thread while SQLite runs the keyword pass in another: all
-    # three release the GIL, so on two cores their times overlap instead of adding up.
+    # product, ~15 ms at 100k, or on a team database with pgvector its HNSW index) in one thread
+    # while the database runs the keyword pass in another: all three release the GIL, so on two
+    # cores their times overlap instead of adding up.
     found: list[tuple[npt.NDArray[np.float32] | None, list[tuple[Ref, float]]]] = [(None, [])]
 
     def vector_pass(model: EmbeddingService) -> None:
@@ -450,8 +460,10 @@ async def search(
     )
     if req.judge_items:
         ranked = await _judged(store, settings, service, kw, query_vector, ranked, items, req)
-    hits = _dedupe(
-        ranked, items, service if ready else None, settings.search.dedupe_cosine, req.limit
+    dedupe_with = service if ready else None
+    # In a thread: on a team database the hits' vectors are read from it.
+    hits = await anyio.to_thread.run_sync(
+        lambda: _dedupe(ranked, items, dedupe_with, settings.search.dedupe_cosine, req.limit)
     )
     if req.count_retrieval and hits:
         chosen = [c.ref for c in hits]

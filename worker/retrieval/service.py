@@ -23,6 +23,7 @@ import numpy.typing as npt
 from worker.heap import release_freed_memory
 from worker.priority import lower_this_thread
 from worker.retrieval.clauses import CACHE_ENTRIES, ClauseCosines
+from worker.retrieval.db_vectors import DatabaseVectors
 from worker.retrieval.embedder import Embedder, EmbedderUnavailable, load_embedder
 from worker.retrieval.vectors import Ref, VectorIndex
 from worker.settings import Settings
@@ -94,7 +95,8 @@ class EmbeddingService:
             )
         )
         self.embedder: Embedder | None = None
-        self.index: VectorIndex | None = None
+        # The in-memory matrix, or on a team database with pgvector the database's index.
+        self.index: VectorIndex | DatabaseVectors | None = None
         self.clauses = ClauseCosines()
         # The stored memories whose clauses are still to warm: below this id (None: done).
         self._warm_after: int | None = 2**62
@@ -152,11 +154,26 @@ class EmbeddingService:
         with self._save_lock:
             removed = self.store.write_sync(vector_q.clear)
             if self.embedder is not None:
-                self.index = VectorIndex(self.embedder.dimensions)
+                self.index = self._new_index(self.embedder)
             self._queue.clear()
             self._sweep_after = {}
         self.request_sweep()
         return removed
+
+    @property
+    def in_database(self) -> bool:
+        """Vectors are searched by the database (pgvector), none held by this worker."""
+        return bool(getattr(self.store, "native_vectors", False))
+
+    def _new_index(self, embedder: Embedder) -> VectorIndex | DatabaseVectors:
+        if self.in_database:
+            return DatabaseVectors(self.store, embedder.model_id, embedder.dimensions)
+        return VectorIndex(embedder.dimensions)
+
+    @property
+    def state(self) -> str:
+        """The status word alone (status() also counts the vectors: a query on a team database)."""
+        return self._state
 
     def request_sweep(self) -> None:
         self._sweep_due = 0.0
@@ -188,6 +205,16 @@ class EmbeddingService:
     def vector(self, ref: Ref) -> npt.NDArray[np.float32] | None:
         return self.index.vector(ref) if self.index is not None else None
 
+    def vectors(self, refs: list[Ref]) -> dict[Ref, npt.NDArray[np.float32]]:
+        """The (context) vectors of these items that have one: one query on a team database."""
+        index = self.index
+        if index is None:
+            return {}
+        if isinstance(index, DatabaseVectors):
+            return index.vectors(refs)
+        found = {ref: index.vector(ref) for ref in refs}
+        return {ref: v for ref, v in found.items() if v is not None}
+
     def best_plain_cosine(self, query: npt.NDArray[np.float32], refs: list[Ref]) -> float | None:
         """The best cosine between the query and these items' own vectors (not their context
         vectors): the refusal rule asks whether any single item is close."""
@@ -217,7 +244,7 @@ class EmbeddingService:
         stores every vector itself. A search calls it first, so it finds what another worker
         embedded. Each vector is mixed with its stored predecessor's, as at load."""
         embedder, index, seq = self.embedder, self.index, self._vector_seq
-        if embedder is None or index is None or seq is None:
+        if embedder is None or not isinstance(index, VectorIndex) or seq is None:
             return
         with self._follow_lock:
             seq = self._vector_seq or seq
@@ -275,9 +302,10 @@ class EmbeddingService:
             log.exception("embedding model failed to load")
             self._fail(f"embedding model failed to load: {exc}")
             return
-        index = VectorIndex(embedder.dimensions)
+        index = self._new_index(embedder)
         try:
-            self._load_vectors(index, embedder)
+            if isinstance(index, VectorIndex):
+                self._load_vectors(index, embedder)
         except Exception as exc:
             log.exception("loading stored vectors failed")
             self._fail(f"loading stored vectors failed: {exc}")
@@ -417,16 +445,18 @@ class EmbeddingService:
         for ref, blob in stored.items():
             plain.setdefault(ref, from_blob(blob))
         rows = [(ref, items[ref]["project_id"], to_blob(plain[ref])) for ref in refs]
+        mixed = [context_vector(plain, ref, previous.get(ref), context) for ref in refs]
+        contexts = [to_blob(vector) for vector in mixed]
         with self._save_lock:
             # The index as it is now: a reindex may have swapped it while this batch embedded.
             index = self.index
             assert index is not None  # set once at load, never unset
             self.store.write_sync(
-                lambda c: vector_q.save(c, embedder.model_id, embedder.dimensions, rows)
+                lambda c: vector_q.save(c, embedder.model_id, embedder.dimensions, rows, contexts)
             )
-            for ref in refs:
-                mixed = context_vector(plain, ref, previous.get(ref), context)
-                index.put(ref, items[ref]["project_id"], mixed)
+            if isinstance(index, VectorIndex):  # else the write put them in the database's index
+                for ref, vector in zip(refs, mixed, strict=True):
+                    index.put(ref, items[ref]["project_id"], vector)
         # A memory's clause vectors (retrieval/clauses.py) now, so a prompt need not wait.
         live = [
             items[r]

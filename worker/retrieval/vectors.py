@@ -180,5 +180,7 @@ class VectorIndex:
                     score = float(scores[int(row)])
                     if ref is not None and score > -np.inf:
                         found.append((ref, score))
-        found.sort(key=lambda pair: -pair[1])
+        # Equal cosines (items of the same text) by ref: the database's index (db_vectors.py)
+        # gives the same order, whatever order its graph yields them in.
+        found.sort(key=lambda pair: (-pair[1], pair[0]))
         return found[:limit]

@@ -35,14 +35,15 @@ SKIPPED_TABLES = frozenset(
 # Derived from other rows (triggers drop a vector when its item changes): imported last.
 LAST_TABLES = ("embeddings",)
 # Columns the writer fills from the row's other columns where the database cannot (PostgreSQL's
-# keyword index words, from worker/terms.py; pgvector's copy of a vector blob): never exported,
-# filled again on import (portability.derived_values).
+# keyword index words, from worker/terms.py; pgvector's copies of a vector blob, plain and
+# search's context vector): never exported, filled again on import (portability.derived_values;
+# an imported item's context copy is its plain vector, not mixed with its thread's).
 WRITER_FILLED = {
     "memories": ("search_text",),
     "prompts": ("search_text",),
     "observations": ("search_title", "search_text"),
     "summaries": ("search_title", "search_text"),
-    "embeddings": ("embedding",),
+    "embeddings": ("embedding", "context_embedding"),
 }
 
 

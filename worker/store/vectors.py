@@ -110,8 +110,16 @@ def missing(conn: AnyDb, model: str, limit: int, after: dict[str, int] | None = 
     return out
 
 
-def save(conn: AnyDb, model: str, dim: int, rows: list[tuple[Ref, int | None, bytes]]) -> None:
-    """Store (or replace) the vectors of these items."""
+def save(
+    conn: AnyDb,
+    model: str,
+    dim: int,
+    rows: list[tuple[Ref, int | None, bytes]],
+    contexts: list[bytes] | None = None,
+) -> None:
+    """Store (or replace) the vectors of these items; `contexts`, one per row, their context
+    vectors (the item mixed with its thread predecessor), which search finds on pgvector. A
+    writer without one (an import, a memory's own vector) stores the plain vector there."""
     db = as_db(conn)
     columns = ["item_kind", "item_id", "project_id", "model", "dim", "vector", "created_at"]
     marks = ["?"] * len(columns)
@@ -121,14 +129,22 @@ def save(conn: AnyDb, model: str, dim: int, rows: list[tuple[Ref, int | None, by
         for (kind, item_id), project_id, blob in rows
     ]
     if db.native_vectors and rows:
-        # pgvector's copy too, searched by the database (store/memory_vectors.py), in the same
-        # statement: the HNSW index of a new length must never meet a row's old-length copy.
+        # pgvector's copies too, searched by the database (store/memory_vectors.py,
+        # store/vector_search.py), in the same statement: the HNSW index of a new length must
+        # never meet a row's old-length copy.
         pg_vectors.ensure_index(db, dim)
-        columns.append("embedding")
-        marks.append("?::vector")
+        columns += ["embedding", "context_embedding"]
+        marks += ["?::vector", "?::vector"]
+        mixed = contexts if contexts is not None else [blob for _r, _p, blob in rows]
         values = [
-            (*v, pg_vectors.literal(from_blob(blob).tolist()))
-            for v, (_ref, _project, blob) in zip(values, rows, strict=True)
+            (
+                *v,
+                # The plain copy serves only memories' near-duplicates (memory_vectors.py): for
+                # other items it would be a second HNSW index as large as search's, unused.
+                pg_vectors.literal(from_blob(blob).tolist()) if ref[0] == "memory" else None,
+                pg_vectors.literal(from_blob(context).tolist()),
+            )
+            for v, (ref, _project, blob), context in zip(values, rows, mixed, strict=True)
         ]
     db.executemany(
         f"INSERT INTO embeddings({', '.join(columns)}) VALUES ({', '.join(marks)}) "

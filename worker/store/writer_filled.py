@@ -90,7 +90,11 @@ def _fill_vector(db: Db, row: dict[str, Any]) -> None:
     if values is None or len(values) != int(stored[1]) or len(values) == 0:
         return  # a blob that is not `dim` floats: kept as stored, compared by nobody
     pg_vectors.ensure_index(db, len(values))
+    literal = pg_vectors.literal(values.tolist())
+    plain = literal if row["item_kind"] == "memory" else None  # as store/vectors.py's save
     db.execute(
-        "UPDATE embeddings SET embedding = ?::vector WHERE item_kind = ? AND item_id = ?",
-        (pg_vectors.literal(values.tolist()), row["item_kind"], row["item_id"]),
+        # Search's context copy starts as the plain vector (an import carries no context).
+        "UPDATE embeddings SET embedding = ?::vector, context_embedding = ?::vector "
+        "WHERE item_kind = ? AND item_id = ?",
+        (plain, literal, row["item_kind"], row["item_id"]),
     )

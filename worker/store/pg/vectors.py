@@ -1,10 +1,15 @@
 """pgvector, where the database server has it: a `vector` column beside each stored blob.
 
 Vectors are always stored as little-endian float32 `bytea` (as on SQLite: export, the in-memory
-index and a server without pgvector all read that). When the extension can be used, each row
-also holds the vector as pgvector's type, and the memories' nearest neighbours are found by the
-database through an HNSW index (cosine), one partial index per dimension (a model's vectors
+index and a server without pgvector all read that). When the extension can be used, a memory's
+row also holds the vector as pgvector's type, and the memories' nearest neighbours are found by
+the database through an HNSW index (cosine), one partial index per dimension (a model's vectors
 share one). Without it the worker compares the blobs itself (store/memory_vectors.py).
+
+Search's vectors are the items' context vectors (the item mixed with the one before it in its
+thread, retrieval/service.py), written beside the plain one in `context_embedding` with an HNSW
+index of their own: the vector half of a search is then one query (store/vector_search.py), and
+a worker on the team database holds no item's vector in memory.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ def enable(conn: psycopg.Connection[PgRow]) -> tuple[bool, str]:
         with conn.transaction():
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             conn.execute("ALTER TABLE embeddings ADD COLUMN IF NOT EXISTS embedding vector")
+            conn.execute("ALTER TABLE embeddings ADD COLUMN IF NOT EXISTS context_embedding vector")
     except psycopg.errors.InsufficientPrivilege:
         return False, NOT_ALLOWED
     finally:
@@ -59,15 +65,19 @@ def session_settings(conn: psycopg.Connection[PgRow]) -> list[str]:
 
 
 def ensure_index(db: Db, dim: int) -> None:
-    """The HNSW index of `dim`-long vectors, made the first time one is stored."""
-    name = f"embeddings_hnsw_{int(dim)}"
-    if db.execute("SELECT 1 FROM pg_indexes WHERE indexname = ?", (name,)).fetchone():
-        return
-    db.execute(
-        f"CREATE INDEX IF NOT EXISTS {name} ON embeddings USING hnsw "
-        f"((embedding::vector({int(dim)})) vector_cosine_ops) "
-        f"WHERE dim = {int(dim)} AND embedding IS NOT NULL"
-    )
+    """The HNSW indexes of `dim`-long vectors (plain and context), made the first time one is
+    stored."""
+    for column, name in (
+        ("embedding", f"embeddings_hnsw_{int(dim)}"),
+        ("context_embedding", f"embeddings_context_hnsw_{int(dim)}"),
+    ):
+        if db.execute("SELECT 1 FROM pg_indexes WHERE indexname = ?", (name,)).fetchone():
+            continue
+        db.execute(
+            f"CREATE INDEX IF NOT EXISTS {name} ON embeddings USING hnsw "
+            f"(({column}::vector({int(dim)})) vector_cosine_ops) "
+            f"WHERE dim = {int(dim)} AND {column} IS NOT NULL"
+        )
 
 
 def literal(values: list[float]) -> str:
