@@ -134,8 +134,10 @@ def _free_port() -> int:
 class PostgresServer:
     """One postgres process over a fresh data folder; `stop()` ends it and removes the folder."""
 
-    def __init__(self, binaries: Binaries) -> None:
+    def __init__(self, binaries: Binaries, options: tuple[str, ...] = ()) -> None:
         self.binaries = binaries
+        # Settings after SERVER_OPTIONS (the later of two wins): a benchmark's larger buffers.
+        self.options = options
         self.user = _server_user()
         # Not pytest's tmp_path: that is private to this user, and the socket path must be short.
         self.root = Path(tempfile.mkdtemp(prefix="cairn-pg-"))
@@ -176,7 +178,7 @@ class PostgresServer:
             self.port = port or _free_port()
             args = [str(self.binaries.bindir / "postgres"), "-D", str(self.data)]
             args += ["-p", str(self.port), "-k", str(self.root)]
-            for option in SERVER_OPTIONS:
+            for option in (*SERVER_OPTIONS, *self.options):
                 args += ["-c", option]
             with open(self.log_path, "ab") as log:
                 self.process = subprocess.Popen(
@@ -253,8 +255,8 @@ class PostgresServer:
                 admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def started(binaries: Binaries) -> PostgresServer:
-    server = PostgresServer(binaries)
+def started(binaries: Binaries, options: tuple[str, ...] = ()) -> PostgresServer:
+    server = PostgresServer(binaries, options)
     try:
         server.init()
         server.start()
