@@ -44,9 +44,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import Row, percentile, report
 from tests import pg
+from worker.retrieval.db_keywords import DatabaseKeywords, KeywordScorer
 from worker.retrieval.embedder import FakeEmbedder
 from worker.retrieval.keyword_index import KeywordIndex
-from worker.retrieval.search import SearchRequest, search
+from worker.retrieval.search import SearchRequest, _keyword_pass, search
 from worker.retrieval.service import EmbeddingService
 from worker.settings import load_settings
 from worker.store import Store, memories, observations, projects
@@ -116,6 +117,12 @@ def build(store: Store | PgStore, n: int) -> dict[str, float]:
             ]
             store.write_sync(lambda c, r=rows: vector_q.save(c, MODEL, DIM, r))
     out["vectors write s"] = time.perf_counter() - started
+    if isinstance(store, PgStore):
+        # The planner's statistics, as autovacuum keeps them on a team server: the keyword
+        # half's plans (GIN lookup, or the newest rows first for a common word) depend on them.
+        started = time.perf_counter()
+        store.write_sync(lambda db: db.execute("ANALYZE"))
+        out["ANALYZE s"] = time.perf_counter() - started
     return {k: round(v, 1) for k, v in out.items()}
 
 
@@ -187,14 +194,28 @@ def bulk_vectors(
     return out
 
 
-def measure(store: Store | PgStore, other: Store | PgStore, n: int, queries: int) -> dict[str, Any]:
+def measure(
+    store: Store | PgStore,
+    other: Store | PgStore,
+    n: int,
+    queries: int,
+    keyword_source: str = "database",
+) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix="cairn-bench-backends-"))
     settings = load_settings(home=home, embed_enabled=True)
     out: dict[str, Any] = build(store, n)
-    keywords = KeywordIndex()
-    started = time.perf_counter()
-    store.read_sync(keywords.load)
-    out["keyword index load s"] = round(time.perf_counter() - started, 2)
+    # As the app: the worker's in-memory index on SQLite; on PostgreSQL the database's own
+    # (migration 6: nothing to load; `--keywords memory` measures the in-memory one there).
+    keywords: KeywordScorer
+    if isinstance(store, PgStore) and keyword_source == "database":
+        keywords = DatabaseKeywords()
+        out["keywords searched by"] = "database (GIN)"
+    else:
+        keywords = KeywordIndex()
+        started = time.perf_counter()
+        store.read_sync(keywords.load)
+        out["keyword index load s"] = round(time.perf_counter() - started, 2)
+        out["keywords searched by"] = "worker (in-memory BM25)"
     service = EmbeddingService(settings, store, factory=lambda: FakeEmbedder(DIM))
     before = _rss_mb()
     started = time.perf_counter()
@@ -231,6 +252,21 @@ def measure(store: Store | PgStore, other: Store | PgStore, n: int, queries: int
         samples.append((time.perf_counter() - started) * 1000)
     out["vector half p50 ms"] = round(percentile(samples, 50), 2)
     out["vector half p95 ms"] = round(percentile(samples, 95), 2)
+    # The keyword half alone (a hybrid search's keyword pass: frequencies and best candidates).
+    samples, read, truncated = [], [], 0
+    for _ in range(queries):
+        request = SearchRequest(query=_text(rng, rng.randint(2, 5)), project="/repo")
+        started = time.perf_counter()
+        store.read_sync(lambda c, r=request: _keyword_pass(c, r, settings, pid, True, keywords))
+        samples.append((time.perf_counter() - started) * 1000)
+        if isinstance(keywords, DatabaseKeywords):
+            read.append(keywords.rows_read)
+            truncated += keywords.truncated
+    out["keyword half p50 ms"] = round(percentile(samples, 50), 2)
+    out["keyword half p95 ms"] = round(percentile(samples, 95), 2)
+    if read:
+        out["keyword rows read per query p50"] = round(percentile(read, 50))
+        out["keyword queries past scan_rows %"] = round(100 * truncated / len(read), 1)
     # Another store writes an item: how long until this one's next search finds it.
     seen = []
     for i in range(20):
@@ -277,6 +313,12 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=50 if quick else 200)
     parser.add_argument("--backends", default="sqlite,postgres", help="comma-separated")
     parser.add_argument(
+        "--keywords",
+        choices=("database", "memory"),
+        default="database",
+        help="on PostgreSQL: keyword search in the database (the app's) or the in-memory index",
+    )
+    parser.add_argument(
         "--extrapolate-to",
         type=int,
         default=0,
@@ -303,7 +345,7 @@ def main() -> int:
             for store in stores:
                 store.open()
             notes["postgres"] = f"{pg.find_binaries()[0].version}; {stores[0].vector_search}"
-            results["postgres"] = measure(*stores, args.items, args.queries)
+            results["postgres"] = measure(*stores, args.items, args.queries, args.keywords)
             for store in stores:
                 store.close()
     rows: list[Row] = []

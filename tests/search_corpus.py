@@ -1,11 +1,12 @@
 """One small corpus written the same way on either backend (same ids), and a searcher over a
-store: the in-memory keyword index loaded and the embedding service (fake embedder) idle."""
+store: its keyword scorer and the embedding service (fake embedder) idle."""
 
 from __future__ import annotations
 
 import random
 from typing import Any
 
+from worker.retrieval.db_keywords import DatabaseKeywords, KeywordScorer
 from worker.retrieval.embedder import FakeEmbedder
 from worker.retrieval.keyword_index import KeywordIndex
 from worker.retrieval.service import EmbeddingService
@@ -67,9 +68,15 @@ def write_corpus(store: Any) -> None:
     store.write_sync(lambda c: memories.update(c, 3, {"content": "decided: pin nginx to 1.25"}))
 
 
-def searcher(store: Any, settings: Settings) -> tuple[KeywordIndex, EmbeddingService]:
-    keywords = KeywordIndex()
-    store.read_sync(keywords.load)
+def searcher(store: Any, settings: Settings) -> tuple[KeywordScorer, EmbeddingService]:
+    """As the app sets them up: on SQLite the in-memory keyword index, loaded; on a team
+    database the database's keyword search (retrieval/db_keywords.py)."""
+    keywords: KeywordScorer
+    if store.backend == "postgres":
+        keywords = DatabaseKeywords()
+    else:
+        keywords = KeywordIndex()
+        store.read_sync(keywords.load)
     service = EmbeddingService(settings, store, factory=lambda: FakeEmbedder(64))
     service.start()
     assert service.wait_idle(30), service.status()

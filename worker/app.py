@@ -49,6 +49,8 @@ from worker.memory.scheduler import DecayService
 from worker.pages import routes as dashboard_routes
 from worker.pages.outage import outage_page, wants_whole_page
 from worker.project_identity import author as git_author
+from worker.retrieval.db_keywords import DatabaseKeywords
+from worker.retrieval.keyword_index import KeywordIndex
 from worker.retrieval.keyword_service import KeywordIndexService
 from worker.retrieval.service import EmbeddingService
 from worker.runtime import remove_runtime, write_runtime
@@ -260,10 +262,15 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
             logins=logins,
             author=settings.author or git_author(None),
         )
-        # The in-memory BM25 index loads in its own thread (a search before then waits for it).
-        keyword_service = KeywordIndexService(store, cairn.keywords)
-        cairn.keyword_index = keyword_service
-        keyword_service.start()
+        if store.backend == "postgres":
+            # The team database finds and counts the keywords itself: nothing to load.
+            cairn.keywords = DatabaseKeywords()
+        else:
+            # The in-memory BM25 index loads in its own thread (a search before then waits).
+            keyword_service = KeywordIndexService(store, KeywordIndex())
+            cairn.keywords = keyword_service.index
+            cairn.keyword_index = keyword_service
+            keyword_service.start()
         # Background embedder: loads the model in its own thread, so /health answers at once.
         embedder_service = EmbeddingService(settings, store)
         cairn.embeddings = embedder_service

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from worker.auth import DashboardLogins, LoginLinks, TokenKeeper
 from worker.memory.scheduler import DecayService
+from worker.retrieval.db_keywords import KeywordScorer
 from worker.retrieval.keyword_index import KeywordIndex
 from worker.retrieval.keyword_service import KeywordIndexService
 from worker.retrieval.service import EmbeddingService
@@ -61,8 +62,9 @@ class Cairn:
     started_at_ms: int
     port: int
     logins: DashboardLogins
-    # The keyword scorer: an in-memory copy of the keyword index (loaded by `keyword_index`).
-    keywords: KeywordIndex = field(default_factory=KeywordIndex)
+    # The keyword scorer: an in-memory copy of the keyword index (loaded by `keyword_index`),
+    # or on a team database the database's own (retrieval/db_keywords.py).
+    keywords: KeywordScorer = field(default_factory=KeywordIndex)
     # Listeners told about new items (kind, ids), e.g. the background embedder.
     item_listeners: list[ItemListener] = field(default_factory=list)
     # Background services, attached in the lifespan (None: not running in this app).

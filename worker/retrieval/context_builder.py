@@ -18,7 +18,7 @@ from worker.fence import neutralise
 from worker.memory.profile import load_profile_to_cache, render_profile
 from worker.retrieval import ranking
 from worker.retrieval.context_lines import Said, failure_excerpt, fresh_lines, labelled_items
-from worker.retrieval.keyword_index import KeywordIndex
+from worker.retrieval.db_keywords import KeywordScorer
 from worker.retrieval.search import SearchRequest, search
 from worker.retrieval.service import EmbeddingService
 from worker.retrieval.tokens import estimate_tokens, truncate_to_tokens
@@ -271,7 +271,7 @@ async def build_context(
     service: EmbeddingService | None,
     req: ContextRequest,
     *,
-    keywords: KeywordIndex,
+    keywords: KeywordScorer,
 ) -> dict[str, Any]:
     now = now_ms()
     if req.query is None or not req.query.strip():

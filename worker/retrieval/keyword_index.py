@@ -273,7 +273,7 @@ class KeywordIndex:
             return {t: len(self._postings(t)[0]) for t in terms}, self._live
 
     def scope_frequencies(
-        self, terms: list[str], project_id: int | None
+        self, terms: list[str], project_id: int | None, conn: AnyDb | None = None
     ) -> tuple[dict[str, int], int]:
         """(rows holding each term, rows) among a project's rows and the global ones (all rows
         for None), as of the last frequencies() or refresh(). One pass over each term's
@@ -295,6 +295,7 @@ class KeywordIndex:
         limit: int,
         title_weight: float,
         body_weight: float,
+        conn: AnyDb | None = None,
     ) -> list[tuple[int, float]]:
         """(rowid, score) of the `limit` best rows holding any of `terms`, best first (score as
         -bm25() of FTS5 for `{title body} : (t1 OR t2 ...)`; ties by rowid). A project filter

@@ -22,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from worker.retrieval.keyword_index import KeywordIndex
+from worker.retrieval.db_keywords import KeywordScorer
 from worker.retrieval.ranking import idf
 from worker.settings import Settings
+from worker.store.db import AnyDb
 
 
 @dataclass(frozen=True)
@@ -44,15 +45,17 @@ class Evidence:
 
 
 def scope_frequencies(
-    index: KeywordIndex,
+    index: KeywordScorer,
     groups: list[tuple[str, ...]],
     project_id: int | None,
     everywhere: Mapping[str, int],
+    conn: AnyDb | None = None,
 ) -> ScopeFrequencies:
-    """Frequencies within the project and the global items, from the in-memory keyword index
-    (called after the search's keyword pass, which loaded it and brought it up to date)."""
+    """Frequencies within the project and the global items, from the keyword index (in memory:
+    called after the search's keyword pass, which loaded it and brought it up to date; or the
+    team database's counters, read on `conn`)."""
     terms = sorted({t for group in groups for t in group})
-    df, rows = index.scope_frequencies(terms, project_id)
+    df, rows = index.scope_frequencies(terms, project_id, conn)
     return ScopeFrequencies(df, rows, everywhere)
 
 

@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from worker.clock import now_ms
 from worker.retrieval import clauses, judgment, keyword_judgment, ranking
-from worker.retrieval.keyword_index import KeywordIndex
+from worker.retrieval.db_keywords import KeywordScorer
 from worker.retrieval.ranking import Candidate, Ref, Weights
 from worker.retrieval.service import EmbeddingService, memory_text
 from worker.retrieval.when import date_ranges
@@ -97,7 +97,7 @@ def _keyword_pass(
     s: Settings,
     project_id: int | None,
     want_keyword: bool,
-    index: KeywordIndex,
+    index: KeywordScorer,
 ) -> _KeywordPass:
     groups = query_groups(req.query, s.search.max_query_terms)
     terms = query_terms(req.query, s.search.max_query_terms)
@@ -108,12 +108,13 @@ def _keyword_pass(
     chosen = selective_terms(terms, df, n_docs, s.search.common_term_share)
     hits: list[tuple[Ref, float]] = []
     if chosen and want_keyword:
-        hits = _memory_hits(index, chosen, req, s, project_id)
+        hits = _memory_hits(conn, index, chosen, req, s, project_id)
     return _KeywordPass(groups, hits, df, n_docs)
 
 
 def _memory_hits(
-    index: KeywordIndex,
+    conn: AnyDb,
+    index: KeywordScorer,
     terms: list[str],
     req: SearchRequest,
     s: Settings,
@@ -131,6 +132,7 @@ def _memory_hits(
         limit=s.search.candidates,
         title_weight=s.search.title_weight,
         body_weight=s.search.body_weight,
+        conn=conn,
     )
     return [((KIND_NAMES[rowid % 8], rowid // 8), score) for rowid, score in rows]
 
@@ -351,7 +353,7 @@ async def search(
     service: EmbeddingService | None,
     req: SearchRequest,
     *,
-    keywords: KeywordIndex,
+    keywords: KeywordScorer,
 ) -> SearchOutcome:
     now = now_ms()
     ready = service is not None and service.ready
@@ -415,7 +417,9 @@ async def search(
         }
         top_keyword = [ref for ref, _ in kw.hits if ref in items][:COVERAGE_DEPTH]
         if query_vector is None:
-            kw.scope = keyword_judgment.scope_frequencies(keywords, kw.groups, project_id, kw.df)
+            kw.scope = keyword_judgment.scope_frequencies(
+                keywords, kw.groups, project_id, kw.df, conn
+            )
         return refs, items, q.indexed_terms(conn, top_keyword), stale_refs(conn, items)
 
     refs, items, indexed, stale = await store.read(load)

@@ -39,10 +39,10 @@ LAST_TABLES = ("embeddings",)
 # search's context vector): never exported, filled again on import (portability.derived_values;
 # an imported item's context copy is its plain vector, not mixed with its thread's).
 WRITER_FILLED = {
-    "memories": ("search_text",),
-    "prompts": ("search_text",),
-    "observations": ("search_title", "search_text"),
-    "summaries": ("search_title", "search_text"),
+    "memories": ("search_text", "index_title", "index_body"),
+    "prompts": ("search_text", "index_title", "index_body"),
+    "observations": ("search_title", "search_text", "index_title", "index_body"),
+    "summaries": ("search_title", "search_text", "index_title", "index_body"),
     "embeddings": ("embedding", "context_embedding"),
 }
 

@@ -14,20 +14,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from worker.store.db import AnyDb, Db, as_db
+from worker.store.keyword_terms import ANALYSED, analyse
 from worker.store.m002_retrieval import KIND_CODES
-from worker.terms import index_text, new_terms
 
 # (rowid, title terms, body terms, project id) of one indexed item.
 IndexRow = Any
-
-# kind -> (table, title columns, body columns): SQLite's m002 SOURCES, column for column.
-# A memory's tag words its content lacks follow its content (`cairn_new_terms`).
-_ANALYSED: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
-    "observation": ("observations", ("title",), ("body", "files")),
-    "memory": ("memories", (), ("content", "tags")),
-    "prompt": ("prompts", (), ("text",)),
-    "summary": ("summaries", ("request",), ("completed", "learned", "next_steps", "files")),
-}
 
 
 def last_change(conn: AnyDb) -> int:
@@ -40,7 +31,7 @@ def all_rows(conn: AnyDb, batch: int) -> Iterator[list[IndexRow]]:
     """Every indexed item, `batch` rows at a time."""
     db = as_db(conn)
     if db.dialect.writes_index_text:
-        for kind in _ANALYSED:
+        for kind in ANALYSED:
             after = 0
             while chunk := _analysed(db, kind, "id > ? ORDER BY id LIMIT ?", (after, batch)):
                 after = chunk[-1][0] // 8
@@ -80,21 +71,17 @@ def rows_of(conn: AnyDb, rowids: list[int]) -> list[IndexRow]:
 
 
 def _analysed(db: Db, kind: str, where: str, params: tuple[Any, ...]) -> list[IndexRow]:
-    """(rowid, title terms, body terms, project id) of the `kind` rows `where` selects, analysed
-    as SQLite's index triggers analyse them (m002: `cairn_terms`, `cairn_new_terms`)."""
-    table, title, body = _ANALYSED[kind]
+    """(rowid, title terms, body terms, project id) of the `kind` rows `where` selects: as the
+    writer stored them (migration 6), or analysed here for a row stored without them."""
+    table, title, body = ANALYSED[kind]
     code = KIND_CODES[kind]
     rows = db.execute(
-        f"SELECT id, project_id, {', '.join((*title, *body))} FROM {table} WHERE {where}", params
+        f"SELECT id, project_id, index_title, index_body, {', '.join((*title, *body))} "
+        f"FROM {table} WHERE {where}",
+        params,
     ).fetchall()
     out: list[IndexRow] = []
     for row in rows:
-        texts = list(row[2:])
-        heads, rest = texts[: len(title)], texts[len(title) :]
-        if kind == "memory":
-            content, tags = rest
-            body_terms = f"{index_text(content)} {' '.join(new_terms(tags, content or ''))}"
-        else:
-            body_terms = index_text(*rest)
-        out.append((int(row[0]) * 8 + code, index_text(*heads), body_terms, row[1]))
+        terms = (row[2] or "", row[3]) if row[3] is not None else analyse(kind, tuple(row[4:]))
+        out.append((int(row[0]) * 8 + code, *terms, row[1]))
     return out

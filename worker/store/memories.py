@@ -12,6 +12,7 @@ from typing import Any
 from worker.clock import now_ms
 from worker.store import lifecycle, projects, received
 from worker.store.db import AnyDb, Db, Row, as_db, same_value
+from worker.store.keyword_terms import analyse
 from worker.store.rows import (
     by_ids,
     dump_json,
@@ -138,8 +139,8 @@ def _write_index_text(db: Db, memory_id: int) -> None:
     row = db.execute("SELECT content, tags FROM memories WHERE id = ?", (memory_id,)).fetchone()
     if row is not None:
         db.execute(
-            "UPDATE memories SET search_text = ? WHERE id = ?",
-            (index_text(row[0], row[1]), memory_id),
+            "UPDATE memories SET search_text = ?, index_title = ?, index_body = ? WHERE id = ?",
+            (index_text(row[0], row[1]), *analyse("memory", (row[0], row[1])), memory_id),
         )
 
 
@@ -171,8 +172,8 @@ def insert_row(conn: AnyDb, project_id: int | None, item: dict[str, Any]) -> int
         item.get("author"),
     )
     if db.dialect.writes_index_text:
-        columns += ", search_text"
-        values += (index_text(item["content"], tags),)
+        columns += ", search_text, index_title, index_body"
+        values += (index_text(item["content"], tags), *analyse("memory", (item["content"], tags)))
     return db.insert(
         f"INSERT INTO memories({columns}) VALUES ({placeholders(len(values))})", values
     )

@@ -14,6 +14,7 @@ from typing import Any
 from worker.clock import now_ms
 from worker.store import privacy, projects, received, sessions
 from worker.store.db import AnyDb, Db, Row, as_db
+from worker.store.keyword_terms import analyse
 from worker.store.m002_retrieval import KIND_CODES
 from worker.store.rows import (
     by_ids,
@@ -149,7 +150,8 @@ INSERTED = (
     "shared",
 )
 # The keyword index's words, where the writer fills them (Dialect.writes_index_text).
-INDEX_TEXT = ("search_title", "search_text")
+# And the worker's analysed terms (migration 6), as SQLite's search_index holds them.
+INDEX_TEXT = ("search_title", "search_text", "index_title", "index_body")
 
 
 def _insert(db: Db, written: list[dict[str, Any]], *, with_index_text: bool) -> None:
@@ -157,7 +159,12 @@ def _insert(db: Db, written: list[dict[str, Any]], *, with_index_text: bool) -> 
     rows = [tuple(columns[name] for name in INSERTED) for columns in written]
     if with_index_text:
         rows = [
-            (*row, split_text(columns["title"]), split_text(columns["body"], columns["files"]))
+            (
+                *row,
+                split_text(columns["title"]),
+                split_text(columns["body"], columns["files"]),
+                *analyse("observation", (columns["title"], columns["body"], columns["files"])),
+            )
             for row, columns in zip(rows, written, strict=True)
         ]
     insert_values(

@@ -12,6 +12,7 @@ from typing import Any
 from worker.clock import now_ms
 from worker.store import privacy, projects
 from worker.store.db import AnyDb, Dialect, Row, as_db
+from worker.store.keyword_terms import analyse
 from worker.store.rows import dump_json, insert_values, iso, load_json, placeholders
 from worker.terms import split_text
 
@@ -222,8 +223,8 @@ def add_prompt(
         1 if shared else 0,
     )
     if db.dialect.writes_index_text:
-        columns += ", search_text"
-        values += (split_text(text),)
+        columns += ", search_text, index_title, index_body"
+        values += (split_text(text), *analyse("prompt", (text,)))
     prompt_id = db.insert(
         f"INSERT INTO prompts({columns}) VALUES ({placeholders(len(values))})", values
     )

@@ -10,6 +10,7 @@ from typing import Any
 
 from worker.clock import now_ms
 from worker.store.db import AnyDb, Row, as_db
+from worker.store.keyword_terms import analyse
 from worker.store.rows import dump_json, iso, load_json, placeholders
 from worker.store.sessions import get as get_session
 from worker.store.sessions import prompts_of
@@ -173,8 +174,11 @@ def upsert(
     ]
     if db.dialect.writes_index_text:
         # The keyword index's words (PostgreSQL migration 3), as SQLite's m002 trigger takes them.
-        columns += ["search_title", "search_text"]
+        # And the worker's analysed terms (migration 6), as SQLite's search_index holds them.
+        columns += ["search_title", "search_text", "index_title", "index_body"]
+        request, completed, learned, files_json, next_steps = values[2:7]
         values += [split_text(values[2]), split_text(*values[3:7])]
+        values += analyse("summary", (request, completed, learned, next_steps, files_json))
     rewritten = [f"{c} = excluded.{c}" for c in columns if c not in KEPT_ON_REWRITE]
     db.execute(
         f"INSERT INTO summaries({', '.join(columns)}, author) "

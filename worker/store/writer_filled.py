@@ -13,20 +13,44 @@ from collections.abc import Callable
 from typing import Any
 
 from worker.store.db import Db
+from worker.store.keyword_terms import analyse
 from worker.store.memories import index_text
 from worker.terms import split_text
+
+
+def _analysed(
+    kind: str, values: Callable[[Any], tuple[Any, ...]]
+) -> tuple[tuple[str, Callable[[Any], str]], ...]:
+    """The worker's analysed terms of a row (PostgreSQL migration 6), title and body."""
+    return (
+        ("index_title", lambda r: analyse(kind, values(r))[0]),
+        ("index_body", lambda r: analyse(kind, values(r))[1]),
+    )
+
 
 # table -> (the columns read, the key, (filled column, its value from those columns, by position)...)
 Filler = tuple[tuple[str, ...], str, tuple[tuple[str, Callable[[Any], str]], ...]]
 FILLERS: dict[str, Filler] = {
-    "memories": (("content", "tags"), "id", (("search_text", lambda r: index_text(r[0], r[1])),)),
-    "prompts": (("text",), "id", (("search_text", lambda r: split_text(r[0])),)),
+    "memories": (
+        ("content", "tags"),
+        "id",
+        (
+            ("search_text", lambda r: index_text(r[0], r[1])),
+            *_analysed("memory", lambda r: (r[0], r[1])),
+        ),
+    ),
+    "prompts": (
+        ("text",),
+        "id",
+        (("search_text", lambda r: split_text(r[0])), *_analysed("prompt", lambda r: (r[0],))),
+    ),
     "observations": (
         ("title", "body", "files"),
         "id",
         (
             ("search_title", lambda r: split_text(r[0])),
             ("search_text", lambda r: split_text(r[1], r[2])),
+            *_analysed("observation", lambda r: (r[0], r[1], r[2])),
         ),
     ),
     "summaries": (
@@ -35,6 +59,8 @@ FILLERS: dict[str, Filler] = {
         (
             ("search_title", lambda r: split_text(r[0])),
             ("search_text", lambda r: split_text(r[1], r[2], r[3], r[4])),
+            # keyword_terms.ANALYSED's order: request; completed, learned, next_steps, files.
+            *_analysed("summary", lambda r: (r[0], r[1], r[2], r[4], r[3])),
         ),
     ),
 }

@@ -33,6 +33,8 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 READ_POOL_SIZE = 4
+# How keywords are searched on a team database (migration 6, retrieval/db_keywords.py): status.
+KEYWORD_SEARCH = "database (GIN index of the analysed terms, BM25 from kept counts)"
 # pg_advisory_xact_lock key serialising every worker's writes (see the module docstring).
 WRITE_LOCK = 0x636169726E_0002  # "cairn", 2
 
@@ -202,4 +204,9 @@ class PgStore:
         return int(row[0]) if row is not None else 0
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.backend, "where": self.where, "vector_search": self.vector_search}
+        return {
+            "backend": self.backend,
+            "where": self.where,
+            "vector_search": self.vector_search,
+            "keyword_search": KEYWORD_SEARCH,
+        }

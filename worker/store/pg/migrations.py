@@ -8,7 +8,8 @@ tables may mean something this version would misread or damage).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeAlias
 
 from worker.clock import now_ms
 from worker.errors import ConfigError
@@ -18,6 +19,7 @@ from worker.store.pg import (
     m003_summaries,
     m004_search,
     m005_relations,
+    m006_keyword_terms,
 )
 
 if TYPE_CHECKING:
@@ -25,13 +27,17 @@ if TYPE_CHECKING:
 
     from worker.store.pg.connection import PgRow
 
+# A step's statements: SQL, or a function of the connection for what SQL cannot do (analysing
+# stored rows with worker/terms.py), run in the step's transaction.
+Statement: TypeAlias = "str | Callable[[psycopg.Connection[PgRow]], None]"
 # (version, name, statements). Append only; never edit a released step.
-MIGRATIONS: list[tuple[int, str, list[str]]] = [
+MIGRATIONS: list[tuple[int, str, Sequence[Statement]]] = [
     (1, "memories", m001_memories.STATEMENTS),
     (2, "sessions_prompts_observations", m002_sessions.STATEMENTS),
     (3, "summaries_checkpoints", m003_summaries.STATEMENTS),
     (4, "search", m004_search.STATEMENTS),
     (5, "relations_kv", m005_relations.STATEMENTS),
+    (6, "keyword_terms", [*m006_keyword_terms.STATEMENTS, m006_keyword_terms.analyse_stored]),
 ]
 # pg_advisory_lock keys (64-bit): one for migrating, taken by every worker that opens the store.
 MIGRATION_LOCK = 0x636169726E_0001  # "cairn", 1
@@ -79,7 +85,10 @@ def apply_migrations(conn: psycopg.Connection[PgRow], where: str) -> list[int]:
                 continue
             with conn.transaction():
                 for statement in statements:
-                    conn.execute(statement)
+                    if callable(statement):
+                        statement(conn)
+                    else:
+                        conn.execute(statement)
                 conn.execute(
                     "INSERT INTO schema_migrations(version, name, applied_at) VALUES (%s, %s, %s)",
                     (version, name, now_ms()),
