@@ -84,14 +84,15 @@ class DatabaseKeywords:
         if n_rows == 0:
             return []
         avg = (tokens + SCOPE_TOKENS * n_rows) / n_rows
+        keyword_search.prefer_indexes(conn)
         idf: dict[str, float] = {}
         for term in terms:
             n = df[term]
             if n > 0:
                 value = math.log((n_rows - n + 0.5) / (n + 0.5))
                 idf[term] = value if value > 0 else 1e-6
-        kinds = [KIND_NAMES[c] for c in sorted(kind_codes)] if kind_codes is not None else None
-        kinds = kinds if kinds is not None else [KIND_NAMES[c] for c in sorted(KIND_NAMES)]
+        codes = sorted(kind_codes) if kind_codes is not None else sorted(KIND_NAMES)
+        kinds = [KIND_NAMES[c] for c in codes if c in KIND_NAMES]
         # A term adds less than idf * (k1 + 1) to any row (freq / (freq + norm) < 1).
         order = sorted(idf, key=lambda t: (-idf[t], t))
         bound = [idf[t] * (K1 + 1) for t in order]

@@ -2,9 +2,10 @@
 SQLite's migration 10, PostgreSQL's 4), for the in-memory keyword scorer that copies them.
 
 On SQLite the terms are stored: the `search_index` FTS5 table, filled by triggers that call
-worker/terms.py. PostgreSQL cannot run worker/terms.py (`Dialect.writes_index_text`), so there
-the rows are analysed here, from the item columns SQLite's triggers analyse, by the same
-functions: both backends give the scorer the same terms, hence the same BM25 scores.
+worker/terms.py. PostgreSQL cannot run worker/terms.py (`Dialect.writes_index_text`): there the
+writer stores them beside the item (migration 6, store/keyword_terms.py) and a worker searches
+them in the database (retrieval/db_keywords.py); these reads serve the in-memory scorer where
+one is still built over a team database (`bench/search_backends.py --keywords memory`).
 """
 
 from __future__ import annotations

@@ -62,6 +62,15 @@ def query_literal(term: str) -> str:
     return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+def prefer_indexes(conn: AnyDb) -> None:
+    """No sequential scan for the rest of this transaction (the keyword pass's). The planner
+    guesses how many rows hold a word from its sampled statistics, and for a word they lack it
+    chose to read a whole table (seen at 20k items: every memory read, none holding the new
+    word) where the GIN index finds the few rows at once. The counters say how many rows hold
+    the word, and rows_holding() asks for all of them or for the newest few."""
+    as_db(conn).execute("SET LOCAL enable_seqscan = off")
+
+
 def rows_holding(
     conn: AnyDb,
     term: str,

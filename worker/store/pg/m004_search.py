@@ -6,6 +6,7 @@
   (retrieval/keyword_index.py) reads the entries newer than the last it applied before a query,
   so a worker's search sees every item another worker committed. Writes are serialised across
   workers (`pg_advisory_xact_lock`, pg/__init__.py), so sequence order is commit order.
+  (Since migration 6 a worker searches keywords in the database and no longer reads it.)
 - `vector_changes`: the same for stored vectors (`embeddings`), keyed by item: each worker holds
   every vector in memory (retrieval/vectors.py) and learns of another worker's from here.
   SQLite needs no such log: one worker writes its file.
