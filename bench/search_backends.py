@@ -4,10 +4,10 @@ Per backend: write N observations (batches, the hook path through the store) and
 store a vector for each (random unit vectors of 384 dims under the fake embedder's model id: the
 real model would take hours to embed 1M texts on 2 CPUs; brute-force cosine costs the same
 whatever the vectors hold, and random vectors are a hard case for HNSW), then time what a worker
-does at start, loading the in-memory keyword index (on PostgreSQL the reader analyses each
-item's words, as SQLite's triggers did at write time) and the vectors (none on PostgreSQL with
-pgvector: the database searches them), the worker memory that took, and per query: hybrid and
-keyword search p50/p95 (`worker.retrieval.search.search`, the query embedded by the fake
+does at start, loading the in-memory keyword index (none on PostgreSQL: the database searches
+the keywords, migration 6; `--keywords memory` builds it there too) and the vectors (none on
+PostgreSQL with pgvector: the database searches them), the worker memory that took, and per
+query: hybrid, keyword and semantic search p50/p95, the vector half and the keyword half alone (`worker.retrieval.search.search`, the query embedded by the fake
 embedder), and the time for an item written by a second store (another worker) to be found by
 the first's next search. On pgvector the vectors are COPYed in and the HNSW index built once
 (its build time and rate printed), and the searches are checked to have used it.
