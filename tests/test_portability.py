@@ -19,6 +19,8 @@ from tests.examples import examples
 from worker import __version__
 from worker.app import create_app
 from worker.ops.import_rows import row_check
+from worker.retrieval.db_keywords import DatabaseKeywords
+from worker.retrieval.keyword_index import KeywordIndex
 from worker.settings import Settings, load_settings
 from worker.store import Store, portability
 from worker.store.db import SqliteDb, as_db
@@ -210,6 +212,12 @@ def _set_title(store: Store | PgStore, title: str) -> None:
     store.write_sync(
         lambda c: c.execute("UPDATE observations SET title = ? WHERE id = 1", (title,))
     )
+
+
+def index_rows_of(lines: list[str]) -> list[str]:
+    """The exported rows of the four searchable tables (each is one keyword-index row)."""
+    tables = ("observations", "memories", "prompts", "summaries")
+    return [line for line in lines[1:] if json.loads(line)["table"] in tables]
 
 
 def _import_into(
@@ -528,6 +536,14 @@ def test_round_trip_sqlite_postgres_sqlite(
         assert first.inserted == len(lines) - 1 and first.unchanged == 0
         again = _import_into(team, settings, lines)
         assert again.inserted == 0 and again.unchanged == len(lines) - 1
+        # The keyword search's counters follow the imported rows: the writer filled their
+        # analysed terms (an in-memory index built from the rows agrees).
+        terms = ["limit", "rate", "deploy", "nginx"]
+        index = KeywordIndex()
+        team.read_sync(index.load)
+        counted = team.read_sync(lambda c: DatabaseKeywords().frequencies(c, terms))
+        assert counted == team.read_sync(lambda c: index.frequencies(c, terms))
+        assert counted[1] == len(index_rows_of(lines)) and any(counted[0].values())
         out: list[str] = []
         team.read_sync(lambda c: portability.export_to(c, out.append, version="t"))
         from_pg = portability.split_lines("".join(out))

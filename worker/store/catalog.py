@@ -20,7 +20,8 @@ from worker.store.db import AnyDb, Db, as_db
 # Tables that describe the database itself (index_switch is the insert code's trigger switch),
 # or that triggers derive from other rows (file_writes is rebuilt from observations as they are
 # imported; search_changes logs keyword index writes for the in-memory index; project_activity,
-# the days each project was worked on, is rebuilt from the dated rows as they are imported),
+# the days each project was worked on, is rebuilt from the dated rows as they are imported;
+# keyword_terms and keyword_totals, PostgreSQL's BM25 counters, are kept as items are written),
 # rather than hold data.
 SKIPPED_TABLES = frozenset(
     {
@@ -30,6 +31,8 @@ SKIPPED_TABLES = frozenset(
         "search_changes",
         "vector_changes",
         "project_activity",
+        "keyword_terms",
+        "keyword_totals",
     }
 )
 # Derived from other rows (triggers drop a vector when its item changes): imported last.
