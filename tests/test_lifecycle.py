@@ -218,7 +218,11 @@ def test_6000_observations_under_a_cap_of_5000_archive_exactly_1000_chatter_firs
     """A month of work, 1,200 of 6,000 observations tool chatter: the pass archives exactly the
     1,000 over the cap, all of them chatter, the most faded first."""
     with app_client(obs_cap_per_project=5000, decay_first_run_seconds=3600.0) as (client, settings):
-        observation(client, "seed", "note")  # the project
+        # The project, made by a memory: an observation posted through the API would schedule
+        # the cap check that follows new observations, and on a slow machine that check could
+        # run after the rows below are in and archive the 1,000 before the pass under test.
+        made = client.post("/api/memories", json={"project": P, "content": "seed", "kind": "fact"})
+        assert made.status_code == 201, made.text
         types = ["command", "mcp", "research", "other", "command"] + ["file_write"] * 15
         types += ["note", "web", "delegation", "file_write", "note"]
         with db(settings) as conn:
@@ -229,7 +233,7 @@ def test_6000_observations_under_a_cap_of_5000_archive_exactly_1000_chatter_firs
                 "INSERT INTO observations(project_id, type, title, content_hash, importance, "
                 "created_at) VALUES (?, ?, ?, ?, 2, ?)",
                 [(pid, types[i % 25], f"obs {i}", f"h{i}", now - (5999 - i) * 432_000)
-                 for i in range(5999)],
+                 for i in range(6000)],
             )  # fmt: skip
             chatter = {
                 r[0]
