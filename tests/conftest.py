@@ -123,19 +123,70 @@ def project_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+TESTS = Path(__file__).resolve().parent
+
+# Modules marked both_backends whose tests (some or all) still use no `backend` fixture, so run on
+# SQLite alone: the check below lets them through until each is fixed and struck off. Do not add.
+NOT_YET_ON_BOTH = frozenset(
+    {
+        "tests/e2e/test_dashboard.py",
+        "tests/e2e/test_dashboard_cli.py",
+        "tests/e2e/test_fuzz_api.py",
+        "tests/e2e/test_hooks.py",
+        "tests/e2e/test_http_edges_e2e.py",
+        "tests/e2e/test_import_claude_mem.py",
+        "tests/e2e/test_import_kiro_memory.py",
+        "tests/e2e/test_mcp_server.py",
+        "tests/e2e/test_retrieval_cli.py",
+        "tests/e2e/test_retrieval_e2e.py",
+        "tests/e2e/test_sse.py",
+        "tests/e2e/test_worker_lifecycle.py",
+        "tests/test_app_store_errors.py",
+        "tests/test_author.py",
+        "tests/test_auth.py",
+        "tests/test_fence.py",
+        "tests/test_lifecycle.py",
+        "tests/test_login.py",
+        "tests/test_memory_kind.py",
+        "tests/test_pages.py",
+        "tests/test_pages_feed.py",
+        "tests/test_pages_import_progress.py",
+        "tests/test_pages_sessions_idle.py",
+        "tests/test_profile.py",
+        "tests/test_rate_limits.py",
+        "tests/test_report.py",
+        "tests/test_retrieval_precision.py",
+        "tests/test_security.py",
+        "tests/test_session_ids.py",
+        "tests/test_spool.py",
+    }
+)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Tests of a module marked `both_backends` run once per store backend: the same test, first
     on a SQLite file, then on a new database of the run's PostgreSQL server (the team backend).
 
     A test of such a module that is about SQLite itself (its file, WAL, disk faults) says so with
     `@pytest.mark.sqlite_only(reason)` and runs once.
+
+    Only a test that uses the `backend` fixture (itself or through its fixtures) can be
+    parametrised; one that does not would run on SQLite alone while its module claims both, so
+    it is a collection error.
     """
-    if "backend" not in metafunc.fixturenames:
-        return
     if metafunc.definition.get_closest_marker("both_backends") is None:
         return
     if metafunc.definition.get_closest_marker("sqlite_only") is not None:
         return
+    if "backend" not in metafunc.fixturenames:
+        if metafunc.definition.path.relative_to(TESTS.parent).as_posix() in NOT_YET_ON_BOTH:
+            return
+        pytest.fail(
+            f"{metafunc.definition.nodeid} is in a both_backends module but uses no `backend` "
+            "fixture (itself or through its fixtures), so it would run on SQLite only: make its "
+            "fixtures depend on `backend`, or mark it @pytest.mark.sqlite_only(reason)",
+            pytrace=False,
+        )
     metafunc.parametrize(
         "backend",
         ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)],
