@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from tests.backends import rows
 from tests.conftest import BASE_URL
 from tests.hook_modules import identity as hooks
 from worker import project_identity as ours
 from worker.app import create_app
 from worker.settings import Settings, load_settings
 from worker.store import sql_terms
+from worker.store.backend import Backend
 from worker.store.m014_author import AUTHORED
 from worker.store.migrations import MIGRATIONS, apply_migrations
 
@@ -27,8 +29,9 @@ SID = "s-author"
 
 
 @pytest.fixture
-def api(isolated_home: Path) -> Iterator[TestClient]:
-    """An authenticated client of a worker whose own author is set (CAIRN_AUTHOR)."""
+def api(isolated_home: Path, backend: str) -> Iterator[TestClient]:
+    """An authenticated client of a worker whose own author is set (CAIRN_AUTHOR), over the
+    test's backend."""
     settings = load_settings(author=WORKER_AUTHOR)
     with TestClient(create_app(settings), base_url=BASE_URL) as client:
         client.headers["Authorization"] = f"Bearer {settings.token_path.read_text().strip()}"
@@ -36,6 +39,7 @@ def api(isolated_home: Path) -> Iterator[TestClient]:
 
 
 @pytest.mark.migrations
+@pytest.mark.sqlite_only("migration 14 of the SQLite schema, run on an old SQLite file")
 def test_migration_14_adds_an_empty_author_to_every_kind_of_row(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "old.db", isolation_level=None)
     sql_terms.register(conn)
@@ -58,7 +62,9 @@ def test_migration_14_adds_an_empty_author_to_every_kind_of_row(tmp_path: Path) 
     assert conn.execute("SELECT author FROM sessions WHERE id = 'old'").fetchone() == (None,)
 
 
-def test_rows_record_the_author_sent_or_the_workers_own(api: TestClient) -> None:
+def test_rows_record_the_author_sent_or_the_workers_own(
+    api: TestClient, backend: str, store: Backend
+) -> None:
     started = api.post(
         "/api/sessions", json={"session_id": SID, "project": "/p/app", "author": "ann@acme.dev"}
     )
@@ -103,10 +109,17 @@ def test_rows_record_the_author_sent_or_the_workers_own(api: TestClient) -> None
     assert checkpoint.json()["author"] == "ann@acme.dev"
     # Read back, not only answered.
     assert api.get(f"/api/sessions/{SID}").json()["author"] == "ann@acme.dev"
-    listed = api.get("/api/observations", params={"project": "/p/app"}).json()["items"]
-    assert sorted(o["author"] for o in listed) == sorted(
+    stored = rows(store, "SELECT author FROM observations")
+    assert sorted(author for (author,) in stored) == sorted(
         ["dee@acme.dev", "ann@acme.dev", WORKER_AUTHOR]
     )
+    listed = api.get("/api/observations", params={"project": "/p/app"}).json()["items"]
+    # On a team database a row unshared is private to its author (store/privacy.py): the
+    # worker's owner lists only their own.
+    visible = (
+        ["dee@acme.dev", "ann@acme.dev", WORKER_AUTHOR] if backend == "sqlite" else [WORKER_AUTHOR]
+    )
+    assert sorted(o["author"] for o in listed) == sorted(visible)
     assert api.get(f"/api/memories/{memory.json()['id']}").json()["author"] == "bo@x"
 
 
@@ -154,6 +167,7 @@ def _write(path: Path, text: str) -> Path:
 
 
 @pytest.mark.parametrize("module", [ours, hooks], ids=["worker", "hooks"])
+@pytest.mark.sqlite_only("no database: the author is resolved from git config and the OS user")
 def test_the_author_is_git_user_email_as_git_ranks_it_else_the_os_user(
     module: object, tmp_path: Path, user_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -175,7 +189,7 @@ def test_the_author_is_git_user_email_as_git_ranks_it_else_the_os_user(
     assert author(None) == "g@x"
 
 
-def test_the_dashboard_shows_who_wrote_each_row(isolated_home: Path) -> None:
+def test_the_dashboard_shows_who_wrote_each_row(isolated_home: Path, backend: str) -> None:
     settings: Settings = load_settings(author=WORKER_AUTHOR)
     with TestClient(create_app(settings), base_url=BASE_URL) as client:
         token = settings.token_path.read_text().strip()

@@ -20,7 +20,8 @@ HOUR = 3_600_000
 
 
 @pytest.fixture
-def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
+def browser(monkeypatch: pytest.MonkeyPatch, backend: str) -> Iterator[TestClient]:
+    """The dashboard over the test's backend (`backend` sets CAIRN_DATABASE_URL on postgres)."""
     monkeypatch.setenv("CAIRN_SESSION_IDLE_MINUTES", "30")
     settings = load_settings()
     with TestClient(create_app(settings), base_url=BASE_URL) as client:
