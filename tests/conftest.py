@@ -154,7 +154,6 @@ NOT_YET_ON_BOTH = frozenset(
         "tests/test_rate_limits.py",
         "tests/test_report.py",
         "tests/test_retrieval_precision.py",
-        "tests/test_security.py",
         "tests/test_session_ids.py",
         "tests/test_spool.py",
     }
@@ -233,27 +232,66 @@ def anon_client(settings: Settings) -> Iterator[TestClient]:
         yield test_client
 
 
+class ModuleApps:
+    """Apps a module's tests share, per backend, each in a tmp home of its own (see module_clients)."""
+
+    def __init__(
+        self,
+        stack: contextlib.ExitStack,
+        tmp_path_factory: pytest.TempPathFactory,
+        shared_models: Path,
+        migrated_template: Path,
+    ) -> None:
+        self.stack = stack
+        self.tmp_path_factory = tmp_path_factory
+        self.shared_models = shared_models
+        self.migrated_template = migrated_template
+        self.started: dict[str, tuple[TestClient, TestClient]] = {}
+
+    def start(self, database_url: str | None) -> tuple[TestClient, TestClient]:
+        clients = []
+        for authenticated in (True, False):
+            # The environment is isolated while the app starts (its settings and database are
+            # read then); undone at once, so nothing of it outlives the test that started it.
+            with pytest.MonkeyPatch.context() as monkeypatch:
+                root = self.tmp_path_factory.mktemp("module-app")
+                isolate(root, monkeypatch, self.shared_models)
+                if database_url is not None:
+                    monkeypatch.setenv("CAIRN_DATABASE_URL", database_url)
+                settings = load_settings()
+                copy_template(self.migrated_template, settings.db_path)
+                app = running_app(settings, authenticated=authenticated)
+                clients.append(self.stack.enter_context(app))
+        return clients[0], clients[1]
+
+
 @pytest.fixture(scope="module")
-def module_clients(
+def module_apps(
     tmp_path_factory: pytest.TempPathFactory, shared_models: Path, migrated_template: Path
-) -> Iterator[tuple[TestClient, TestClient]]:
+) -> Iterator[ModuleApps]:
+    with contextlib.ExitStack() as stack:
+        yield ModuleApps(stack, tmp_path_factory, shared_models, migrated_template)
+
+
+@pytest.fixture
+def module_clients(
+    request: pytest.FixtureRequest, backend: str, module_apps: ModuleApps
+) -> tuple[TestClient, TestClient]:
     """An authenticated TestClient and one without the token, each over an app that the
-    module's tests share, each app in a tmp home of its own.
+    module's tests on this backend share (on postgres, over one database of the run's server
+    for the module).
 
     Only for tests whose requests change nothing the others could see (e.g. requests the
     security middleware refuses before any handler runs): starting an app costs ~15-20 ms of CPU,
-    which for a module of hundreds of such tests is most of its time. The environment stays
-    isolated as for one test while the module runs (each test's own isolation goes on top).
+    which for a module of hundreds of such tests is most of its time.
     """
-    with contextlib.ExitStack() as stack:
-        clients = []
-        for authenticated in (True, False):
-            monkeypatch = stack.enter_context(pytest.MonkeyPatch.context())
-            isolate(tmp_path_factory.mktemp("module-app"), monkeypatch, shared_models)
-            settings = load_settings()
-            copy_template(migrated_template, settings.db_path)
-            clients.append(stack.enter_context(running_app(settings, authenticated=authenticated)))
-        yield clients[0], clients[1]
+    if backend not in module_apps.started:
+        url = None
+        if backend == "postgres":
+            server = request.getfixturevalue("postgres_server")
+            url = module_apps.stack.enter_context(server.database())
+        module_apps.started[backend] = module_apps.start(url)
+    return module_apps.started[backend]
 
 
 @pytest.fixture

@@ -43,17 +43,17 @@ ROUTES = _routes()
 IDS = [f"{m} {template}" for m, _, template in ROUTES]
 
 
-# One app per module rather than per test (~300 tests): the requests here are refused by the
+# One app per module and backend rather than per test (~300 tests): the requests here are refused by the
 # middleware before any handler or rate limit runs, so they change nothing in the app. The
 # exceptions are the few public routes (health, login page, a wrong login, an unknown login
 # link, static files), each asked once per module: their handlers run, and at most two such
 # requests count against the login rate limit, far from it.
-@pytest.fixture(scope="module")
+@pytest.fixture
 def client(module_clients: tuple[TestClient, TestClient]) -> TestClient:
     return module_clients[0]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def anon_client(module_clients: tuple[TestClient, TestClient]) -> TestClient:
     return module_clients[1]
 
@@ -119,7 +119,7 @@ def test_oversize_bodies_are_413(client: TestClient, method: str, path: str, tem
     assert r.status_code == 413, (method, path, r.status_code)
 
 
-def test_every_refusal_carries_the_security_headers() -> None:
+def test_every_refusal_carries_the_security_headers(backend: str) -> None:
     settings = load_settings()
     with TestClient(create_app(settings), base_url=BASE_URL) as anon:
         for r in (anon.get("/api/status"), anon.get("/", headers={"Host": "evil"})):
