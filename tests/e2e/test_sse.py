@@ -4,6 +4,7 @@ the cap on concurrent clients."""
 from __future__ import annotations
 
 import json
+import os
 import queue
 import threading
 from collections.abc import Iterator
@@ -17,11 +18,13 @@ pytestmark = [pytest.mark.both_backends, pytest.mark.e2e]
 
 
 @pytest.fixture
-def sse_worker(isolated_home: Path) -> Iterator[WorkerProcess]:
-    proc = WorkerProcess(
-        home=isolated_home,
-        env_extra={"CAIRN_SSE_PING_SECONDS": "0.3", "CAIRN_SSE_MAX_CLIENTS": "3"},
-    ).start()
+def sse_worker(isolated_home: Path, backend: str) -> Iterator[WorkerProcess]:
+    """A worker with quick pings and a small client cap; on `postgres` over the test's team
+    database (the `backend` fixture set CAIRN_DATABASE_URL)."""
+    env = {"CAIRN_SSE_PING_SECONDS": "0.3", "CAIRN_SSE_MAX_CLIENTS": "3"}
+    if url := os.environ.get("CAIRN_DATABASE_URL", ""):
+        env["CAIRN_DATABASE_URL"] = url
+    proc = WorkerProcess(home=isolated_home, env_extra=env).start()
     try:
         yield proc
     finally:
