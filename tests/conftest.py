@@ -131,7 +131,6 @@ NOT_YET_ON_BOTH = frozenset(
     {
         "tests/e2e/test_dashboard.py",
         "tests/e2e/test_dashboard_cli.py",
-        "tests/e2e/test_fuzz_api.py",
         "tests/e2e/test_hooks.py",
         "tests/e2e/test_http_edges_e2e.py",
         "tests/e2e/test_import_claude_mem.py",

@@ -7,8 +7,10 @@ deeper (e.g. CAIRN_FUZZ_EXAMPLES=300 .venv/bin/python -m pytest tests/e2e/test_f
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,18 +43,16 @@ CHECKS = (
 )
 
 
-@pytest.fixture(scope="module")
-def fuzz_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
-    home = tmp_path_factory.mktemp("fuzz") / "cairn-home"
-    worker = WorkerProcess(
-        home=home,
-        env_extra={
-            "HOME": str(home.parent),
-            "CAIRN_RATE_LIMIT_READ": "1000000/minute",
-            "CAIRN_RATE_LIMIT_WRITE": "1000000/minute",
-            "CAIRN_RATE_LIMIT_LOGIN": "1000000/minute",
-        },
-    ).start()
+def _started(home: Path, database_url: str | None) -> WorkerProcess:
+    env = {
+        "HOME": str(home.parent),
+        "CAIRN_RATE_LIMIT_READ": "1000000/minute",
+        "CAIRN_RATE_LIMIT_WRITE": "1000000/minute",
+        "CAIRN_RATE_LIMIT_LOGIN": "1000000/minute",
+    }
+    if database_url is not None:
+        env["CAIRN_DATABASE_URL"] = database_url
+    worker = WorkerProcess(home=home, env_extra=env).start()
     # Some data so that ids and filters meet real rows.
     worker.request("POST", "/api/sessions", {"session_id": "s1", "project": "/repo"})
     for i in range(5):
@@ -66,18 +66,41 @@ def fuzz_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProc
         "/api/memories",
         {"kind": "fact", "content": "the build uses make", "project": "/repo"},
     )
-    try:
-        yield worker
-    finally:
-        worker.stop()
+    return worker
 
 
 @pytest.fixture(scope="module")
+def fuzz_workers() -> Iterator[tuple[contextlib.ExitStack, dict[str, WorkerProcess]]]:
+    """The module's workers, one per backend, started by the first test on it (fuzz_worker)."""
+    with contextlib.ExitStack() as stack:
+        yield stack, {}
+
+
+@pytest.fixture
+def fuzz_worker(
+    request: pytest.FixtureRequest,
+    backend: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    fuzz_workers: tuple[contextlib.ExitStack, dict[str, WorkerProcess]],
+) -> WorkerProcess:
+    """One worker per module and backend (on postgres over one database of the run's server
+    for the module), stopped after the module."""
+    stack, started = fuzz_workers
+    if backend not in started:
+        url = None
+        if backend == "postgres":
+            url = stack.enter_context(request.getfixturevalue("postgres_server").database())
+        worker = _started(tmp_path_factory.mktemp("fuzz") / "cairn-home", url)
+        stack.callback(worker.stop)
+        started[backend] = worker
+    return started[backend]
+
+
+@pytest.fixture
 def api_schema(fuzz_worker: WorkerProcess) -> Any:
-    schema = schemathesis.openapi.from_url(
+    return schemathesis.openapi.from_url(
         fuzz_worker.url + "/openapi.json", headers={"Authorization": f"Bearer {fuzz_worker.token}"}
     )
-    return schema
 
 
 def _operations() -> list[tuple[str, str]]:
