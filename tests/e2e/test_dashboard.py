@@ -6,6 +6,7 @@ dialog opened; each page is saved as a screenshot under tests/artifacts/ (ignore
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -76,19 +77,35 @@ class Watch:
 
 
 @pytest.fixture(scope="module")
-def live_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
-    base = tmp_path_factory.mktemp("dashboard")
-    (base / "user-home").mkdir()
-    # Every test logs in through the form: lift the login rate limit (20/minute by default).
-    proc = WorkerProcess(
-        home=base / "cairn-home",
-        env_extra={"HOME": str(base / "user-home"), "CAIRN_RATE_LIMIT_LOGIN": "1000/minute"},
-    )
-    proc.start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
+def live_workers() -> Iterator[tuple[contextlib.ExitStack, dict[str, WorkerProcess]]]:
+    """The module's workers, one per backend, started by the first test on it (live_worker)."""
+    with contextlib.ExitStack() as stack:
+        yield stack, {}
+
+
+@pytest.fixture
+def live_worker(
+    request: pytest.FixtureRequest,
+    backend: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    live_workers: tuple[contextlib.ExitStack, dict[str, WorkerProcess]],
+) -> WorkerProcess:
+    """One worker per module and backend (on postgres over one database of the run's server
+    for the module), which the module's tests share in order; stopped after the module."""
+    stack, started = live_workers
+    if backend not in started:
+        base = tmp_path_factory.mktemp("dashboard")
+        (base / "user-home").mkdir()
+        # Every test logs in through the form: lift the login rate limit (20/minute by default).
+        env = {"HOME": str(base / "user-home"), "CAIRN_RATE_LIMIT_LOGIN": "1000/minute"}
+        if backend == "postgres":
+            server = request.getfixturevalue("postgres_server")
+            env["CAIRN_DATABASE_URL"] = stack.enter_context(server.database())
+        proc = WorkerProcess(home=base / "cairn-home", env_extra=env)
+        proc.start()
+        stack.callback(proc.stop)
+        started[backend] = proc
+    return started[backend]
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +126,7 @@ def watch() -> Watch:
 
 
 @pytest.fixture
-def page(chromium: Any, live_worker: WorkerProcess, watch: Watch) -> Iterator[Any]:
+def page(chromium: Any, watch: Watch) -> Iterator[Any]:
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
     context.add_init_script(WATCH)
 
