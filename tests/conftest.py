@@ -150,7 +150,6 @@ NOT_YET_ON_BOTH = frozenset(
         "tests/test_profile.py",
         "tests/test_rate_limits.py",
         "tests/test_report.py",
-        "tests/test_retrieval_precision.py",
         "tests/test_session_ids.py",
         "tests/test_spool.py",
     }
