@@ -143,14 +143,12 @@ NOT_YET_ON_BOTH = frozenset(
         "tests/test_fence.py",
         "tests/test_lifecycle.py",
         "tests/test_login.py",
-        "tests/test_memory_kind.py",
         "tests/test_pages.py",
         "tests/test_pages_feed.py",
         "tests/test_pages_import_progress.py",
         "tests/test_profile.py",
         "tests/test_rate_limits.py",
         "tests/test_report.py",
-        "tests/test_session_ids.py",
         "tests/test_spool.py",
     }
 )

@@ -28,6 +28,7 @@ P = "/p/app"
         ("Undecided about the cache; unused flags remain", "fact"),  # whole words only
     ],
 )
+@pytest.mark.sqlite_only("no database: infer_kind is a pure function of the text")
 def test_infer_kind(content: str, kind: str) -> None:
     assert infer_kind(content) == kind
 

@@ -125,6 +125,7 @@ def test_any_id_the_pattern_accepts_round_trips(client: TestClient, sid: str) ->
     round_trips(client, sid)
 
 
+@pytest.mark.sqlite_only("no database: the hooks' id mapping is a pure function")
 @given(text=st.text(min_size=1, max_size=250))
 def test_the_hooks_map_every_id_onto_the_accepted_ones(text: str) -> None:
     sid = hook_io.route_safe_id(text.strip()[:200] or "x")
@@ -139,6 +140,7 @@ def test_the_rule_knows_every_session_route(settings: Settings) -> None:
     assert names == set(SESSION_SUBROUTES) == set(hook_io.SESSION_SUBROUTES)
 
 
+@pytest.mark.sqlite_only("no database: the hooks' id mapping is a pure function")
 def test_the_mapping_keeps_distinct_ids_distinct() -> None:
     mapped = {hook_io.route_safe_id(s) for s in ("x/summary", "x\\summary", "x_summary", "..")}
     assert len(mapped) == 4 and "x_summary" in mapped
