@@ -15,7 +15,8 @@ pytestmark = pytest.mark.both_backends
 
 
 @pytest.fixture
-def limited(monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
+def limited(monkeypatch: pytest.MonkeyPatch, backend: str) -> Iterator[TestClient]:
+    """An app with small write and read budgets, over the test's backend."""
     monkeypatch.setenv("CAIRN_RATE_LIMIT_WRITE", "3/minute")
     monkeypatch.setenv("CAIRN_RATE_LIMIT_READ", "5/minute")
     settings = load_settings()
