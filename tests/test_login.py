@@ -100,7 +100,7 @@ def test_token_rotation_ends_every_login(
     assert status_with(one, cookie) == 401
 
 
-def test_logins_are_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_logins_are_capped(monkeypatch: pytest.MonkeyPatch, backend: str) -> None:
     monkeypatch.setenv("CAIRN_MAX_DASHBOARD_LOGINS", "3")
     settings = load_settings()
     with TestClient(create_app(settings), base_url=BASE_URL) as client:
@@ -113,7 +113,10 @@ def test_logins_are_capped(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def login_limited(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[TestClient, Settings]]:
+def login_limited(
+    monkeypatch: pytest.MonkeyPatch, backend: str
+) -> Iterator[tuple[TestClient, Settings]]:
+    """An app with a small login budget, over the test's backend."""
     monkeypatch.setenv("CAIRN_RATE_LIMIT_LOGIN", "5/minute")
     settings = load_settings()
     with TestClient(create_app(settings), base_url=BASE_URL) as client:
