@@ -51,6 +51,7 @@ def app_with(isolated_home: Any) -> Iterator[Any]:
         client.__exit__(None, None, None)
 
 
+@pytest.mark.sqlite_only("no database: the error classes against their answers' table")
 def test_every_kind_of_store_error_has_an_http_answer() -> None:
     assert set(StoreError.__subclasses__()) == set(STORE_ERRORS)
 
@@ -75,6 +76,7 @@ def test_a_held_write_lock_answers_503_busy(app_with: Any, settings: Settings) -
     assert (status, answer) == (503, busy)  # the spool keeps the event and retries
 
 
+@pytest.mark.sqlite_only("the cap is SQLite's max_page_count on the database file")
 def test_a_full_database_answers_507(app_with: Any) -> None:
     client = app_with(max_db_bytes=1)  # capped at the size it has: it cannot grow
     for n in range(200):
