@@ -35,6 +35,7 @@ def _add_memory(store: Backend, kind: str, content: str, importance: int) -> Non
     )
 
 
+@pytest.mark.sqlite_only("no database: pure functions of what they are given")
 def test_language_and_command_classification() -> None:
     assert language_of("src/app.py") == "Python"
     assert language_of("web/App.TSX") == "TypeScript"
@@ -48,6 +49,7 @@ def test_language_and_command_classification() -> None:
     assert command_kind("git push") is None
 
 
+@pytest.mark.sqlite_only("no database: pure functions of what they are given")
 def test_build_profile_static_and_dynamic() -> None:
     observations = [
         {"type": "file_write", "files": [f"{ROOT}/src/a.py"], "created_at": "t1"},
@@ -89,6 +91,7 @@ def test_build_profile_static_and_dynamic() -> None:
     assert render_profile(profile, max_chars=5) == ""
 
 
+@pytest.mark.sqlite_only("no database: pure functions of what they are given")
 def test_render_empty_profile_is_empty() -> None:
     assert render_profile({"project": {"name": "x"}, "static": {}, "dynamic": {}}) == ""
     # a prompt alone (no files, commands, decisions, plan) is not a profile worth injecting
@@ -147,7 +150,9 @@ def test_profile_unknown_project(client: TestClient) -> None:
     assert r.status_code == 400 and r.json()["error"]["field"] == "project"
 
 
-def test_new_observations_refresh_the_static_part(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_new_observations_refresh_the_static_part(
+    monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
     monkeypatch.setenv("CAIRN_PROFILE_MIN_REFRESH_SECONDS", "0")
     settings = load_settings()
     with TestClient(create_app(settings), base_url=BASE_URL) as client:
