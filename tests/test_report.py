@@ -18,6 +18,7 @@ NOW = parse_iso("2026-12-02T12:00:00Z")
 DAY = 86_400_000
 
 
+@pytest.mark.sqlite_only("no database: parses the --since text")
 def test_parse_when_relative_and_iso() -> None:
     assert parse_when("7d", NOW) == NOW - 7 * DAY
     assert parse_when("24h", NOW) == NOW - DAY
@@ -81,6 +82,7 @@ def _rows() -> dict[str, object]:
     }
 
 
+@pytest.mark.sqlite_only("no database: renders the rows given")
 def test_build_report_markdown() -> None:
     report = build_report(_rows(), since=NOW - 7 * DAY, until=NOW, project="billing")
     md = report["markdown"]
@@ -98,6 +100,7 @@ def test_build_report_markdown() -> None:
     assert build_report(_rows(), since=NOW - 7 * DAY, until=NOW, project="billing") == report
 
 
+@pytest.mark.sqlite_only("no database: renders the rows given")
 def test_report_for_all_projects_names_them() -> None:
     report = build_report(_rows(), since=NOW - DAY, until=NOW, project=None)
     assert report["markdown"].startswith("# Cairn activity report\n")
@@ -105,6 +108,7 @@ def test_report_for_all_projects_names_them() -> None:
     assert report["files_changed"][0]["file"] == "billing: a.py"
 
 
+@pytest.mark.sqlite_only("no database: renders the rows given")
 def test_empty_report_says_so() -> None:
     empty = {
         "sessions": [],
@@ -166,6 +170,7 @@ def test_report_api_errors(client: TestClient) -> None:
     assert r.status_code == 400 and "ambiguous" in r.json()["error"]["message"]
 
 
+@pytest.mark.sqlite_only("no database: maps a path to its project key")
 def test_report_cli_maps_a_path_to_its_repository(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
