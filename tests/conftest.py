@@ -141,7 +141,6 @@ NOT_YET_ON_BOTH = frozenset(
         "tests/test_auth.py",
         "tests/test_fence.py",
         "tests/test_lifecycle.py",
-        "tests/test_pages.py",
         "tests/test_pages_feed.py",
         "tests/test_pages_import_progress.py",
         "tests/test_spool.py",

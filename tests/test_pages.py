@@ -318,6 +318,7 @@ def test_search_empty_state(browser: TestClient) -> None:
     assert "Type what you are looking for" in browser.get("/search").text
 
 
+@pytest.mark.sqlite_only("no database: highlight() over a string")
 def test_highlight_escapes_everything_but_its_marks() -> None:
     out = str(highlight('<b onclick="x">Tests</b> & tests', "tests"))
     assert (
@@ -326,6 +327,7 @@ def test_highlight_escapes_everything_but_its_marks() -> None:
     assert str(highlight("a&b", "amp")) == "a&amp;b"
 
 
+@pytest.mark.sqlite_only("no database: rich() over a string")
 def test_rich_keeps_only_emphasis() -> None:
     assert (
         str(rich("<mark>x</mark><script>y</script>"))
@@ -343,10 +345,12 @@ def test_rich_keeps_only_emphasis() -> None:
         ("/\\evil", "/"),
     ],
 )
+@pytest.mark.sqlite_only("no database: safe_next() over a string")
 def test_safe_next(raw: Any, expected: str) -> None:
     assert safe_next(raw) == expected
 
 
+@pytest.mark.sqlite_only("no database: bar_chart() over given bars")
 def test_charts_escape_labels_and_scale() -> None:
     svg = str(bar_chart([Bar("<b>x</b>", 10), Bar("y", 5)], title="t<"))
     assert "<b>" not in svg and "&lt;b&gt;" in svg and "t&lt;" in svg
