@@ -143,7 +143,6 @@ NOT_YET_ON_BOTH = frozenset(
         "tests/test_lifecycle.py",
         "tests/test_pages_feed.py",
         "tests/test_pages_import_progress.py",
-        "tests/test_spool.py",
     }
 )
 

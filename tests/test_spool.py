@@ -139,6 +139,7 @@ def test_worker_failure_keeps_the_rest_for_the_next_round(
     assert texts == ["p0", "p1", "p2", "p3", "p4"]
 
 
+@pytest.mark.sqlite_only("no database: the spool's files and their renames")
 def test_claim_renames_files_and_finishes_leftovers_first(tmp_path: Path) -> None:
     folder = tmp_path / "spool"
     folder.mkdir()
@@ -151,6 +152,7 @@ def test_claim_renames_files_and_finishes_leftovers_first(tmp_path: Path) -> Non
     assert claim(folder) == claimed  # the unfinished file comes first; new lines wait
 
 
+@pytest.mark.sqlite_only("no database: parse_line over a string")
 def test_parse_line_rejects_foreign_records() -> None:
     assert parse_line(obs(1).encode(), 1) is not None
     for raw in (
@@ -168,6 +170,7 @@ def test_parse_line_rejects_foreign_records() -> None:
         assert parse_line(raw, 1) is None
 
 
+@pytest.mark.sqlite_only("no database: the spool's files and their locks")
 def test_claim_skips_a_file_whose_writer_holds_the_lock(tmp_path: Path) -> None:
     import fcntl
     import os
