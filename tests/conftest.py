@@ -142,7 +142,6 @@ NOT_YET_ON_BOTH = frozenset(
         "tests/test_fence.py",
         "tests/test_lifecycle.py",
         "tests/test_pages_feed.py",
-        "tests/test_pages_import_progress.py",
     }
 )
 

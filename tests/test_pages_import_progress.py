@@ -49,7 +49,8 @@ def embedder(monkeypatch: pytest.MonkeyPatch) -> HeldEmbedder:
 
 
 @pytest.fixture
-def browser(embedder: HeldEmbedder) -> Iterator[TestClient]:
+def browser(embedder: HeldEmbedder, backend: str) -> Iterator[TestClient]:
+    """The dashboard with a held embedder, over the test's backend."""
     settings = load_settings(embed_enabled=True, embed_model="fake-hash-64")
     app = create_app(settings)
     with TestClient(app, base_url=BASE_URL, raise_server_exceptions=False) as client:
@@ -171,10 +172,12 @@ def test_no_line_when_embedding_is_off(client: TestClient) -> None:
         ),
     ],
 )
+@pytest.mark.sqlite_only("no database: progress_text() over given counts")
 def test_progress_text(args: tuple[Any, ...], text: str) -> None:
     assert progress_text(*args) == text
 
 
+@pytest.mark.sqlite_only("no database: duration_text() over seconds")
 def test_duration_text_rounds_to_what_a_reader_needs() -> None:
     assert [duration_text(s) for s in (0.2, 59, 89, 120, 5399, 5400, 7260)] == [
         "~1 s",
