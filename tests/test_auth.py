@@ -18,6 +18,7 @@ pytestmark = pytest.mark.both_backends
 OBS = {"project": "p", "type": "note", "title": "t"}
 
 
+@pytest.mark.sqlite_only("no database: the token file")
 def test_token_file_is_created_0600_and_reread_after_rotation(tmp_path: Path) -> None:
     keeper = TokenKeeper(tmp_path / "home" / "token")
     keeper.ensure()
@@ -34,6 +35,7 @@ def test_token_file_is_created_0600_and_reread_after_rotation(tmp_path: Path) ->
     assert stat.S_IMODE(os.stat(keeper.path).st_mode) == 0o600
 
 
+@pytest.mark.sqlite_only("no database: the token file")
 def test_ensure_tightens_a_loose_token_file(tmp_path: Path) -> None:
     path = tmp_path / "token"
     path.write_text("abc\n")
@@ -43,6 +45,7 @@ def test_ensure_tightens_a_loose_token_file(tmp_path: Path) -> None:
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and keeper.current() == "abc"
 
 
+@pytest.mark.sqlite_only("no database: the token file")
 def test_derived_values_change_with_the_token(tmp_path: Path) -> None:
     keeper = TokenKeeper(tmp_path / "token")
     keeper.ensure()
@@ -71,10 +74,12 @@ def test_derived_values_change_with_the_token(tmp_path: Path) -> None:
         ("0.0.0.0:37800", False),
     ],
 )
+@pytest.mark.sqlite_only("no database: is_loopback over a Host header")
 def test_host_is_loopback(host: str, ok: bool) -> None:
     assert host_is_loopback(host) is ok
 
 
+@pytest.mark.sqlite_only("no database: is_public over a path")
 def test_public_paths() -> None:
     assert is_public("/health") and is_public("/login") and is_public("/static/x.css")
     assert not is_public("/api/status") and not is_public("/healthz") and not is_public("/")
