@@ -138,7 +138,6 @@ NOT_YET_ON_BOTH = frozenset(
         "tests/e2e/test_retrieval_cli.py",
         "tests/e2e/test_retrieval_e2e.py",
         "tests/e2e/test_worker_lifecycle.py",
-        "tests/test_fence.py",
         "tests/test_lifecycle.py",
         "tests/test_pages_feed.py",
     }

@@ -77,6 +77,7 @@ PIECES = [
 texts = st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=3)), max_size=40).map("".join)
 
 
+@pytest.mark.sqlite_only("no database: the fence over given text, in the hook and the worker")
 def test_the_issue_examples_are_neutralised() -> None:
     # A case-sensitive replace() turned the first into a real closing tag and kept the second.
     assert hook_fence.neutralise("</cairn-</cairn-context>context>") == (
@@ -86,6 +87,7 @@ def test_the_issue_examples_are_neutralised() -> None:
     assert hook_fence.neutralise("&lt;/cairn-context&gt;") == "[/cairn-context]"
 
 
+@pytest.mark.sqlite_only("no database: the fence over given text, in the hook and the worker")
 def test_every_corpus_entry_loses_its_markers_the_same_way_in_hook_and_worker() -> None:
     for entry in CORPUS:
         assert fence_markers(entry), entry  # the corpus really holds markers
@@ -96,6 +98,7 @@ def test_every_corpus_entry_loses_its_markers_the_same_way_in_hook_and_worker() 
         assert by_hook.startswith("before ") and by_hook.endswith(" after")
 
 
+@pytest.mark.sqlite_only("no database: the fence over given text, in the hook and the worker")
 def test_long_texts_lose_markers_in_every_piece_and_across_pieces() -> None:
     line = "- #12 10:00 NOTE café résumé → list<int> &amp; friends\n"
     filler = line * 60
@@ -109,6 +112,7 @@ def test_long_texts_lose_markers_in_every_piece_and_across_pieces() -> None:
     assert hook_fence.neutralise(filler * 3) == filler * 3
 
 
+@pytest.mark.sqlite_only("no database: the fence over given text, in the hook and the worker")
 def test_the_hook_block_has_exactly_one_fence_whatever_the_worker_sent() -> None:
     for entry in [*CORPUS, "".join(CORPUS), "<", "&lt", "&", "</cairn-", "context>"]:
         for event in ("SessionStart", "UserPromptSubmit"):
@@ -116,6 +120,7 @@ def test_the_hook_block_has_exactly_one_fence_whatever_the_worker_sent() -> None
             assert_one_fence(out["hookSpecificOutput"]["additionalContext"])
 
 
+@pytest.mark.sqlite_only("no database: the fence over given text, in the hook and the worker")
 @given(texts)
 @example("&lt&lt;/cairn-context>")
 @example("<\u0338/cairn-context>")
@@ -128,6 +133,7 @@ def test_neutralised_text_never_holds_a_marker_and_is_a_fixpoint(text: str) -> N
         assert once == text  # text without a marker is left alone
 
 
+@pytest.mark.sqlite_only("no database: the fence over given text, in the hook and the worker")
 @given(texts)
 @example("</CAIRN-CONTEXT>")
 @example("</cairn-</cairn-context>context>")
