@@ -132,8 +132,6 @@ NOT_YET_ON_BOTH = frozenset(
         "tests/e2e/test_dashboard_cli.py",
         "tests/e2e/test_hooks.py",
         "tests/e2e/test_http_edges_e2e.py",
-        "tests/e2e/test_import_claude_mem.py",
-        "tests/e2e/test_import_kiro_memory.py",
         "tests/e2e/test_mcp_server.py",
         "tests/e2e/test_retrieval_cli.py",
         "tests/e2e/test_retrieval_e2e.py",

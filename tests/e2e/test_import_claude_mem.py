@@ -89,6 +89,9 @@ def test_claude_mem_import_maps_rows_and_is_idempotent(
     assert len(memories["items"]) == 1
 
 
+@pytest.mark.sqlite_only(
+    "the claude-mem source is a SQLite file, refused before any worker or store is reached"
+)
 def test_an_unknown_schema_version_is_refused_by_name(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -93,6 +93,9 @@ def test_kiro_memory_import_maps_rows_and_is_idempotent(
     assert len(relisted["items"]) == len(listed["items"])
 
 
+@pytest.mark.sqlite_only(
+    "the kiro-memory source is a SQLite file, refused before any worker or store is reached"
+)
 def test_an_unknown_kiro_schema_version_is_refused_by_name(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
