@@ -80,6 +80,7 @@ def test_search_and_reindex_from_the_terminal(semantic_worker: WorkerProcess) ->
     assert nothing.stdout.strip() == "nothing relevant found (refused)"
 
 
+@pytest.mark.sqlite_only("no worker and no database: the CLI says the worker is not running")
 def test_cli_reports_a_stopped_worker(isolated_home: Path) -> None:
     result = cairn(isolated_home, "search", "anything")
     assert result.returncode == 1
