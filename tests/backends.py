@@ -44,3 +44,11 @@ def value(store: Backend, sql: str, parameters: Sequence[Any] = ()) -> Any:
 def execute(store: Backend, sql: str, parameters: Sequence[Any] = ()) -> None:
     """One write statement, committed."""
     store.write_sync(lambda db: db.execute(sql, parameters))
+
+
+def process_counts(env: Mapping[str, str], backend: str, tables: Sequence[str]) -> dict[str, int]:
+    """Rows per table in the database a worker's environment names (its home's file, or the team
+    database), checked to be on the backend the test runs on."""
+    with process_store(env) as store:
+        assert store.backend == backend
+        return {t: int(value(store, f"SELECT COUNT(*) FROM {t}")) for t in tables}

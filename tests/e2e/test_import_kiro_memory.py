@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.backends import process_store, value
+from tests.backends import process_counts
 from tests.e2e.worker_process import WorkerProcess
 from worker.cli import main
 
@@ -24,9 +24,7 @@ TABLES = ("sessions", "prompts", "observations", "summaries", "memories")
 
 def counts(worker: WorkerProcess, backend: str) -> dict[str, int]:
     """Rows per table in the worker's own database (its home's file, or the team database)."""
-    with process_store(worker.env()) as store:
-        assert store.backend == backend
-        return {t: int(value(store, f"SELECT COUNT(*) FROM {t}")) for t in TABLES}
+    return process_counts(worker.env(), backend, TABLES)
 
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "kiro_memory" / "kiro-memory.db"
