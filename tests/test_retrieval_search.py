@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import numpy as np
 import pytest
 
 from tests.search_corpus import searcher, write_corpus
@@ -201,6 +202,14 @@ def test_the_vector_half_is_the_same_whether_the_worker_or_the_database_searches
                 got = got[: len(want)]
                 assert [r for r, _ in got] == [r for r, _ in want], (query, kinds)
                 assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-5)
+                # The hits' context vectors as de-duplication reads them: the matrix's rows
+                # (pgvector's binary form decoded on the team database).
+                refs = [r for r, _ in got]
+                stored, held = service.vectors(refs), searchers[0][1].vectors(refs)
+                assert sorted(stored) == sorted(held) == sorted(refs)
+                for ref in refs:
+                    assert stored[ref].dtype == np.float32
+                    assert stored[ref] == pytest.approx(held[ref], abs=1e-6)
             for mode in ("hybrid", "semantic"):
                 request = {"query": query, "project": "/repo", "mode": mode, "limit": 8}
                 want_hits = _hits(reference, settings, searchers[0], **request)
