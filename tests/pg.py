@@ -225,8 +225,40 @@ class PostgresServer:
     def url(self, database: str) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
+    def freeze(self) -> None:
+        """Every process of this server stopped (SIGSTOP), as a host gone silent looks to its
+        clients: connections are accepted by the kernel and nothing answers. The postmaster
+        first (it forks no more), then its children (each backend is a session of its own, so
+        they are found by parent, not by process group): this server's processes, no others."""
+        assert self.process is not None and self.process.poll() is None
+        os.kill(self.process.pid, signal.SIGSTOP)
+        for pid in self._children():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """Every process of this server resumed (SIGCONT): it answers what waited meanwhile."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        for pid in self._children():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        os.kill(self.process.pid, signal.SIGCONT)
+
+    def _children(self) -> list[int]:
+        """The postmaster's child processes (backends, checkpointer, walwriter ...)."""
+        assert self.process is not None
+        children = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                # "pid (comm) state ppid ...": comm may hold spaces, so read after its ')'.
+                if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == self.process.pid:
+                    children.append(int(stat.parent.name))
+        return children
+
     def shut_down(self) -> None:
         """Fast shutdown (SIGINT: sessions ended, no wait for clients); the data folder is kept."""
+        self.thaw()  # a frozen server would never see the signal
         process, self.process = self.process, None
         if process is not None and process.poll() is None:
             process.send_signal(signal.SIGINT)
