@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 import logging
@@ -292,6 +293,13 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
             direct=DirectDispatch(app.routes, cairn, {"cairn": cairn}, http_error),
         )
         cairn.spool.start()
+        # A team database answering again after an outage: the spool replays now, not next round.
+        loop, replayer = asyncio.get_running_loop(), cairn.spool
+
+        def replay_now() -> None:
+            loop.call_soon_threadsafe(replayer.wake)
+
+        store.add_recovery_listener(replay_now)
         if team_feed is not None:
             cairn.team_feed = team_feed
             team_feed.start()

@@ -315,6 +315,9 @@ class Store:
         """Always: a SQLite database has one worker (on PostgreSQL, PgStore.leads elects one)."""
         return True
 
+    def add_recovery_listener(self, listener: Callable[[], None]) -> None:
+        """Never called: a local file has no outage to recover from (PgStore's breaker does)."""
+
     def read_sync(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         try:
             with self._reader() as conn:

@@ -53,6 +53,10 @@ class Backend(Protocol):
 
     def db_size_bytes(self) -> int: ...
 
+    def add_recovery_listener(self, listener: Callable[[], None]) -> None:
+        """Call `listener` (from any thread) when the store answers again after an outage."""
+        ...
+
     def leads(self, job: str) -> bool:
         """Whether this worker runs `job` now (one worker per team database; always on SQLite)."""
         ...

@@ -8,6 +8,10 @@ SQLite. A write is acknowledged only after its COMMIT; a connection lost mid-wri
 StoreUnavailable: lost before COMMIT, nothing of the write is kept; lost during COMMIT, it may
 have been kept, and the client's retry with the same event id is deduplicated.
 
+A database that does not answer opens the pool's circuit breaker (pg/breaker.py): until a check
+finds it answering again, every read and write is refused at once with StoreUnavailable (503),
+so a hook spools its event at once instead of waiting out its budget.
+
 Every store module runs here (README, "Team memory"). psycopg is imported where a PgStore is
 opened.
 """
@@ -83,6 +87,7 @@ class PgStore:
         from worker.store.pg.leader import Leadership
 
         self._pool = pool
+        pool.breaker.start()
         self._leadership = Leadership(self._url)
         log.info("team database %s open; vectors: %s", self.where, self.vector_search)
 
@@ -99,11 +104,16 @@ class PgStore:
         leadership = self._leadership
         if leadership is None:
             raise StoreUnavailable("the store is closed (the worker is shutting down)")
+        self._live_pool().breaker.check()
         return leadership.leads(job)
 
     def add_write_listener(self, listener: Callable[[], None]) -> None:
         """Called after every committed write (in the writing thread)."""
         self._write_listeners.append(listener)
+
+    def add_recovery_listener(self, listener: Callable[[], None]) -> None:
+        """Called (in the breaker's thread) when the database answers again after an outage."""
+        self._live_pool().breaker.recovery_listeners.append(listener)
 
     # ------------------------------------------------------------------ sync access
     def _live_pool(self) -> PgPool:
@@ -126,12 +136,16 @@ class PgStore:
 
     def write_sync(self, fn: Callable[[PgDb], T]) -> T:
         def run() -> T:
-            with self._live_pool().connection() as conn, conn.transaction():
+            with self._live_pool().connection(writing=True) as conn, conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
                 return fn(self._db(conn))
 
-        with self._write_lock:
+        # Waiting behind a write stuck on a silent database ends when the breaker opens.
+        self._live_pool().breaker.acquire(self._write_lock, writing=True)
+        try:
             result = self._guard(run, writing=True)
+        finally:
+            self._write_lock.release()
         for listener in self._write_listeners:
             try:
                 listener()
@@ -175,6 +189,7 @@ class PgStore:
         import anyio
         import anyio.to_thread
 
+        self._live_pool().breaker.check()  # not queued behind readers stuck on a silent database
         if self._reader_limiter is None:
             self._reader_limiter = anyio.CapacityLimiter(READ_POOL_SIZE)
         return await anyio.to_thread.run_sync(self.read_sync, fn, limiter=self._reader_limiter)
@@ -183,6 +198,7 @@ class PgStore:
         """Run `fn(db)` in a write transaction; its result once committed."""
         import anyio.to_thread
 
+        self._live_pool().breaker.check(writing=True)
         return await anyio.to_thread.run_sync(self.write_sync, fn)
 
     async def write_items(
@@ -209,4 +225,5 @@ class PgStore:
             "where": self.where,
             "vector_search": self.vector_search,
             "keyword_search": KEYWORD_SEARCH,
+            "breaker": self._pool.breaker.status() if self._pool is not None else None,
         }

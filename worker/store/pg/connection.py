@@ -10,9 +10,11 @@ raised from here has the password cut out (`safe_message`).
 
 from __future__ import annotations
 
+import math
 import queue
 import select
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from worker.store.db import POSTGRES, Dialect
 from worker.store.errors import StoreUnavailable
+from worker.store.pg.breaker import Breaker
 from worker.team import MASK, redact
 
 if TYPE_CHECKING:
@@ -172,10 +175,13 @@ class PgPool:
         self.closed = False
         # Statements each new connection runs once (settings that depend on the database).
         self.session_sql: list[str] = []
+        # Refuses units of work at once while the database does not answer (pg/breaker.py).
+        self.breaker = Breaker(redact(url), self.probe, self.drop_idle)
 
     def _connect(self) -> psycopg.Connection[PgRow]:
         import psycopg
 
+        started = time.monotonic()
         try:
             conn = psycopg.connect(
                 self.url,
@@ -185,9 +191,10 @@ class PgPool:
                 application_name="cairn",
             )
         except psycopg.Error as exc:
+            text = safe_message(str(exc).strip(), self.url)
+            self.breaker.connect_failed(text, waited_s=time.monotonic() - started)
             raise StoreUnavailable(
-                f"the team database {redact(self.url)} is unreachable: "
-                f"{safe_message(str(exc).strip(), self.url)}"
+                f"the team database {redact(self.url)} is unreachable: {text}"
             ) from None
         for statement in self.session_sql:
             conn.execute(statement)
@@ -195,30 +202,53 @@ class PgPool:
             self._all.add(conn)
         return conn
 
+    def probe(self, timeout_s: float) -> None:
+        """One fresh connection answering `SELECT 1` (the breaker's check), or an error."""
+        import psycopg
+
+        # libpq waits at least 2 s for a connection; the breaker waits `timeout_s` for this.
+        # Data unacknowledged that long ends it too, so a check stuck on a host that drops
+        # packets never outlives the outage.
+        wait_s = max(2, math.ceil(timeout_s))
+        with psycopg.connect(
+            self.url,
+            autocommit=True,
+            connect_timeout=wait_s,
+            tcp_user_timeout=wait_s * 1000,
+            application_name="cairn",
+        ) as conn:
+            conn.execute("SELECT 1")
+
     @contextmanager
-    def connection(self) -> Iterator[psycopg.Connection[PgRow]]:
+    def connection(self, *, writing: bool = False) -> Iterator[psycopg.Connection[PgRow]]:
         """A connection for one unit of work; returned to the pool after unless it broke."""
+        import psycopg
         from psycopg.pq import TransactionStatus
 
         if self.closed:
             raise StoreUnavailable("the store is closed (the worker is shutting down)")
-        if not self._slots.acquire(timeout=self.wait_s):
+        if not self.breaker.acquire(self._slots, timeout=self.wait_s, writing=writing):
             raise StoreUnavailable("every team database connection is busy; retry shortly")
         try:
-            conn = self._take_idle() or self._connect()
-            try:
-                yield conn
-            finally:
-                # Kept after a failed unit of work too, once its transaction is rolled back.
-                if (
-                    not self.closed
-                    and not conn.closed
-                    and not conn.broken
-                    and conn.info.transaction_status == TransactionStatus.IDLE
-                ):
-                    self._idle.put(conn)
-                else:
-                    self._discard(conn)
+            with self.breaker.unit() as unit:
+                conn = self._take_idle() or self._connect()
+                unit.conn = conn
+                try:
+                    yield conn
+                except psycopg.OperationalError:
+                    self.breaker.lost()
+                    raise
+                finally:
+                    # Kept after a failed unit of work too, once its transaction is rolled back.
+                    if (
+                        not self.closed
+                        and not conn.closed
+                        and not conn.broken
+                        and conn.info.transaction_status == TransactionStatus.IDLE
+                    ):
+                        self._idle.put(conn)
+                    else:
+                        self._discard(conn)
         finally:
             self._slots.release()
 
@@ -235,6 +265,15 @@ class PgPool:
             else:
                 return conn
 
+    def drop_idle(self) -> None:
+        """Close every idle connection (the database went silent: none can be trusted)."""
+        while True:
+            try:
+                conn = self._idle.get_nowait()
+            except queue.Empty:
+                return
+            self._discard(conn)
+
     def _discard(self, conn: psycopg.Connection[PgRow]) -> None:
         with self._lock:
             self._all.discard(conn)
@@ -242,6 +281,7 @@ class PgPool:
 
     def close(self) -> None:
         self.closed = True
+        self.breaker.stop()
         with self._lock:
             conns, self._all = list(self._all), set()
         for conn in conns:
