@@ -89,7 +89,7 @@ def test_hooks_spool_at_once_while_the_team_database_is_silent_and_replay_once_b
                 own_server.thaw()
 
             assert degraded["ok"] is False and degraded["database"]["reachable"] is False
-            assert "it does not answer" in degraded["database"]["error"]
+            assert "is unreachable since" in degraded["database"]["error"]
             assert degraded["services"]["spool"]["waiting_events"] == 1 + LATER
             log = (worker.home / "logs" / "hooks.log").read_text()
             assert log.count("worker unavailable") == 1, log  # the first hook only

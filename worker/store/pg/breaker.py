@@ -40,7 +40,9 @@ from worker.store.errors import StoreUnavailable
 log = logging.getLogger(__name__)
 
 STALL_S = 0.5  # a unit of work running this long gets the database checked
-PROBE_WAIT_S = 1.0  # a check not answered in this long: the database does not answer
+PROBE_WAIT_S = 2.0  # a check not answered in this long: the database does not answer
+# (2 s, not less: opening cuts the units in flight, and a fresh connection to a database that is
+# merely overloaded, e.g. building an HNSW index on 2 busy cores, can take a second)
 PROBE_EVERY_S = 0.5  # while open: how often the database is checked again
 STALL_PROBE_EVERY_S = 2.0  # a database that answers but is slow: checked at most this often
 TICK_S = 0.05  # how often the breaker's thread looks at the units in flight
