@@ -133,7 +133,6 @@ NOT_YET_ON_BOTH = frozenset(
         "tests/e2e/test_hooks.py",
         "tests/e2e/test_http_edges_e2e.py",
         "tests/e2e/test_mcp_server.py",
-        "tests/e2e/test_worker_lifecycle.py",
         "tests/test_lifecycle.py",
         "tests/test_pages_feed.py",
     }

@@ -10,11 +10,19 @@ from tests.e2e.worker_process import WorkerProcess
 
 
 @pytest.fixture
-def worker(isolated_home: Path, backend: str) -> Iterator[WorkerProcess]:
+def database_env(backend: str) -> dict[str, str]:
+    """env_extra for a process of the test's home (a worker, or a hook, CLI or MCP server that
+    starts one): nothing on `sqlite` (the home's file), on `postgres` the test's team database
+    (CAIRN_DATABASE_URL, which the `backend` fixture set)."""
+    url = os.environ.get("CAIRN_DATABASE_URL", "")
+    return {"CAIRN_DATABASE_URL": url} if url else {}
+
+
+@pytest.fixture
+def worker(isolated_home: Path, database_env: dict[str, str]) -> Iterator[WorkerProcess]:
     """A real uvicorn worker on a free loopback port, stopped (by its PID) after the test; on
     the `postgres` backend (modules marked both_backends) over the test's team database."""
-    url = os.environ.get("CAIRN_DATABASE_URL", "")
-    proc = WorkerProcess(home=isolated_home, env_extra={"CAIRN_DATABASE_URL": url} if url else {})
+    proc = WorkerProcess(home=isolated_home, env_extra=database_env)
     proc.start()
     try:
         yield proc

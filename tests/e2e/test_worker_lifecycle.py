@@ -1,6 +1,6 @@
 """The real worker process: port choice, one worker per home, stale runtime files, signals,
-token rotation and the lifecycle CLI (start/stop/status/token). The tests of a worker that
-stores anything run on both backends (the home's SQLite file, a team database)."""
+token rotation and the lifecycle CLI (start/stop/status/token), on both backends (the home's
+SQLite file, a team database)."""
 
 from __future__ import annotations
 
@@ -32,16 +32,16 @@ def post(worker: WorkerProcess, i: int, prefix: str = "e") -> tuple[int, object]
 
 
 def test_port_taken_by_another_program_picks_a_free_port_and_says_so(
-    isolated_home: Path,
+    isolated_home: Path, backend: str, database_env: dict[str, str]
 ) -> None:
     squatter = socket.socket()
     squatter.bind(("127.0.0.1", 0))
     squatter.listen(1)
     taken = squatter.getsockname()[1]
-    worker = WorkerProcess(home=isolated_home, port=taken)
+    worker = WorkerProcess(home=isolated_home, port=taken, env_extra=database_env)
     try:
         worker.start()
-        assert worker.port != taken
+        assert worker.port != taken and worker.backend() == backend
         assert worker.runtime()["port"] == worker.port  # type: ignore[index]
         assert worker.request("GET", "/api/status")[1]["port"] == worker.port  # type: ignore[index]
         log = worker.log_path.read_text()
@@ -63,18 +63,21 @@ def test_second_start_reports_the_running_worker(worker: WorkerProcess) -> None:
     assert worker.request("GET", "/health")[0] == 200
 
 
-def test_stale_runtime_file_is_detected_and_replaced(isolated_home: Path) -> None:
+def test_stale_runtime_file_is_detected_and_replaced(
+    isolated_home: Path, backend: str, database_env: dict[str, str]
+) -> None:
     isolated_home.mkdir(parents=True)
     # A live pid that is not a Cairn worker (pid reuse after a crash): our own test process.
     stale = {"pid": os.getpid(), "port": 1, "host": "127.0.0.1", "version": "0"}
     (isolated_home / "worker.json").write_text(json.dumps(stale))
-    worker = WorkerProcess(home=isolated_home)
+    worker = WorkerProcess(home=isolated_home, env_extra=database_env)
     status = worker.cli("status")
     assert status.returncode == 1 and "not running" in status.stdout
     try:
         worker.start()
         info = worker.runtime()
         assert info is not None and info["pid"] == worker.pid and info["port"] == worker.port
+        assert worker.backend() == backend
     finally:
         worker.stop()
 
@@ -156,17 +159,13 @@ def test_token_rotation_is_picked_up_without_restart(worker: WorkerProcess) -> N
 PASSWORD = "hunter2-pw"
 
 
-def team_env() -> dict[str, str]:
-    """The test's team database for a worker started here (none on the sqlite backend)."""
-    url = os.environ.get("CAIRN_DATABASE_URL", "")
-    return {"CAIRN_DATABASE_URL": url} if url else {}
-
-
 @pytest.fixture
-def worker_with_password(isolated_home: Path, backend: str) -> Iterator[WorkerProcess]:
+def worker_with_password(
+    isolated_home: Path, database_env: dict[str, str]
+) -> Iterator[WorkerProcess]:
     """A worker as `worker`, but on a team database its URL carries a password (the test server
     trusts loopback, so any password connects): what status and doctor must never show."""
-    env = team_env()
+    env = dict(database_env)
     if env:
         env["CAIRN_DATABASE_URL"] = env["CAIRN_DATABASE_URL"].replace(
             "://postgres@", f"://postgres:{PASSWORD}@", 1
@@ -210,8 +209,10 @@ def test_status_reports_pid_port_uptime_counts_and_size(
         assert PASSWORD not in out
 
 
-def test_background_start_and_stop(isolated_home: Path, backend: str) -> None:
-    handle = WorkerProcess(home=isolated_home, env_extra=team_env())
+def test_background_start_and_stop(
+    isolated_home: Path, backend: str, database_env: dict[str, str]
+) -> None:
+    handle = WorkerProcess(home=isolated_home, env_extra=database_env)
     started = handle.cli("start", "--port", str(free_port()))
     assert started.returncode == 0, started.stderr
     info = handle.runtime()
@@ -233,6 +234,9 @@ def test_background_start_and_stop(isolated_home: Path, backend: str) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.sqlite_only(
+    "refused by the settings check (load_settings) before any database is named or opened"
+)
 def test_worker_refuses_a_non_loopback_bind(isolated_home: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
     env.update({"CAIRN_HOME": str(isolated_home), "CAIRN_HOST": "0.0.0.0"})

@@ -150,6 +150,12 @@ class WorkerProcess:
             return None
         return info if isinstance(info, dict) else None
 
+    def backend(self) -> str:
+        """The store backend the running worker says it uses ('sqlite' or 'postgres')."""
+        status, body = self.request("GET", "/api/status")
+        assert status == 200, body
+        return str(body["database"]["backend"])
+
     def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         """Run `cairn <args>` (as `python -m worker`) against this worker's home."""
         return subprocess.run(
