@@ -17,12 +17,18 @@ from tests.e2e.worker_process import WorkerProcess
 pytestmark = [pytest.mark.both_backends, pytest.mark.e2e]
 
 
-def run_open(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def cli_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
-    env.update({"CAIRN_HOME": str(home), "CAIRN_EMBED_ENABLED": "0"})
+    env.update({"CAIRN_HOME": str(home), "CAIRN_EMBED_ENABLED": "0", **(extra or {})})
+    return env
+
+
+def run_open(
+    home: Path, *args: str, extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "worker", "open", "--no-browser", *args],
-        env=env,
+        env=cli_env(home, extra),
         capture_output=True,
         text=True,
         timeout=60,
@@ -59,17 +65,21 @@ def test_open_prints_a_single_use_link(worker: WorkerProcess) -> None:
     assert again == 401 and "already used" in body
 
 
-def test_open_starts_the_worker_when_it_is_down(tmp_path: Path) -> None:
+def test_open_starts_the_worker_when_it_is_down(
+    tmp_path: Path, backend: str, database_env: dict[str, str]
+) -> None:
     home = tmp_path / "cold-home"
-    done = run_open(home)
+    done = run_open(home, extra=database_env)
     try:
         assert done.returncode == 0, done.stderr
         assert "starting it" in done.stderr
         url = re.search(r"(http://127\.0\.0\.1:\d+/login/link/\S+)", done.stdout)
         assert url is not None
         assert get(url.group(1))[0] == 303
+        # The worker it started uses the database this shell names (its home's file, the team's).
+        port = urllib.parse.urlsplit(url.group(1)).port
+        assert WorkerProcess(home=home, port=port or 0).backend() == backend
     finally:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
-        env["CAIRN_HOME"] = str(home)
+        env = cli_env(home, database_env)
         subprocess.run([sys.executable, "-m", "worker", "stop"], env=env, timeout=30, check=False)
         assert not (home / "worker.json").exists()
