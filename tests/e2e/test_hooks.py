@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.backends import process_counts
 from tests.e2e.hook_runner import (
     HANG_GUARD,
     HookResult,
@@ -381,11 +382,11 @@ def test_prompt_injection_matches_the_api_and_refusal_injects_nothing(
 
 
 def test_worker_down_spooled_then_replayed_exactly_once(
-    tmp_path: Path, isolated_home: Path, project: Path
+    isolated_home: Path, project: Path, backend: str, database_env: dict[str, str]
 ) -> None:
-    worker = WorkerProcess(home=isolated_home)
+    worker = WorkerProcess(home=isolated_home, env_extra=database_env)
     worker.port = free_port()
-    env = env_for(worker, CAIRN_AUTOSTART="0")
+    env = env_for(worker, CAIRN_AUTOSTART="0", **database_env)
     sid = "sess-offline"
     payloads = [("session-start", {**base(sid, project, "SessionStart"), "source": "startup"})]
     payloads.append(
@@ -412,6 +413,7 @@ def test_worker_down_spooled_then_replayed_exactly_once(
 
     worker.start()
     try:
+        assert worker.backend() == backend
         wait_for(lambda: worker.request("GET", "/api/spool")[1]["backlog"]["events"] == 0)
         got = observations(worker, sid)
         assert sorted(o["title"] for o in got) == sorted(f"Run: echo {i}" for i in range(20))
@@ -423,6 +425,7 @@ def test_worker_down_spooled_then_replayed_exactly_once(
         worker.stop()
         worker.start()
         assert len(observations(worker, sid)) == 20
+        assert process_counts(worker.env(), backend, ["observations"]) == {"observations": 20}
     finally:
         worker.stop()
 
@@ -453,10 +456,12 @@ def test_slow_worker_spools_and_nothing_is_duplicated(worker: WorkerProcess, pro
     assert sorted(got) == ["Run: make 0", "Run: make 1", "Run: make 2"]
 
 
-def test_spool_is_bounded_with_counted_drops(isolated_home: Path, project: Path) -> None:
-    worker = WorkerProcess(home=isolated_home)
+def test_spool_is_bounded_with_counted_drops(
+    isolated_home: Path, project: Path, backend: str, database_env: dict[str, str]
+) -> None:
+    worker = WorkerProcess(home=isolated_home, env_extra=database_env)
     worker.port = free_port()
-    env = env_for(worker, CAIRN_AUTOSTART="0", CAIRN_SPOOL_MAX_BYTES="6000")
+    env = env_for(worker, CAIRN_AUTOSTART="0", CAIRN_SPOOL_MAX_BYTES="6000", **database_env)
     for i in range(40):
         run_hook(
             "post-tool-use",
@@ -478,6 +483,7 @@ def test_spool_is_bounded_with_counted_drops(isolated_home: Path, project: Path)
     assert json.loads(lines[-1])["body"]["title"] == "Run: echo 39"  # the newest are kept
     worker.start()
     try:
+        assert worker.backend() == backend
         state = wait_for(
             lambda: (s := worker.request("GET", "/api/spool")[1])["backlog"]["events"] == 0 and s
         )
@@ -488,10 +494,10 @@ def test_spool_is_bounded_with_counted_drops(isolated_home: Path, project: Path)
 
 
 def test_eight_simultaneous_hooks_start_exactly_one_worker(
-    isolated_home: Path, project: Path
+    isolated_home: Path, project: Path, backend: str, database_env: dict[str, str]
 ) -> None:
     port = free_port()
-    env = hook_env(isolated_home, CAIRN_PORT=str(port))
+    env = hook_env(isolated_home, CAIRN_PORT=str(port), **database_env)
     procs = []
     for i in range(8):
         payload = json.dumps(
@@ -521,6 +527,7 @@ def test_eight_simultaneous_hooks_start_exactly_one_worker(
         assert len(spawns) == 1, spawns
         assert f"pid={info['pid']}" in spawns[0]
         worker = WorkerProcess(home=isolated_home, port=port)
+        assert worker.backend() == backend  # the hook passed its environment on
 
         # Every session lands (directly, or through the spool the worker replays).
         def all_sessions() -> bool:
@@ -625,13 +632,16 @@ def test_hook_never_writes_outside_its_home(
 
 
 def test_a_hook_that_reaches_the_worker_nudges_a_waiting_backlog(
-    isolated_home: Path, project: Path
+    isolated_home: Path, project: Path, backend: str, database_env: dict[str, str]
 ) -> None:
     from tests.hook_modules import hook_io
 
-    worker = WorkerProcess(home=isolated_home, env_extra={"CAIRN_SPOOL_REPLAY_SECONDS": "600"})
+    worker = WorkerProcess(
+        home=isolated_home, env_extra={"CAIRN_SPOOL_REPLAY_SECONDS": "600", **database_env}
+    )
     worker.start()
     try:
+        assert worker.backend() == backend
         wait_for(lambda: worker.request("GET", "/api/spool")[1]["runs"] >= 1)
         # Spooled during a blip (after the start-up replay; the next periodic one is far away).
         record = {
@@ -648,7 +658,7 @@ def test_a_hook_that_reaches_the_worker_nudges_a_waiting_backlog(
         }
         hook_io.spool_append(str(isolated_home), [record])
         live = tool_payload("sess-n", project, "Bash", {"command": "true"}, {"stdout": ""}, "t-n")
-        assert run_hook("post-tool-use", live, env_for(worker)).returncode == 0
+        assert run_hook("post-tool-use", live, env_for(worker, **database_env)).returncode == 0
         titles = wait_for(
             lambda: (
                 {o["title"] for o in observations(worker, "sess-n")}
@@ -731,7 +741,7 @@ def test_hook_runs_under_older_and_newer_interpreters(
 
 
 def test_a_stale_worker_json_pointing_at_another_program_loses_nothing(
-    isolated_home: Path, project: Path, tmp_path: Path
+    isolated_home: Path, project: Path, tmp_path: Path, backend: str, database_env: dict[str, str]
 ) -> None:
     """worker.json left by a crash names a port another program now serves (here a static
     file server): the hook must not take its 404 for Cairn's answer."""
@@ -750,14 +760,15 @@ def test_a_stale_worker_json_pointing_at_another_program_loses_nothing(
         tool = tool_payload(
             "sess-stale", project, "Bash", {"command": "make"}, {"stdout": ""}, "t-s"
         )
-        env = hook_env(isolated_home, CAIRN_PORT=str(port), CAIRN_AUTOSTART="0")
+        env = hook_env(isolated_home, CAIRN_PORT=str(port), CAIRN_AUTOSTART="0", **database_env)
         assert run_hook("post-tool-use", tool, env).returncode == 0
         spooled = (isolated_home / "spool" / "events.jsonl").read_text().splitlines()
         assert [json.loads(line)["body"]["event_id"] for line in spooled] == ["cc:sess-stale:t-s"]
         # With auto-start, SessionStart brings up a real worker (on a free port, since this one
         # is taken), registers the session and the spooled event is replayed.
         start = {**base("sess-stale", project, "SessionStart"), "source": "startup"}
-        result = run_hook("session-start", start, hook_env(isolated_home, CAIRN_PORT=str(port)))
+        started = hook_env(isolated_home, CAIRN_PORT=str(port), **database_env)
+        result = run_hook("session-start", start, started)
         assert result.returncode == 0
         info = wait_for(
             lambda: (
@@ -767,6 +778,7 @@ def test_a_stale_worker_json_pointing_at_another_program_loses_nothing(
             )
         )
         worker = WorkerProcess(home=isolated_home, port=int(info["port"]))
+        assert worker.backend() == backend
 
         def landed() -> bool:
             worker.request("POST", "/api/spool/replay", {})
