@@ -124,15 +124,19 @@ def closed_by_peer(sock: socket.socket, timeout: float) -> bool:
 
 
 @pytest.fixture
-def fd_limited_worker(isolated_home: Path) -> Iterator[WorkerProcess]:
+def fd_limited_worker(
+    isolated_home: Path, backend: str, database_env: dict[str, str]
+) -> Iterator[WorkerProcess]:
     proc = WorkerProcess(
         home=isolated_home,
         rlimit_nofile=FD_LIMIT,
         env_extra={
             "CAIRN_HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT),
             "CAIRN_BODY_TIMEOUT_SECONDS": str(BODY_TIMEOUT),
+            **database_env,
         },
     ).start()
+    assert proc.backend() == backend
     try:
         yield proc
     finally:
@@ -140,7 +144,7 @@ def fd_limited_worker(isolated_home: Path) -> Iterator[WorkerProcess]:
 
 
 def test_hooks_get_through_a_slowloris_flood(
-    fd_limited_worker: WorkerProcess, tmp_path: Path
+    fd_limited_worker: WorkerProcess, tmp_path: Path, database_env: dict[str, str]
 ) -> None:
     """More half-open connections than the worker has descriptors: requests still succeed."""
     worker = fd_limited_worker
@@ -157,7 +161,7 @@ def test_hooks_get_through_a_slowloris_flood(
         hook = run_hook(
             "UserPromptSubmit",
             {**base("s-flood", repo, "UserPromptSubmit"), "prompt": "hello"},
-            hook_env(worker.home),
+            hook_env(worker.home, **database_env),
         )
         assert hook.returncode == 0
         status, session = worker.request("GET", "/api/sessions/s-flood")
