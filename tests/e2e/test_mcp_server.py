@@ -261,8 +261,11 @@ def test_resume_session_and_report(worker: WorkerProcess, project: Path) -> None
     assert text_of(unknown) == "Nothing recorded yet for project /never/seen."
 
 
-def test_starts_the_worker_when_it_is_down(isolated_home: Path, project: Path) -> None:
-    first = WorkerProcess(home=isolated_home).start()  # creates the token and database
+def test_starts_the_worker_when_it_is_down(
+    isolated_home: Path, project: Path, backend: str, database_env: dict[str, str]
+) -> None:
+    # Creates the token and database (the home's file, or the team database's schema).
+    first = WorkerProcess(home=isolated_home, env_extra=database_env).start()
     port = first.port
     first.stop()
     assert not (isolated_home / "worker.json").exists()
@@ -270,11 +273,18 @@ def test_starts_the_worker_when_it_is_down(isolated_home: Path, project: Path) -
     async def body(session: ClientSession) -> Any:
         return await session.call_tool("timeline", {})
 
+    extra = {"CAIRN_PORT": str(port), **database_env}
+    started_on = None
     try:
-        result = run_with_session(isolated_home, project, body, {"CAIRN_PORT": str(port)})
+        result = run_with_session(isolated_home, project, body, extra)
+        # The worker it started uses the database the MCP server's environment names.
+        spawned = WorkerProcess(home=isolated_home)
+        spawned.port = int(json.loads((isolated_home / "worker.json").read_text())["port"])
+        started_on = spawned.backend()
     finally:
         runtime = isolated_home / "worker.json"
         if runtime.exists():  # the worker `cairn mcp` started for us
             os.kill(int(json.loads(runtime.read_text())["pid"]), signal.SIGTERM)
     assert not result.is_error, text_of(result)
     assert "No activity recorded yet" in text_of(result)
+    assert started_on == backend
