@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,7 +16,6 @@ from tests.conftest import BASE_URL
 from worker.app import create_app
 from worker.retrieval.embedder import FakeEmbedder
 from worker.settings import Settings, load_settings
-from worker.store import sql_terms
 from worker.store.backend import Backend
 from worker.store.vectors import to_blob
 
@@ -52,10 +50,6 @@ def observation(client: TestClient, title: str, type_: str = "command", **extra:
     )
     assert r.status_code == 201, r.text
     return int(r.json()["id"])
-
-
-def db(settings: Settings) -> sqlite3.Connection:
-    return sqlite3.connect(settings.db_path)
 
 
 def test_decay_pass_archives_expired_memories_and_nothing_for_age(
@@ -214,7 +208,9 @@ def test_caps_archive_the_overflow_chatter_first_then_lowest_retention(backend: 
         assert reasons == {"cap"}
 
 
-def test_6000_observations_under_a_cap_of_5000_archive_exactly_1000_chatter_first() -> None:
+def test_6000_observations_under_a_cap_of_5000_archive_exactly_1000_chatter_first(
+    backend: str,
+) -> None:
     """A month of work, 1,200 of 6,000 observations tool chatter: the pass archives exactly the
     1,000 over the cap, all of them chatter, the most faded first."""
     with app_client(obs_cap_per_project=5000, decay_first_run_seconds=3600.0) as (client, settings):
@@ -225,33 +221,32 @@ def test_6000_observations_under_a_cap_of_5000_archive_exactly_1000_chatter_firs
         assert made.status_code == 201, made.text
         types = ["command", "mcp", "research", "other", "command"] + ["file_write"] * 15
         types += ["note", "web", "delegation", "file_write", "note"]
-        with db(settings) as conn:
-            sql_terms.register(conn)  # the keyword-index trigger's function
-            pid = conn.execute("SELECT id FROM projects WHERE key = ?", (P,)).fetchone()[0]
+        with opened_store(settings) as store:
+            assert store.backend == backend
+            pid = value(store, "SELECT id FROM projects WHERE key = ?", (P,))
             now = int(datetime.now(UTC).timestamp() * 1000)
-            conn.executemany(
-                "INSERT INTO observations(project_id, type, title, content_hash, importance, "
-                "created_at) VALUES (?, ?, ?, ?, 2, ?)",
-                [(pid, types[i % 25], f"obs {i}", f"h{i}", now - (5999 - i) * 432_000)
-                 for i in range(6000)],
+            store.write_sync(
+                lambda db: db.executemany(
+                    "INSERT INTO observations(project_id, type, title, content_hash, importance, "
+                    "created_at) VALUES (?, ?, ?, ?, 2, ?)",
+                    [(pid, types[i % 25], f"obs {i}", f"h{i}", now - (5999 - i) * 432_000)
+                     for i in range(6000)],
+                )
             )  # fmt: skip
             chatter = {
                 r[0]
-                for r in conn.execute(
-                    "SELECT id FROM observations WHERE type IN ('command','mcp','research','other')"
+                for r in rows(
+                    store,
+                    "SELECT id FROM observations WHERE type IN ('command','mcp','research','other')",
                 )
             }
         assert len(chatter) == 1200
         result = client.post("/api/decay/run").json()
         assert result["observations"]["scanned"] == 6000
         assert result["observations"]["archived"] == result["observations"]["evicted"] == 1000
-        with db(settings) as conn:
-            gone = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT id FROM observations WHERE archived_at IS NOT NULL ORDER BY id"
-                )
-            ]
+        with opened_store(settings) as store:
+            archived = "SELECT id FROM observations WHERE archived_at IS NOT NULL ORDER BY id"
+            gone = [r[0] for r in rows(store, archived)]
         assert len(gone) == 1000 and set(gone) <= chatter
         # The most faded chatter goes (ids follow time): the oldest half of it all, the newest
         # none of it.
