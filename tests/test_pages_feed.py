@@ -1,14 +1,15 @@
 """The feed's read model: one newest-first stream over four tables, paged by cursor (on SQLite
-and PostgreSQL, `backend_store`; the property test on SQLite)."""
+and PostgreSQL: `backend_store`, and for the property test a new store per example)."""
 
 from __future__ import annotations
 
+import contextlib
 import random
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.examples import examples
@@ -22,10 +23,30 @@ AnyStore = Store | PgStore
 T0 = 1_700_000_000_000
 
 
-def make_store(path: Path) -> Store:
-    store = Store(path)
-    store.open()
-    return store
+NewStore = Callable[[], contextlib.AbstractContextManager[AnyStore]]
+
+
+@pytest.fixture
+def new_store(
+    request: pytest.FixtureRequest, backend: str, tmp_path_factory: pytest.TempPathFactory
+) -> NewStore:
+    """Opens a new, empty store of the test's backend at each call (a property test's example
+    each gets its own): a SQLite file in a new tmp folder, or a new database of the run's server."""
+
+    @contextlib.contextmanager
+    def opened() -> Iterator[AnyStore]:
+        with contextlib.ExitStack() as stack:
+            store: AnyStore
+            if backend == "postgres":
+                server = request.getfixturevalue("postgres_server")
+                store = PgStore(stack.enter_context(server.database()))
+            else:
+                store = Store(tmp_path_factory.mktemp("feed") / "c.db")
+            store.open()
+            stack.callback(store.close)
+            yield store
+
+    return opened
 
 
 def fill(store: AnyStore, times: list[int]) -> list[tuple[str, int]]:
@@ -94,19 +115,23 @@ def test_pages_cover_everything_once_newest_first(backend_store: AnyStore) -> No
     assert shown is not None and (shown["title"], shown["body"]) == ("r", "c\nl\n")
 
 
-@settings(max_examples=examples(25), deadline=None)
+# The fixture is a factory: every example opens a store of its own, nothing is shared.
+@settings(
+    max_examples=examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(
     times=st.lists(st.integers(min_value=0, max_value=5), min_size=0, max_size=25),
     limit=st.integers(min_value=1, max_value=6),
 )
 def test_any_ties_and_page_size_lose_nothing(
-    tmp_path_factory: Any, times: list[int], limit: int
+    new_store: NewStore, times: list[int], limit: int
 ) -> None:
-    store = make_store(tmp_path_factory.mktemp("feed") / "c.db")
-    made = fill(store, [T0 + t for t in times])
-    seen = walk(store, limit=limit)
+    with new_store() as store:
+        made = fill(store, [T0 + t for t in times])
+        seen = walk(store, limit=limit)
     assert sorted(seen) == sorted(made) and len(seen) == len(set(seen))
-    store.close()
 
 
 def test_forward_from_a_moment_and_filters(backend_store: AnyStore) -> None:
@@ -121,6 +146,7 @@ def test_forward_from_a_moment_and_filters(backend_store: AnyStore) -> None:
     assert store.read_sync(lambda c: feed.stream(c, project="/nope"))[0] == []
 
 
+@pytest.mark.sqlite_only("the cursor's text form alone: a pure encode/decode, no database")
 def test_cursor_text_round_trips_and_rejects_junk() -> None:
     assert feed.decode_cursor(feed.encode_cursor((T0, "prompt", 7))) == (T0, "prompt", 7)
     for junk in ("", "x", "1.table.2", "a.prompt.2", "1.prompt.-2", "1.prompt"):
