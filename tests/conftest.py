@@ -123,16 +123,6 @@ def project_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-TESTS = Path(__file__).resolve().parent
-
-# Modules marked both_backends whose tests (some or all) still use no `backend` fixture, so run on
-# SQLite alone: the check below lets them through until each is fixed and struck off. Do not add.
-NOT_YET_ON_BOTH = frozenset(
-    {
-    }
-)
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Tests of a module marked `both_backends` run once per store backend: the same test, first
     on a SQLite file, then on a new database of the run's PostgreSQL server (the team backend).
@@ -151,8 +141,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend" not in metafunc.fixturenames:
         if any(mark.name == "postgres" for mark in metafunc.definition.own_markers):
             return  # about PostgreSQL itself (e.g. its own server shut down): never SQLite only
-        if metafunc.definition.path.relative_to(TESTS.parent).as_posix() in NOT_YET_ON_BOTH:
-            return
         pytest.fail(
             f"{metafunc.definition.nodeid} is in a both_backends module but uses no `backend` "
             "fixture (itself or through its fixtures), so it would run on SQLite only: make its "
