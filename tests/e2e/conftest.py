@@ -1,7 +1,8 @@
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,44 @@ def other_database(request: pytest.FixtureRequest, backend: str) -> Iterator[dic
         return
     with request.getfixturevalue("postgres_server").database() as url:
         yield {"CAIRN_DATABASE_URL": url}
+
+
+class ModuleWorkers:
+    """Real workers a module's tests share, one per backend, each started by the first test on
+    it: in a tmp home of its own, on postgres over a database of the run's server for the module.
+    For modules where a worker per test would cost most of the time (a browser, a fuzzer)."""
+
+    def __init__(self, stack: contextlib.ExitStack, tmp_path_factory: pytest.TempPathFactory):
+        self.stack = stack
+        self.tmp_path_factory = tmp_path_factory
+        self.started: dict[str, WorkerProcess] = {}
+
+    def worker(
+        self,
+        request: pytest.FixtureRequest,
+        backend: str,
+        env: dict[str, str],
+        prepare: Callable[[WorkerProcess], object] | None = None,
+    ) -> WorkerProcess:
+        """The module's worker on `backend`; the first call starts it with `env` added and
+        runs `prepare` on it (e.g. to give it some data)."""
+        if backend not in self.started:
+            base = self.tmp_path_factory.mktemp("module-worker")
+            (base / "user-home").mkdir()
+            env = {"HOME": str(base / "user-home"), **env}
+            if backend == "postgres":
+                server = request.getfixturevalue("postgres_server")
+                env["CAIRN_DATABASE_URL"] = self.stack.enter_context(server.database())
+            proc = WorkerProcess(home=base / "cairn-home", env_extra=env)
+            self.stack.callback(proc.stop)
+            proc.start()
+            if prepare is not None:
+                prepare(proc)
+            self.started[backend] = proc
+        return self.started[backend]
+
+
+@pytest.fixture(scope="module")
+def module_workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleWorkers]:
+    with contextlib.ExitStack() as stack:
+        yield ModuleWorkers(stack, tmp_path_factory)

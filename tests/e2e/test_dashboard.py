@@ -6,7 +6,6 @@ dialog opened; each page is saved as a screenshot under tests/artifacts/ (ignore
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import time
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.conftest import ModuleWorkers
 from tests.e2e.worker_process import WorkerProcess
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -76,36 +76,14 @@ class Watch:
     dialogs: list[str] = field(default_factory=list)
 
 
-@pytest.fixture(scope="module")
-def live_workers() -> Iterator[tuple[contextlib.ExitStack, dict[str, WorkerProcess]]]:
-    """The module's workers, one per backend, started by the first test on it (live_worker)."""
-    with contextlib.ExitStack() as stack:
-        yield stack, {}
-
-
 @pytest.fixture
 def live_worker(
-    request: pytest.FixtureRequest,
-    backend: str,
-    tmp_path_factory: pytest.TempPathFactory,
-    live_workers: tuple[contextlib.ExitStack, dict[str, WorkerProcess]],
+    request: pytest.FixtureRequest, backend: str, module_workers: ModuleWorkers
 ) -> WorkerProcess:
     """One worker per module and backend (on postgres over one database of the run's server
     for the module), which the module's tests share in order; stopped after the module."""
-    stack, started = live_workers
-    if backend not in started:
-        base = tmp_path_factory.mktemp("dashboard")
-        (base / "user-home").mkdir()
-        # Every test logs in through the form: lift the login rate limit (20/minute by default).
-        env = {"HOME": str(base / "user-home"), "CAIRN_RATE_LIMIT_LOGIN": "1000/minute"}
-        if backend == "postgres":
-            server = request.getfixturevalue("postgres_server")
-            env["CAIRN_DATABASE_URL"] = stack.enter_context(server.database())
-        proc = WorkerProcess(home=base / "cairn-home", env_extra=env)
-        proc.start()
-        stack.callback(proc.stop)
-        started[backend] = proc
-    return started[backend]
+    # Every test logs in through the form: lift the login rate limit (20/minute by default).
+    return module_workers.worker(request, backend, {"CAIRN_RATE_LIMIT_LOGIN": "1000/minute"})
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,7 @@ deeper (e.g. CAIRN_FUZZ_EXAMPLES=300 .venv/bin/python -m pytest tests/e2e/test_f
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +21,7 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
+from tests.e2e.conftest import ModuleWorkers
 from tests.e2e.worker_process import WorkerProcess
 from worker.api.openapi import build_openapi
 from worker.app import create_app
@@ -43,17 +41,15 @@ CHECKS = (
 )
 
 
-def _started(home: Path, database_url: str | None) -> WorkerProcess:
-    env = {
-        "HOME": str(home.parent),
-        "CAIRN_RATE_LIMIT_READ": "1000000/minute",
-        "CAIRN_RATE_LIMIT_WRITE": "1000000/minute",
-        "CAIRN_RATE_LIMIT_LOGIN": "1000000/minute",
-    }
-    if database_url is not None:
-        env["CAIRN_DATABASE_URL"] = database_url
-    worker = WorkerProcess(home=home, env_extra=env).start()
-    # Some data so that ids and filters meet real rows.
+RATES = {
+    "CAIRN_RATE_LIMIT_READ": "1000000/minute",
+    "CAIRN_RATE_LIMIT_WRITE": "1000000/minute",
+    "CAIRN_RATE_LIMIT_LOGIN": "1000000/minute",
+}
+
+
+def seed(worker: WorkerProcess) -> None:
+    """Some data so that ids and filters meet real rows."""
     worker.request("POST", "/api/sessions", {"session_id": "s1", "project": "/repo"})
     for i in range(5):
         worker.request(
@@ -66,34 +62,15 @@ def _started(home: Path, database_url: str | None) -> WorkerProcess:
         "/api/memories",
         {"kind": "fact", "content": "the build uses make", "project": "/repo"},
     )
-    return worker
-
-
-@pytest.fixture(scope="module")
-def fuzz_workers() -> Iterator[tuple[contextlib.ExitStack, dict[str, WorkerProcess]]]:
-    """The module's workers, one per backend, started by the first test on it (fuzz_worker)."""
-    with contextlib.ExitStack() as stack:
-        yield stack, {}
 
 
 @pytest.fixture
 def fuzz_worker(
-    request: pytest.FixtureRequest,
-    backend: str,
-    tmp_path_factory: pytest.TempPathFactory,
-    fuzz_workers: tuple[contextlib.ExitStack, dict[str, WorkerProcess]],
+    request: pytest.FixtureRequest, backend: str, module_workers: ModuleWorkers
 ) -> WorkerProcess:
     """One worker per module and backend (on postgres over one database of the run's server
     for the module), stopped after the module."""
-    stack, started = fuzz_workers
-    if backend not in started:
-        url = None
-        if backend == "postgres":
-            url = stack.enter_context(request.getfixturevalue("postgres_server").database())
-        worker = _started(tmp_path_factory.mktemp("fuzz") / "cairn-home", url)
-        stack.callback(worker.stop)
-        started[backend] = worker
-    return started[backend]
+    return module_workers.worker(request, backend, RATES, seed)
 
 
 @pytest.fixture
