@@ -138,6 +138,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     if metafunc.definition.get_closest_marker("sqlite_only") is not None:
         return
+    if {"backend_store", "vector_store"} & set(metafunc.fixturenames):
+        return  # those fixtures already run the test once per backend: not twice more
     if "backend" not in metafunc.fixturenames:
         if any(mark.name == "postgres" for mark in metafunc.definition.own_markers):
             return  # about PostgreSQL itself (e.g. its own server shut down): never SQLite only
