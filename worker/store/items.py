@@ -178,19 +178,14 @@ def neighbours(
     out: dict[Ref, tuple[Ref | None, Ref | None]] = {}
     for kind, ids in by_kind.items():
         table, session = _THREAD[kind]
-        # Row values, not `created_at < ? OR (created_at = ? AND id < ?)`: with ANALYZE statistics
-        # the OR form made SQLite sort the whole session (14 ms a lookup in a 5k-row session).
-        # The COALESCE defaults of PostgreSQL's thread indexes (pg/m004_search.py).
-        same = " AND ".join(
-            db.dialect.same_as(f"t.{c}", f"x.{c}", null)
-            for c, null in (("project_id", "-1"), (session, "''"))
+        # The values no row holds: the COALESCE defaults of PostgreSQL's thread indexes
+        # (pg/m004_search.py).
+        thread = (("project_id", "-1"), (session, "''"))
+        steps = ", ".join(
+            f"(SELECT t.id FROM {table} t WHERE {where} ORDER BY {order} LIMIT 1)"
+            for where, order in (db.dialect.thread_step(thread, before) for before in (True, False))
         )
-        sql = f"""SELECT x.id,
-            (SELECT t.id FROM {table} t WHERE {same} AND (t.created_at, t.id) < (x.created_at, x.id)
-               AND t.created_at >= x.created_at - ? ORDER BY t.created_at DESC, t.id DESC LIMIT 1),
-            (SELECT t.id FROM {table} t WHERE {same} AND (t.created_at, t.id) > (x.created_at, x.id)
-               AND t.created_at <= x.created_at + ? ORDER BY t.created_at, t.id LIMIT 1)
-            FROM {table} x WHERE {db.dialect.in_ids("x.id")}"""
+        sql = f"SELECT x.id, {steps} FROM {table} x WHERE {db.dialect.in_ids('x.id')}"
         args = (window_ms, window_ms, db.dialect.ids_parameter(sorted(set(ids))))
         for row in db.execute(sql, args):
             out[(kind, int(row[0]))] = (
