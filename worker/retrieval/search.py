@@ -36,6 +36,8 @@ MODES: tuple[Mode, ...] = ("hybrid", "keyword", "semantic")
 COVERAGE_DEPTH = 10
 # Vector hits whose own (non-context) vectors are checked by the refusal rule.
 REFUSAL_DEPTH = 50
+# Vector hits past REFUSAL_DEPTH whose own vectors are read with those (in case some are dead).
+REFUSAL_SPARE = 10
 # Hits whose thread neighbours get a share of their score.
 THREAD_DEPTH = 50
 # Grace between a file write and the observation recording it (same tool call).
@@ -422,7 +424,22 @@ async def search(
             )
         return refs, items, q.indexed_terms(conn, top_keyword), stale_refs(conn, items)
 
-    refs, items, indexed, stale = await store.read(load)
+    # The refusal rule's plain cosines of the closest vector hits are read while the candidates
+    # load (on a team database a query of its own, which then costs no extra wait): most of
+    # those hits turn out live; the few that replace dead ones are read after.
+    plain: dict[Ref, float] = {}
+    asked = [ref for ref, _ in vector_hits[: REFUSAL_DEPTH + REFUSAL_SPARE]]
+
+    async def read_plain(model: EmbeddingService, vector: npt.NDArray[np.float32]) -> None:
+        plain.update(await anyio.to_thread.run_sync(lambda: model.plain_cosines(vector, asked)))
+
+    try:
+        async with anyio.create_task_group() as tasks:
+            if query_vector is not None and service is not None and asked:
+                tasks.start_soon(read_plain, service, query_vector)
+            refs, items, indexed, stale = await store.read(load)
+    except* StoreError as group:
+        raise group.exceptions[0] from None
     if req.judge_items and stale:
         # A prompt that names a file asks for its history: an earlier edit of it is not
         # outdated for that prompt, though the file has changed since.
@@ -441,10 +458,13 @@ async def search(
     best_live_cosine: float | None = None
     if query_vector is not None and service is not None:
         close = [ref for ref, _ in vector_hits if ref in items][:REFUSAL_DEPTH]
-        vector = query_vector
-        best_live_cosine = await anyio.to_thread.run_sync(
-            lambda: service.best_plain_cosine(vector, close)
-        )
+        read = set(asked)
+        later = [ref for ref in close if ref not in read]
+        if later:
+            vector, model = query_vector, service
+            plain.update(await anyio.to_thread.run_sync(lambda: model.plain_cosines(vector, later)))
+        cosines = [plain[ref] for ref in close if ref in plain]
+        best_live_cosine = max(cosines) if cosines else None
         best_cosine = best_live_cosine
     if kw.scope is not None:
         refuse = not req.judge_items and keyword_judgment.refuse(best_coverage, settings)

@@ -215,12 +215,6 @@ class EmbeddingService:
         found = {ref: index.vector(ref) for ref in refs}
         return {ref: v for ref, v in found.items() if v is not None}
 
-    def best_plain_cosine(self, query: npt.NDArray[np.float32], refs: list[Ref]) -> float | None:
-        """The best cosine between the query and these items' own vectors (not their context
-        vectors): the refusal rule asks whether any single item is close."""
-        cosines = self.plain_cosines(query, refs)
-        return max(cosines.values()) if cosines else None
-
     def clause_cosines(
         self, query: npt.NDArray[np.float32], texts: dict[Ref, str]
     ) -> dict[Ref, float]:
