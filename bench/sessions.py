@@ -134,9 +134,13 @@ def main() -> int:
             rows.append((f"Stop: summary+checkpoint, {n} obs (ms)", ms, f"< {aim:.0f}", ms < aim))
             result[f"stop_ms_{n}"] = ms
 
-        cold = median_ms(lambda: store.read_sync(lambda c: compute_profile(c, pid)), runs)
-        store.write_sync(lambda c: refresh_profile(c, pid, settings, force=True))
-        cached = median_ms(lambda: store.read_sync(lambda c: load_profile(c, pid, settings)), runs)
+        cold = median_ms(
+            lambda: store.read_sync(lambda c: compute_profile(c, pid, reader=None)), runs
+        )
+        store.write_sync(lambda c: refresh_profile(c, pid, settings, reader=None, force=True))
+        cached = median_ms(
+            lambda: store.read_sync(lambda c: load_profile(c, pid, settings, reader=None)), runs
+        )
         rows.append(("profile computed cold (ms)", cold, "< 100", cold < 100))
         rows.append(("profile from cache (ms)", cached, "< 10", cached < 10))
         result.update(profile_cold_ms=cold, profile_cached_ms=cached)

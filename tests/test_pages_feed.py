@@ -89,7 +89,9 @@ def walk(store: AnyStore, limit: int, **filters: Any) -> list[tuple[str, int]]:
     cursor = None
     for _ in range(1000):
         items, cursor = store.read_sync(
-            lambda c, cur=cursor: feed.stream(c, before=cur, limit=limit, **filters)
+            lambda c, cur=cursor: feed.stream(
+                c, visible_to=None, before=cur, limit=limit, **filters
+            )
         )
         seen.extend((i["kind"], i["id"]) for i in items)
         if cursor is None:
@@ -106,12 +108,12 @@ def test_pages_cover_everything_once_newest_first(backend_store: AnyStore) -> No
     assert sorted(seen) == sorted(made)
     assert len(seen) == len(set(seen))
     stamps = [
-        store.read_sync(lambda c, k=k, i=i: feed.item(c, k, i))["at"]  # type: ignore[index]
+        store.read_sync(lambda c, k=k, i=i: feed.item(c, k, i, visible_to=None))["at"]  # type: ignore[index]
         for k, i in seen
     ]
     assert stamps == sorted(stamps, reverse=True)
     summary = next(i for k, i in seen if k == "summary")
-    shown = store.read_sync(lambda c: feed.item(c, "summary", summary))
+    shown = store.read_sync(lambda c: feed.item(c, "summary", summary, visible_to=None))
     assert shown is not None and (shown["title"], shown["body"]) == ("r", "c\nl\n")
 
 
@@ -137,13 +139,17 @@ def test_any_ties_and_page_size_lose_nothing(
 def test_forward_from_a_moment_and_filters(backend_store: AnyStore) -> None:
     store = backend_store
     fill(store, [T0 + n * 1000 for n in range(9)])
-    newer, _ = store.read_sync(lambda c: feed.stream(c, after=(T0 + 4000, "~", 0), limit=50))
+    newer, _ = store.read_sync(
+        lambda c: feed.stream(c, visible_to=None, after=(T0 + 4000, "~", 0), limit=50)
+    )
     assert [i["at"] for i in newer] == [T0 + n * 1000 for n in range(5, 9)]
-    prompts, _ = store.read_sync(lambda c: feed.stream(c, type_="prompt", limit=50))
+    prompts, _ = store.read_sync(
+        lambda c: feed.stream(c, visible_to=None, type_="prompt", limit=50)
+    )
     assert {i["kind"] for i in prompts} == {"prompt"} and len(prompts) == 3
-    notes, _ = store.read_sync(lambda c: feed.stream(c, type_="note", limit=50))
+    notes, _ = store.read_sync(lambda c: feed.stream(c, visible_to=None, type_="note", limit=50))
     assert {i["kind"] for i in notes} == {"observation"}
-    assert store.read_sync(lambda c: feed.stream(c, project="/nope"))[0] == []
+    assert store.read_sync(lambda c: feed.stream(c, visible_to=None, project="/nope"))[0] == []
 
 
 @pytest.mark.sqlite_only("the cursor's text form alone: a pure encode/decode, no database")

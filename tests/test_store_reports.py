@@ -72,7 +72,9 @@ def populate(store: AnyStore) -> int:
 
 def test_report_rows_for_a_project_and_for_all(backend_store: AnyStore) -> None:
     pid = populate(backend_store)
-    rows = backend_store.read_sync(lambda c: report_rows(c, pid, T0 - DAY, T0 + DAY))
+    rows = backend_store.read_sync(
+        lambda c: report_rows(c, pid, T0 - DAY, T0 + DAY, visible_to=None)
+    )
     assert [s["id"] for s in rows["sessions"]] == ["s-1"]
     session = rows["sessions"][0]
     assert (session["prompts"], session["observations"]) == (1, 3)
@@ -85,9 +87,13 @@ def test_report_rows_for_a_project_and_for_all(backend_store: AnyStore) -> None:
     assert rows["prompt_count"] == 1
     assert rows["learned"][0]["items"] == ["prices are read twice"]
     assert [m["content"] for m in rows["memories"]] == ["Cache prices in Redis"]
-    everything = backend_store.read_sync(lambda c: report_rows(c, None, T0 - DAY, T0 + DAY))
+    everything = backend_store.read_sync(
+        lambda c: report_rows(c, None, T0 - DAY, T0 + DAY, visible_to=None)
+    )
     assert [s["id"] for s in everything["sessions"]] == ["s-1", "s-2"]
-    later = backend_store.read_sync(lambda c: report_rows(c, pid, T0 + DAY, T0 + 2 * DAY))
+    later = backend_store.read_sync(
+        lambda c: report_rows(c, pid, T0 + DAY, T0 + 2 * DAY, visible_to=None)
+    )
     assert later["sessions"] == [] and later["file_changes"] == [] and later["prompt_count"] == 0
 
 
@@ -104,14 +110,14 @@ def test_profile_is_built_cached_and_invalidated(
     backend_store: AnyStore, settings: Settings
 ) -> None:
     pid = populate(backend_store)
-    first = backend_store.write_sync(lambda c: refresh_profile(c, pid, settings))
+    first = backend_store.write_sync(lambda c: refresh_profile(c, pid, settings, reader=None))
     assert first is not None and first["cached"] is False
     assert "Python" in str(first["static"]) and "Cache prices in Redis" in str(first["static"])
     assert "Speed up the checkout" in str(first["dynamic"])
-    again = backend_store.write_sync(lambda c: refresh_profile(c, pid, settings))
+    again = backend_store.write_sync(lambda c: refresh_profile(c, pid, settings, reader=None))
     assert again is not None and again["cached"] is True and again["static"] == first["static"]
     backend_store.write_sync(lambda c: profiles.invalidate(c, pid))
-    fresh = backend_store.write_sync(lambda c: refresh_profile(c, pid, settings))
+    fresh = backend_store.write_sync(lambda c: refresh_profile(c, pid, settings, reader=None))
     assert fresh is not None and fresh["cached"] is False
-    missing = backend_store.write_sync(lambda c: refresh_profile(c, 999, settings))
+    missing = backend_store.write_sync(lambda c: refresh_profile(c, 999, settings, reader=None))
     assert missing is None

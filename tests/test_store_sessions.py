@@ -109,6 +109,7 @@ def test_a_page_filters_and_pages_newest_first(backend_store: AnyStore) -> None:
 
     def page(**query: Any) -> tuple[list[str], str | None]:
         args: dict[str, Any] = {"project": None, "status": None, "before": None, "limit": 10}
+        args["visible_to"] = None
         rows, cursor = backend_store.read_sync(lambda c: sessions.list_page(c, **(args | query)))
         return [r["id"] for r in rows], cursor
 

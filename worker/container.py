@@ -45,6 +45,12 @@ class Service(Protocol):
     def status(self) -> Any: ...
 
 
+def reader_of(store: Backend, author: str) -> str | None:
+    """Whose private rows a read of `store` by `author` may show: None (every row) on SQLite,
+    one user's file; on a team database, `author`'s own and the shared ones (store/privacy.py)."""
+    return None if store.backend == "sqlite" else author
+
+
 @dataclass(frozen=True)
 class ImportMark:
     """How far embedding had come when an import's first batch arrived: the dashboard's
@@ -101,7 +107,7 @@ class Cairn:
         """Whose private rows this worker's reads may show (store/privacy.py): on a team
         database, its own author's (prompts and observations of teammates only when shared);
         on the local database, None: every row is this user's."""
-        return None if self.store.backend == "sqlite" else self.author
+        return reader_of(self.store, self.author)
 
     def visible(self, row: dict[str, Any]) -> bool:
         """Whether a prompt or observation row read by id may be shown to this worker's user."""

@@ -20,7 +20,7 @@ async def _profile(call: Call, project_id: int, label: str) -> dict[str, Any]:
     force = bool(call.query.get("refresh", False))
 
     def write(conn: AnyDb) -> dict[str, Any] | None:
-        return refresh_profile(conn, project_id, s, force=force)
+        return refresh_profile(conn, project_id, s, reader=call.cairn.reader, force=force)
 
     profile = await call.cairn.store.write(write)
     if profile is None:

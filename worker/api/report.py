@@ -17,7 +17,9 @@ async def report(call: Call) -> Any:
     qp = call.query
     s = call.cairn.settings
     data = await call.cairn.store.read(
-        lambda c: make_report(c, s, qp.get("project"), qp.get("since"), qp.get("until"))
+        lambda c: make_report(
+            c, s, qp.get("project"), qp.get("since"), qp.get("until"), reader=call.cairn.reader
+        )
     )
     if qp.get("format", "json") == "markdown":
         return PlainTextResponse(data["markdown"], media_type="text/markdown; charset=utf-8")

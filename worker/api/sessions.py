@@ -109,6 +109,7 @@ async def list_sessions(call: Call) -> Any:
             status=qp.get("status"),
             before=qp.get("cursor"),
             limit=qp.get("limit", s.limits.page_size),
+            visible_to=call.cairn.reader,
         )
     )
     return {"items": items, "next_cursor": cursor}

@@ -44,12 +44,13 @@ async def timeline(call: Call) -> Any:
     project = qp.get("project")
     type_ = qp.get("type")
     archived = qp.get("include_archived", False)
+    reader = call.cairn.reader
 
     def read(conn: Any) -> dict[str, Any]:
         anchor = None
         scope = project
         if anchor_id is not None:
-            anchor = feed.item(conn, kind, anchor_id)
+            anchor = feed.item(conn, kind, anchor_id, visible_to=reader)
             if anchor is None:
                 raise NotFound(f"{kind} {anchor_id} does not exist", field="anchor_id")
             scope = project or anchor["project"]
@@ -58,14 +59,13 @@ async def timeline(call: Call) -> Any:
             edge = (at, "~", 0)  # '~' sorts after every kind: items at that instant count as older
         else:
             edge = None
-        older, _ = feed.stream(
-            conn, project=scope, type_=type_, before=edge, include_archived=archived, limit=before
-        )
+        # The teammates' private prompts and observations are never on it (store/privacy.py).
+        line: dict[str, Any] = {"visible_to": reader, "project": scope, "type_": type_}
+        line["include_archived"] = archived
+        older, _ = feed.stream(conn, before=edge, limit=before, **line)
         newer: list[dict[str, Any]] = []
         if edge is not None and after:
-            newer, _ = feed.stream(
-                conn, project=scope, type_=type_, after=edge, include_archived=archived, limit=after
-            )
+            newer, _ = feed.stream(conn, after=edge, limit=after, **line)
         return {
             "project": scope,
             "anchor": _entry(anchor) if anchor is not None else None,

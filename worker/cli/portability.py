@@ -323,7 +323,9 @@ def _project_key(text: str | None) -> str | None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from worker.container import reader_of
     from worker.ops.report import make_report
+    from worker.project_identity import author as git_author
     from worker.store.errors import StoreError
 
     settings = load_settings()
@@ -334,9 +336,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     if store is None:
         return _no_database(settings)
     project = _project_key(args.project)
+    # On a team database, as the worker reads: your own prompts and observations and the shared.
+    reader = reader_of(store, settings.author or git_author(None))
     try:
         data = store.read_sync(
-            lambda c: make_report(c, settings, project or None, args.since, args.until)
+            lambda c: make_report(
+                c, settings, project or None, args.since, args.until, reader=reader
+            )
         )
     except (CairnError, StoreError) as exc:
         return _fail(exc.message)

@@ -324,9 +324,19 @@ def _static(
 
 
 def _assemble(
-    conn: AnyDb, settings: Settings, project_id: int, *, force: bool, store: bool
+    conn: AnyDb,
+    settings: Settings,
+    project_id: int,
+    *,
+    force: bool,
+    store: bool,
+    reader: str | None,
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """(profile, the recomputed static part's cache entry if it was not stored here)."""
+    """(profile, the recomputed static part's cache entry if it was not stored here).
+
+    The dynamic part (current task, session, files in flight) is read as `reader`: never a
+    teammate's private prompt or observation (store/privacy.py). The static part is the
+    project's, cached once for the team: languages, folders and commands that worked."""
     project = profiles.project_row(conn, project_id)
     if project is None:
         return None, None
@@ -334,7 +344,7 @@ def _assemble(
     if entry is not None and store:
         profiles.store_static(conn, project_id, entry)
         entry = None
-    prompts, session, flight = profiles.dynamic_rows(conn, project_id)
+    prompts, session, flight = profiles.dynamic_rows(conn, project_id, visible_to=reader)
     profile = {
         "project": {"id": project["id"], "key": project["key"], "name": project["name"]},
         "static": static,
@@ -345,32 +355,34 @@ def _assemble(
     return profile, entry
 
 
-def compute_profile(conn: AnyDb, project_id: int) -> dict[str, Any] | None:
+def compute_profile(conn: AnyDb, project_id: int, *, reader: str | None) -> dict[str, Any] | None:
     """A fresh profile from the database, cache ignored (None if the project does not exist)."""
-    return _assemble(conn, Settings(), project_id, force=True, store=False)[0]
+    return _assemble(conn, Settings(), project_id, force=True, store=False, reader=reader)[0]
 
 
-def load_profile(conn: AnyDb, project_id: int, settings: Settings) -> dict[str, Any] | None:
+def load_profile(
+    conn: AnyDb, project_id: int, settings: Settings, *, reader: str | None
+) -> dict[str, Any] | None:
     """The profile; its static part from the cache when valid. Never writes (safe in a read).
 
     The static part (a scan of recent observations) is cached: it is recomputed when important
     memories change, when `profile_ttl_seconds` pass, or after new observations once the cached
     copy is older than `profile_min_refresh_seconds`. The dynamic part is always fresh (cheap).
     """
-    return _assemble(conn, settings, project_id, force=False, store=False)[0]
+    return _assemble(conn, settings, project_id, force=False, store=False, reader=reader)[0]
 
 
 def load_profile_to_cache(
-    conn: AnyDb, project_id: int, settings: Settings
+    conn: AnyDb, project_id: int, settings: Settings, *, reader: str | None
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """Like load_profile (never writes), plus the cache entry of a static part it had to
     recompute, for the caller to store in a write of its own (`profiles.store_static`): the
     session-start context would otherwise rescan the project's observations every time."""
-    return _assemble(conn, settings, project_id, force=False, store=False)
+    return _assemble(conn, settings, project_id, force=False, store=False, reader=reader)
 
 
 def refresh_profile(
-    conn: AnyDb, project_id: int, settings: Settings, *, force: bool = False
+    conn: AnyDb, project_id: int, settings: Settings, *, reader: str | None, force: bool = False
 ) -> dict[str, Any] | None:
     """Like load_profile, but stores a recomputed static part in the cache (inside a write)."""
-    return _assemble(conn, settings, project_id, force=force, store=True)[0]
+    return _assemble(conn, settings, project_id, force=force, store=True, reader=reader)[0]

@@ -126,13 +126,21 @@ def _missing(oid: int) -> NotFound:
     return NotFound(f"observation {oid} does not exist", field="id")
 
 
+def _visible_or_missing(cairn: Cairn, conn: AnyDb, oid: int) -> None:
+    """A teammate's private observation is missing to this worker: never archived, restored
+    or forgotten by it (store/privacy.py), as GET /api/observations/{id} answers 404."""
+    row = observations_store.get(conn, oid)
+    if row is None or not cairn.visible(row):
+        raise _missing(oid)
+
+
 async def set_observation_archived(cairn: Cairn, oid: int, *, archived: bool) -> dict[str, Any]:
     """Archive an observation, or restore it (its decay clock restarts)."""
 
     def write(conn: AnyDb) -> dict[str, Any]:
+        _visible_or_missing(cairn, conn, oid)
         if archived:
-            if observations_store.get(conn, oid) is not None:
-                lifecycle.archive(conn, "observation", [oid], now_ms(), "manual")
+            lifecycle.archive(conn, "observation", [oid], now_ms(), "manual")
         else:
             lifecycle.restore_observation(conn, oid, now_ms())
         row = observations_store.get(conn, oid)
@@ -147,9 +155,12 @@ async def set_observation_archived(cairn: Cairn, oid: int, *, archived: bool) ->
 
 async def forget_observation(cairn: Cairn, oid: int) -> dict[str, Any]:
     """Forget an observation for good (row, keyword indexes, vector)."""
-    found = await cairn.store.write(lambda c: lifecycle.delete_observation(c, oid))
-    if not found:
-        raise _missing(oid)
+
+    def write(conn: AnyDb) -> None:
+        _visible_or_missing(cairn, conn, oid)
+        lifecycle.delete_observation(conn, oid)
+
+    await cairn.store.write(write)
     forget_vectors(cairn, "observation", [oid])
     cairn.events.publish("observation.deleted", {"id": oid})
     return {"id": oid, "deleted": True}

@@ -41,14 +41,21 @@ def project_scope(conn: AnyDb, text: str | None) -> tuple[int | None, str | None
 
 
 def make_report(
-    conn: AnyDb, s: Settings, project: str | None, since: str | None, until: str | None
+    conn: AnyDb,
+    s: Settings,
+    project: str | None,
+    since: str | None,
+    until: str | None,
+    *,
+    reader: str | None,
 ) -> dict[str, Any]:
-    """The report for the query parameters (shared by the API and `cairn report`)."""
+    """The report for the query parameters (shared by the API and `cairn report`), of the
+    prompts and observations `reader` may see (Cairn.reader; store/privacy.py)."""
     now = now_ms()
     until_ms = _when(until, "until", now, now)
     since_ms = _when(since, "since", until_ms - s.sessions.report_default_days * 86_400_000, now)
     if since_ms >= until_ms:
         raise BadRequest("'since' must be before 'until'", field="since")
     pid, name = project_scope(conn, project)
-    rows = report_rows(conn, pid, since_ms, until_ms)
+    rows = report_rows(conn, pid, since_ms, until_ms, visible_to=reader)
     return build_report(rows, since=since_ms, until=until_ms, project=name)

@@ -14,7 +14,7 @@ async def session_detail(cairn: Cairn, sid: str) -> dict[str, Any]:
     """A session with its prompts, observations (oldest first), summary and last checkpoint."""
 
     def read(conn: sqlite3.Connection) -> dict[str, Any] | None:
-        row = sessions.get(conn, sid)
+        row = sessions.get(conn, sid, visible_to=cairn.reader)
         if row is None:
             return None
         obs, _ = observations.list_page(

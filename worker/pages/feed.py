@@ -45,7 +45,9 @@ async def feed_page(request: Request) -> Response:
     project, type_ = filters(request)
     limit = cairn.settings.limits.page_size
     items, cursor = await cairn.store.read(
-        lambda c: feed.stream(c, project=project or None, type_=type_ or None, limit=limit)
+        lambda c: feed.stream(
+            c, visible_to=cairn.reader, project=project or None, type_=type_ or None, limit=limit
+        )
     )
     all_projects = await cairn.store.read(projects.list_all)
     return render(
@@ -71,7 +73,12 @@ async def feed_items(request: Request) -> Response:
     limit = cairn.settings.limits.page_size
     items, cursor = await cairn.store.read(
         lambda c: feed.stream(
-            c, project=project or None, type_=type_ or None, before=before, limit=limit
+            c,
+            visible_to=cairn.reader,
+            project=project or None,
+            type_=type_ or None,
+            before=before,
+            limit=limit,
         )
     )
     context = page_context(items, cursor, project, type_)
@@ -85,7 +92,7 @@ async def feed_item(request: Request) -> Response:
     kind = request.path_params["kind"]
     item_id = request.path_params["id"]
     project, type_ = filters(request)
-    row = await cairn.store.read(lambda c: feed.item(c, kind, item_id))
+    row = await cairn.store.read(lambda c: feed.item(c, kind, item_id, visible_to=cairn.reader))
     if row is None:
         return HTMLResponse("", headers={"Cache-Control": "no-store"})
     if project and row["project"] != project:
@@ -131,7 +138,9 @@ async def observation_action(request: Request) -> Response:
             error = exc.message
     else:
         raise NotFound(f"no observation action {action!r}", field="action")
-    row = await request.state.cairn.store.read(lambda c: feed.item(c, "observation", oid))
+    row = await cairn.store.read(
+        lambda c: feed.item(c, "observation", oid, visible_to=cairn.reader)
+    )
     if row is None:
         raise NotFound(f"observation {oid} does not exist", field="id")
     return render(

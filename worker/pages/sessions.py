@@ -43,7 +43,12 @@ async def sessions_page(request: Request) -> Response:
     limit = cairn.settings.limits.page_size
     items, next_cursor = await cairn.store.read(
         lambda c: sessions.list_page(
-            c, project=project or None, status=status or None, before=cursor, limit=limit
+            c,
+            project=project or None,
+            status=status or None,
+            before=cursor,
+            limit=limit,
+            visible_to=cairn.reader,
         )
     )
     more = None
@@ -116,15 +121,20 @@ async def timeline_page(request: Request) -> Response:
     focus = request.query_params.get("focus", "")
     at = int(at_text) if at_text.isdigit() and len(at_text) < 16 else None
     span = min(cairn.settings.limits.page_size, 25)
+    reader = cairn.reader
 
     def read(conn: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         if at is None:
             newer: list[dict[str, Any]] = []
-            older, _ = feed.stream(conn, project=project or None, limit=span)
+            older, _ = feed.stream(conn, visible_to=reader, project=project or None, limit=span)
             return newer, older
         edge = (at, "~", 0)  # '~' sorts after every kind: the focus item counts as 'older'
-        newer, _ = feed.stream(conn, project=project or None, after=edge, limit=span)
-        older, _ = feed.stream(conn, project=project or None, before=edge, limit=span)
+        newer, _ = feed.stream(
+            conn, visible_to=reader, project=project or None, after=edge, limit=span
+        )
+        older, _ = feed.stream(
+            conn, visible_to=reader, project=project or None, before=edge, limit=span
+        )
         return list(reversed(newer)), older
 
     newer, older = await cairn.store.read(read)

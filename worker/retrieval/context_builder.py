@@ -186,7 +186,7 @@ def _start_rows(conn: sqlite3.Connection, req: ContextRequest, s: Settings) -> _
     if pid is None:
         return _StartRows(None, req.project, memories, None, None, [], [], set())
     name_row = conn.execute("SELECT name FROM projects WHERE id = ?", (pid,)).fetchone()
-    profile, profile_entry = _profile_text(conn, pid, s)
+    profile, profile_entry = _profile_text(conn, pid, s, req.reader)
     return _StartRows(
         project_id=pid,
         name=str(name_row[0]) if name_row else req.project,
@@ -194,7 +194,7 @@ def _start_rows(conn: sqlite3.Connection, req: ContextRequest, s: Settings) -> _
         summary=q.latest_summary(conn, pid),
         checkpoint=q.latest_checkpoint(conn, pid, req.session_id),
         recent=q.recent_observations(conn, pid, s.context.recent_observations, req.reader),
-        top_files=q.top_files(conn, pid, 5),
+        top_files=q.top_files(conn, pid, 5, req.reader),
         injected=q.injected(conn, req.session_id) if req.session_id else set(),
         profile=profile,
         profile_entry=profile_entry,
@@ -202,12 +202,12 @@ def _start_rows(conn: sqlite3.Connection, req: ContextRequest, s: Settings) -> _
 
 
 def _profile_text(
-    conn: sqlite3.Connection, project_id: int, s: Settings
+    conn: sqlite3.Connection, project_id: int, s: Settings, reader: str | None
 ) -> tuple[str, dict[str, Any] | None]:
     """The project profile's compact Markdown (languages, commands that work, folders...) and
     the cache entry of its static part if it had to be recomputed."""
     try:
-        profile, entry = load_profile_to_cache(conn, project_id, s)
+        profile, entry = load_profile_to_cache(conn, project_id, s, reader=reader)
     except sqlite3.Error:
         log.exception("project profile unavailable for the session-start context")
         return "", None

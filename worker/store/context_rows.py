@@ -106,18 +106,24 @@ def latest_checkpoint(
     }
 
 
-def top_files(conn: AnyDb, project_id: int, limit: int) -> list[tuple[str, int]]:
-    """The files this project's sessions wrote most often."""
-    rows = (
-        as_db(conn)
-        .execute(
-            """SELECT file, COUNT(*) AS n FROM file_writes WHERE project_id = ?
-           GROUP BY file ORDER BY n DESC, file LIMIT ?""",
-            (project_id, limit),
-        )
-        .fetchall()
-    )
-    return [(str(r[0]), int(r[1])) for r in rows]
+def top_files(
+    conn: AnyDb, project_id: int, limit: int, visible_to: str | None = None
+) -> list[tuple[str, int]]:
+    """The files this project's sessions wrote most often; given `visible_to`, counted over the
+    file writes of the observations shared or by that author (a path is a private row's text)."""
+    db = as_db(conn)
+    if visible_to is None:
+        sql = """SELECT file, COUNT(*) AS n FROM file_writes WHERE project_id = ?
+           GROUP BY file ORDER BY n DESC, file LIMIT ?"""
+        args: tuple[object, ...] = (project_id, limit)
+    else:
+        visible, visible_args = shared_or_by("o", visible_to)
+        sql = f"""SELECT fw.file, COUNT(*) AS n FROM file_writes fw
+           JOIN observations o ON o.id = fw.observation_id
+           WHERE fw.project_id = ? AND {visible}
+           GROUP BY fw.file ORDER BY n DESC, fw.file LIMIT ?"""
+        args = (project_id, *visible_args, limit)
+    return [(str(r[0]), int(r[1])) for r in db.execute(sql, args).fetchall()]
 
 
 def injected(conn: AnyDb, session_id: str) -> set[Ref]:

@@ -1,6 +1,10 @@
 """The dashboard's read models: one time-ordered stream over observations, prompts, summaries
 and memories (feed, timeline), plus the counts behind the stats charts.
 
+Every read of the stream names its reader (`visible_to`, Cairn.reader): on a team database a
+teammate's private prompts and observations are left out (store/privacy.py); None (SQLite)
+reads every row.
+
 Ported to the store's database edge (store/db.py): SQLite and PostgreSQL alike.
 """
 
@@ -8,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.store import projects
+from worker.store import privacy, projects
 from worker.store.db import AnyDb, Row, as_db
+from worker.store.items import PRIVATE_KINDS
 from worker.store.observations import TYPES
 from worker.store.rows import load_json
 
@@ -70,18 +75,26 @@ def _kinds_for(type_: str | None) -> list[str]:
     return list(KINDS)
 
 
+def _visible(kind: str, visible_to: str | None) -> tuple[list[str], list[Any]]:
+    """The privacy term of one kind's rows (none for a shared kind or an unnamed reader)."""
+    if visible_to is None or kind not in PRIVATE_KINDS:
+        return [], []
+    term, args = privacy.shared_or_by(_ALIAS[kind], visible_to)
+    return [term], list(args)
+
+
 def _part(
     kind: str,
     project_id: int | None,
     type_: str | None,
     edge: tuple[str, tuple[int, str, int]] | None,
     archived: bool,
+    visible_to: str | None,
 ) -> tuple[str, list[Any]]:
     """One kind's newest (or, going forward, oldest) rows past the cursor edge."""
     a = _ALIAS[kind]
     at = f"{a}.{_TIME.get(kind, 'created_at')}"
-    where: list[str] = []
-    args: list[Any] = []
+    where, args = _visible(kind, visible_to)
     if project_id is not None:
         where.append(f"{a}.project_id = ?")
         args.append(project_id)
@@ -115,6 +128,7 @@ def _part(
 def stream(
     conn: AnyDb,
     *,
+    visible_to: str | None,
     project: str | None = None,
     type_: str | None = None,
     before: tuple[int, str, int] | None = None,
@@ -124,6 +138,7 @@ def stream(
 ) -> tuple[list[dict[str, Any]], tuple[int, str, int] | None]:
     """Items newest first (or, with `after`, the next ones forward in time).
 
+    `visible_to` is required: a caller decides whose private rows it may show (Cairn.reader).
     Returns (items, cursor for the next older page, or None at the end)."""
     db = as_db(conn)
     project_id: int | None = None
@@ -139,7 +154,7 @@ def stream(
     parts: list[str] = []
     args: list[Any] = []
     for kind in _kinds_for(type_):
-        sql, part_args = _part(kind, project_id, type_, edge, include_archived)
+        sql, part_args = _part(kind, project_id, type_, edge, include_archived, visible_to)
         parts.append(sql)
         args.extend(part_args)
         args.append(limit + 1)
@@ -156,15 +171,14 @@ def stream(
     return items, cursor
 
 
-def item(conn: AnyDb, kind: str, item_id: int) -> dict[str, Any] | None:
+def item(conn: AnyDb, kind: str, item_id: int, *, visible_to: str | None) -> dict[str, Any] | None:
+    """One item of the stream; None if missing or a teammate's private one (as if missing)."""
     if kind not in KINDS:
         return None
-    a = _ALIAS[kind]
-    row = (
-        as_db(conn)
-        .execute(f"{_SELECT[kind].format(n=BODY_CHARS)} WHERE {a}.id = ?", (item_id,))
-        .fetchone()
-    )
+    where, args = _visible(kind, visible_to)
+    where.append(f"{_ALIAS[kind]}.id = ?")
+    sql = f"{_SELECT[kind].format(n=BODY_CHARS)} WHERE {' AND '.join(where)}"
+    row = as_db(conn).execute(sql, (*args, item_id)).fetchone()
     return _row(row) if row is not None else None
 
 

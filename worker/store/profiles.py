@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from worker.clock import now_ms
-from worker.store import kv
+from worker.store import kv, privacy
 from worker.store.db import AnyDb, as_db
 from worker.store.observations import COLUMNS as OBSERVATION_COLUMNS
 from worker.store.observations import FROM as OBSERVATION_FROM
@@ -124,19 +124,23 @@ def static_rows(conn: AnyDb, project_id: int) -> tuple[list[dict[str, Any]], lis
     ]
 
 
-def _latest_session_id(conn: AnyDb, project_id: int) -> str | None:
-    """The session with the project's most recent prompt or observation (else the newest)."""
+def _latest_session_id(conn: AnyDb, project_id: int, visible_to: str | None) -> str | None:
+    """The session with the project's most recent prompt or observation the reader may see
+    (else the newest)."""
+    o_seen, o_args = _visible("o", visible_to)
+    r_seen, r_args = _visible("r", visible_to)
     row = (
         as_db(conn)
         .execute(
             "SELECT session_id FROM ("
-            " SELECT * FROM (SELECT session_id, created_at FROM observations"
-            "  WHERE project_id = ? AND session_id IS NOT NULL ORDER BY created_at DESC LIMIT 1) o"
+            " SELECT * FROM (SELECT o.session_id, o.created_at FROM observations o"
+            f"  WHERE o.project_id = ? AND o.session_id IS NOT NULL{o_seen}"
+            "  ORDER BY o.created_at DESC LIMIT 1) o"
             " UNION ALL"
-            " SELECT * FROM (SELECT session_id, created_at FROM prompts"
-            "  WHERE project_id = ? ORDER BY created_at DESC LIMIT 1) p"
+            " SELECT * FROM (SELECT r.session_id, r.created_at FROM prompts r"
+            f"  WHERE r.project_id = ?{r_seen} ORDER BY r.created_at DESC LIMIT 1) p"
             ") latest ORDER BY created_at DESC LIMIT 1",
-            (project_id, project_id),
+            (project_id, *o_args, project_id, *r_args),
         )
         .fetchone()
     )
@@ -153,29 +157,40 @@ def _latest_session_id(conn: AnyDb, project_id: int) -> str | None:
     return None if row is None else str(row[0])
 
 
+def _visible(alias: str, visible_to: str | None) -> tuple[str, tuple[object, ...]]:
+    """' AND <the privacy term>' for a named reader (store/privacy.py), else nothing."""
+    if visible_to is None:
+        return "", ()
+    term, args = privacy.shared_or_by(alias, visible_to)
+    return f" AND {term}", args
+
+
 def dynamic_rows(
-    conn: AnyDb, project_id: int
+    conn: AnyDb, project_id: int, *, visible_to: str | None
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None, list[dict[str, Any]]]:
-    """(recent prompts oldest first, the latest active session, its file writes oldest first)."""
+    """(recent prompts oldest first, the latest active session, its file writes oldest first),
+    of the prompts and observations `visible_to` may see (store/privacy.py; None: all)."""
+    r_seen, r_args = _visible("r", visible_to)
     prompts = (
         as_db(conn)
         .execute(
-            "SELECT * FROM (SELECT id, session_id, number, text, created_at FROM prompts "
-            "WHERE project_id = ? ORDER BY created_at DESC, id DESC LIMIT ?) recent "
-            "ORDER BY created_at, id",
-            (project_id, PROFILE_PROMPTS),
+            "SELECT * FROM (SELECT r.id, r.session_id, r.number, r.text, r.created_at "
+            f"FROM prompts r WHERE r.project_id = ?{r_seen} "
+            "ORDER BY r.created_at DESC, r.id DESC LIMIT ?) recent ORDER BY created_at, id",
+            (project_id, *r_args, PROFILE_PROMPTS),
         )
         .fetchall()
     )
-    session_id = _latest_session_id(conn, project_id)
+    session_id = _latest_session_id(conn, project_id, visible_to)
     session = get_session(conn, session_id) if session_id else None
+    o_seen, o_args = _visible("o", visible_to)
     flight = (
         as_db(conn)
         .execute(
             f"SELECT * FROM (SELECT {OBSERVATION_COLUMNS} {OBSERVATION_FROM} "
-            "WHERE o.session_id = ? AND o.type = 'file_write' "
+            f"WHERE o.session_id = ? AND o.type = 'file_write'{o_seen} "
             "ORDER BY o.created_at DESC, o.id DESC LIMIT ?) recent ORDER BY created_at, id",
-            (session_id, FLIGHT_OBSERVATIONS),
+            (session_id, *o_args, FLIGHT_OBSERVATIONS),
         )
         .fetchall()
         if session_id

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from worker.store import privacy
 from worker.store.db import AnyDb, Row, as_db
 from worker.store.summaries import split_lines
 
@@ -16,34 +17,60 @@ MAX_FILE_ROWS = 5_000  # distinct files counted per report
 MAX_MEMORIES = 200
 
 
-def report_rows(conn: AnyDb, project_id: int | None, since: int, until: int) -> dict[str, Any]:
-    """Sessions, file writes, summaries, memories and counts for [since, until)."""
+def report_rows(
+    conn: AnyDb, project_id: int | None, since: int, until: int, *, visible_to: str | None
+) -> dict[str, Any]:
+    """Sessions, file writes, summaries, memories and counts for [since, until); prompts and
+    observations (their counts and written files) those `visible_to` may see (store/privacy.py;
+    None: all)."""
     db = as_db(conn)
     scope = "" if project_id is None else " AND {alias}.project_id = ?"
     args: list[Any] = [] if project_id is None else [project_id]
 
+    def seen(alias: str) -> tuple[str, list[Any]]:
+        if visible_to is None or alias not in ("o", "pr"):
+            return "", []
+        term, term_args = privacy.shared_or_by(alias, visible_to)
+        return f" AND {term}", list(term_args)
+
     def where(alias: str, column: str) -> tuple[str, list[Any]]:
+        term, term_args = seen(alias)
         return (
-            f"{alias}.{column} >= ? AND {alias}.{column} < ?" + scope.format(alias=alias),
-            [since, until, *args],
+            f"{alias}.{column} >= ? AND {alias}.{column} < ?" + scope.format(alias=alias) + term,
+            [since, until, *args, *term_args],
         )
 
     clause, params = where("s", "started_at")
+    o_seen, o_args = seen("o")
+    pr_seen, pr_args = seen("pr")
     active = (
-        "s.id IN (SELECT session_id FROM observations WHERE created_at >= ? AND created_at < ?"
-        " AND session_id IS NOT NULL UNION SELECT session_id FROM prompts"
-        " WHERE created_at >= ? AND created_at < ?)"
+        "s.id IN (SELECT o.session_id FROM observations o WHERE o.created_at >= ?"
+        f" AND o.created_at < ? AND o.session_id IS NOT NULL{o_seen}"
+        f" UNION SELECT pr.session_id FROM prompts pr WHERE pr.created_at >= ?"
+        f" AND pr.created_at < ?{pr_seen})"
     )
     sessions = db.execute(
         "SELECT s.id, s.project_id, p.name AS project_name, p.key AS project_key, s.started_at, "
         "s.ended_at, s.status, su.request, su.next_steps, su.updated_at AS summary_at, "
-        "(SELECT COUNT(*) FROM prompts pr WHERE pr.session_id = s.id) AS prompts, "
-        "(SELECT COUNT(*) FROM observations o WHERE o.session_id = s.id) AS observations "
+        f"(SELECT COUNT(*) FROM prompts pr WHERE pr.session_id = s.id{pr_seen}) AS prompts, "
+        f"(SELECT COUNT(*) FROM observations o WHERE o.session_id = s.id{o_seen}) AS observations "
         "FROM sessions s JOIN projects p ON p.id = s.project_id "
         "LEFT JOIN summaries su ON su.session_id = s.id "
         f"WHERE (({clause}) OR ({active}{scope.format(alias='s')})) "
         "ORDER BY s.started_at, s.id LIMIT ?",
-        [*params, since, until, since, until, *args, MAX_SESSIONS],
+        [
+            *pr_args,
+            *o_args,
+            *params,
+            since,
+            until,
+            *o_args,
+            since,
+            until,
+            *pr_args,
+            *args,
+            MAX_SESSIONS,
+        ],
     ).fetchall()
 
     clause, params = where("o", "created_at")

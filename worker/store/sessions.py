@@ -17,19 +17,35 @@ from worker.store.rows import dump_json, insert_values, iso, load_json, placehol
 from worker.terms import split_text
 
 
-def session_columns(dialect: Dialect) -> str:
-    """The columns `to_dict` reads, for `sessions s JOIN projects p`."""
+def session_columns(
+    dialect: Dialect, visible_to: str | None = None
+) -> tuple[str, tuple[object, ...]]:
+    """The columns `to_dict` reads, for `sessions s JOIN projects p`, and their parameters:
+    given `visible_to`, the counts and last activity are of the prompts and observations that
+    reader may see (store/privacy.py), as the session's lists are."""
+    o_seen, o_args = _seen("o", visible_to)
+    pr_seen, pr_args = _seen("pr", visible_to)
     last_activity = dialect.greatest(
         "s.started_at",
         "COALESCE(s.ended_at, 0)",
-        "COALESCE((SELECT MAX(o.created_at) FROM observations o WHERE o.session_id = s.id), 0)",
-        "COALESCE((SELECT MAX(pr.created_at) FROM prompts pr WHERE pr.session_id = s.id), 0)",
+        "COALESCE((SELECT MAX(o.created_at) FROM observations o "
+        f"WHERE o.session_id = s.id{o_seen}), 0)",
+        "COALESCE((SELECT MAX(pr.created_at) FROM prompts pr "
+        f"WHERE pr.session_id = s.id{pr_seen}), 0)",
     )
-    return f"""s.id, s.project_id, p.key AS project, p.name AS project_name, s.parent_id,
+    sql = f"""s.id, s.project_id, p.key AS project, p.name AS project_name, s.parent_id,
     s.cwd, s.source, s.started_at, s.ended_at, s.end_reason, s.status, s.plan, s.meta, s.author,
-    (SELECT COUNT(*) FROM prompts pr WHERE pr.session_id = s.id) AS prompt_count,
-    (SELECT COUNT(*) FROM observations o WHERE o.session_id = s.id) AS observation_count,
+    (SELECT COUNT(*) FROM prompts pr WHERE pr.session_id = s.id{pr_seen}) AS prompt_count,
+    (SELECT COUNT(*) FROM observations o WHERE o.session_id = s.id{o_seen}) AS observation_count,
     {last_activity} AS last_activity_at"""
+    return sql, (*pr_args, *o_args, *o_args, *pr_args)  # in the order they appear
+
+
+def _seen(alias: str, visible_to: str | None) -> tuple[str, tuple[object, ...]]:
+    if visible_to is None:
+        return "", ()
+    term, args = privacy.shared_or_by(alias, visible_to)
+    return f" AND {term}", args
 
 
 def to_dict(row: Row) -> dict[str, Any]:
@@ -55,12 +71,13 @@ def to_dict(row: Row) -> dict[str, Any]:
     }
 
 
-def get(conn: AnyDb, session_id: str) -> dict[str, Any] | None:
+def get(conn: AnyDb, session_id: str, *, visible_to: str | None = None) -> dict[str, Any] | None:
+    """The session; its counts of the rows `visible_to` may see (None: all, as a write's echo)."""
     db = as_db(conn)
+    columns, args = session_columns(db.dialect, visible_to)
     row = db.execute(
-        f"SELECT {session_columns(db.dialect)} FROM sessions s JOIN projects p ON p.id = s.project_id "
-        "WHERE s.id = ?",
-        (session_id,),
+        f"SELECT {columns} FROM sessions s JOIN projects p ON p.id = s.project_id WHERE s.id = ?",
+        (*args, session_id),
     ).fetchone()
     return to_dict(row) if row is not None else None
 
@@ -161,8 +178,10 @@ def list_page(
     status: str | None,
     before: str | None,
     limit: int,
+    visible_to: str | None,
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """Newest first; the cursor is '<started_at>:<id>' of the last row."""
+    """Newest first, with the counts of the rows `visible_to` may see (store/privacy.py); the
+    cursor is '<started_at>:<id>' of the last row."""
     db = as_db(conn)
     where: list[str] = []
     args: list[object] = []
@@ -181,10 +200,11 @@ def list_page(
             where.append("(s.started_at < ? OR (s.started_at = ? AND s.id < ?))")
             args.extend([int(ts), int(ts), sid])
     clause = ("WHERE " + " AND ".join(where)) if where else ""
+    columns, column_args = session_columns(db.dialect, visible_to)
     rows = db.execute(
-        f"SELECT {session_columns(db.dialect)} FROM sessions s JOIN projects p "
+        f"SELECT {columns} FROM sessions s JOIN projects p "
         f"ON p.id = s.project_id {clause} ORDER BY s.started_at DESC, s.id DESC LIMIT ?",
-        (*args, limit + 1),
+        (*column_args, *args, limit + 1),
     ).fetchall()
     items = [to_dict(r) for r in rows[:limit]]
     cursor = None
