@@ -153,7 +153,9 @@ def main() -> int:
 
         lines: list[str] = []
         started = time.perf_counter()
-        store.read_sync(lambda c: portability.export_to(c, lines.append, version="bench"))
+        store.read_sync(
+            lambda c: portability.export_to(c, lines.append, version="bench", visible_to=None)
+        )
         export_s = time.perf_counter() - started
         exported = len(lines) - 1
         export_rate = exported / export_s

@@ -102,7 +102,9 @@ def main() -> int:
         local.open()
         rows = fill(local, args.sessions)
         lines: list[str] = []
-        local.read_sync(lambda c: portability.export_to(c, lines.append, version="bench"))
+        local.read_sync(
+            lambda c: portability.export_to(c, lines.append, version="bench", visible_to=None)
+        )
         lines = portability.split_lines("".join(lines))
         server = pg.started(found[0])
         try:

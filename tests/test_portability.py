@@ -189,7 +189,9 @@ def _export_text(settings: Settings) -> list[str]:
     store.open()
     out: list[str] = []
     try:
-        store.read_sync(lambda c: portability.export_to(c, out.append, version="t"))
+        store.read_sync(
+            lambda c: portability.export_to(c, out.append, version="t", visible_to=None)
+        )
     finally:
         store.close()
     return portability.split_lines("".join(out))
@@ -231,7 +233,7 @@ def _import_into(
 def _dump(store: Store | PgStore) -> list[str]:
     """The store's rows as export lines (the header left out)."""
     out: list[str] = []
-    store.read_sync(lambda c: portability.export_to(c, out.append, version="t"))
+    store.read_sync(lambda c: portability.export_to(c, out.append, version="t", visible_to=None))
     return portability.split_lines("".join(out))[1:]
 
 
@@ -545,7 +547,7 @@ def test_round_trip_sqlite_postgres_sqlite(
         assert counted == team.read_sync(lambda c: index.frequencies(c, terms))
         assert counted[1] == len(index_rows_of(lines)) and any(counted[0].values())
         out: list[str] = []
-        team.read_sync(lambda c: portability.export_to(c, out.append, version="t"))
+        team.read_sync(lambda c: portability.export_to(c, out.append, version="t", visible_to=None))
         from_pg = portability.split_lines("".join(out))
         # The keyword words PostgreSQL's writer fills were filled for the imported rows.
         found = team.read_sync(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack
 from pathlib import Path
@@ -17,6 +18,7 @@ from starlette.testclient import TestClient
 
 from tests.backends import execute, opened_store
 from tests.conftest import running_app
+from worker.cli import main
 from worker.mcp_server import CairnTools
 from worker.settings import Settings
 
@@ -248,3 +250,39 @@ def test_a_teammates_private_observation_cannot_be_archived_or_forgotten(
     client.post(f"/feed/observation/{hidden}/forget")
     owner = team.client(_mirror(author)).get(f"/api/observations/{hidden}")
     assert owner.status_code == 200 and owner.json()["archived_at"] is None
+
+
+@READERS
+def test_an_export_holds_own_and_shared_rows_only(
+    team: Team, author: str, settings: Settings
+) -> None:
+    with opened_store(settings) as store:  # a record of each prompt given as context
+        for word in ("annprivprompt", "annsharedprompt", "bobprivprompt", "bobsharedprompt"):
+            execute(
+                store,
+                "INSERT INTO context_injections(session_id, item_kind, item_id, injected_at) "
+                "VALUES ('s-x', 'prompt', ?, 1)",
+                (team.ids[word],),
+            )
+    export = team.client(author).get("/api/export")
+    assert export.status_code == 200, export.text
+    lines = [json.loads(line) for line in export.text.splitlines()]
+    assert _shows(export.text) == _seen_by(author)
+    assert lines[0]["private_rows_of"] == author
+    injected = {r["row"]["item_id"] for r in lines[1:] if r["table"] == "context_injections"}
+    hidden = team.ids[PRIVATE[_mirror(author)][0]]
+    assert hidden not in injected and len(injected) == 3
+    assert lines[0]["tables"]["prompts"] == lines[0]["tables"]["observations"] == 3
+
+
+@READERS
+def test_cairn_export_and_report_read_the_team_database_as_their_user(
+    team: Team, author: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CAIRN_AUTHOR", author)  # the CLI opens the team database itself
+    assert main(["export", "--quiet"]) == 0
+    assert _shows(capsys.readouterr().out) == _seen_by(author)
+    assert main(["report", "--project", PROJECT, "--since", "2000-01-01", "--json"]) == 0
+    report = capsys.readouterr().out
+    assert _shows(report) == {w for w in _seen_by(author) if w.endswith("obs")}
+    assert json.loads(report)["prompts"] == 3

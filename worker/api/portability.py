@@ -34,7 +34,9 @@ def _export_file(call: Call) -> Path:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             call.cairn.store.read_sync(
-                lambda c: portability.export_to(c, out.write, version=__version__)
+                lambda c: portability.export_to(
+                    c, out.write, version=__version__, visible_to=call.cairn.reader
+                )
             )
     except BaseException:
         path.unlink(missing_ok=True)

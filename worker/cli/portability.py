@@ -89,6 +89,8 @@ def _no_database(settings: Settings) -> int:
 
 # ------------------------------------------------------------------------------------ export
 def cmd_export(args: argparse.Namespace) -> int:
+    from worker.container import reader_of
+    from worker.project_identity import author as git_author
     from worker.store import portability
     from worker.store.errors import StoreError
 
@@ -100,12 +102,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     if store is None:
         return _no_database(settings)
     bar = ProgressBar("export", enabled=not args.quiet)
+    # On a team database, as the worker reads: a teammate's private rows are not exported.
+    reader = reader_of(store, settings.author or git_author(None))
     target: Path | None = Path(args.output) if args.output and args.output != "-" else None
     try:
         if target is None:
             out = sys.stdout
             lines = store.read_sync(
-                lambda c: portability.export_to(c, out.write, version=__version__, progress=bar)
+                lambda c: portability.export_to(
+                    c, out.write, version=__version__, visible_to=reader, progress=bar
+                )
             )
             out.flush()
         else:
@@ -113,7 +119,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             with private_temp(target) as handle:
                 lines = store.read_sync(
                     lambda c: portability.export_to(
-                        c, handle.write, version=__version__, progress=bar
+                        c, handle.write, version=__version__, visible_to=reader, progress=bar
                     )
                 )
     except OSError as exc:

@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from worker.clock import now_ms, to_iso
 from worker.home import ensure_private_dir
+from worker.store import privacy
 from worker.store.catalog import TableInfo, applied_migrations, catalog, quote, tables
 from worker.store.db import AnyDb, Db, Row, as_db, same_value
 from worker.store.errors import InvalidValue, RowConflict
@@ -42,6 +43,8 @@ __all__ = ["TableInfo", "applied_migrations", "tables"]  # where the import's ro
 FORMAT = "cairn-export"
 FORMAT_VERSION = 1
 ITEM_TABLES = {"observations": "observation", "memories": "memory", "prompts": "prompt"}
+# The kinds private to their author on a team database (store/privacy.py), by table.
+PRIVATE_TABLES = {"prompt": "prompts", "observation": "observations"}
 ITEM_TABLES_SUMMARY = "summaries"
 
 OnConflict = Literal["fail", "skip", "replace"]
@@ -102,30 +105,64 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-def export_lines(conn: AnyDb, *, version: str, progress: Progress | None = None) -> Iterator[str]:
-    """The export, line by line (no newline). Run it inside one read transaction (see export_to)."""
+def _visible_rows(info: TableInfo, visible_to: str | None) -> tuple[str, tuple[object, ...]]:
+    """The WHERE term (on alias t) of the rows of `info` an export for `visible_to` holds: on a
+    team database, a teammate's private prompts and observations are left out, with the rows
+    that hold or point to them (their vectors, their injections) (store/privacy.py)."""
+    if visible_to is None:
+        return "", ()
+    if info.name in PRIVATE_TABLES.values():
+        return privacy.shared_or_by("t", visible_to)
+    if not {"item_kind", "item_id"} <= set(info.columns):
+        return "", ()
+    terms = ["t.item_kind NOT IN ('prompt', 'observation')"]
+    args: list[object] = []
+    for kind, table in PRIVATE_TABLES.items():
+        visible, visible_args = privacy.shared_or_by("x", visible_to)
+        terms.append(
+            f"(t.item_kind = '{kind}' AND t.item_id IN (SELECT x.id FROM {table} x "
+            f"WHERE {visible}))"
+        )
+        args.extend(visible_args)
+    return "(" + " OR ".join(terms) + ")", tuple(args)
+
+
+def export_lines(
+    conn: AnyDb,
+    *,
+    version: str,
+    visible_to: str | None,
+    progress: Progress | None = None,
+) -> Iterator[str]:
+    """The export, line by line (no newline). Run it inside one read transaction (see export_to).
+
+    Every row, or given `visible_to` (a team database's reader, Cairn.reader), every row but a
+    teammate's private prompts and observations and what points to them."""
     db = as_db(conn)
     infos = tables(db)
-    counts = {
-        t.name: int(db.execute(f"SELECT COUNT(*) FROM {quote(t.name)}").fetchone()[0])
-        for t in infos
-    }
+    counts: dict[str, int] = {}
+    for t in infos:
+        where, args = _visible_rows(t, visible_to)
+        sql = f"SELECT COUNT(*) FROM {quote(t.name)} t" + (f" WHERE {where}" if where else "")
+        counts[t.name] = int(db.execute(sql, args).fetchone()[0])
     total = sum(counts.values())
-    yield _dumps(
-        {
-            "format": FORMAT,
-            "version": FORMAT_VERSION,
-            "cairn": version,
-            "backend": db.dialect.name,
-            "exported_at": to_iso(now_ms()),
-            "migrations": applied_migrations(db),
-            "tables": counts,
-            "rows": total,
-        }
-    )
+    header: dict[str, Any] = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "cairn": version,
+        "backend": db.dialect.name,
+        "exported_at": to_iso(now_ms()),
+        "migrations": applied_migrations(db),
+        "tables": counts,
+        "rows": total,
+    }
+    if visible_to is not None:
+        header["private_rows_of"] = visible_to  # a teammate's private rows are not in it
+    yield _dumps(header)
     done = 0
     for info in infos:
-        for row in db.execute(_select_in_order(db, info)):
+        where, args = _visible_rows(info, visible_to)
+        for row in db.execute(_select_in_order(db, info, where), args):
             values = {c: _encode(v) for c, v in zip(info.columns, row, strict=True)}
             yield _dumps({"table": info.name, "row": values})
             done += 1
@@ -138,15 +175,19 @@ def export_lines(conn: AnyDb, *, version: str, progress: Progress | None = None)
 MAX_CHAIN_DEPTH = 10_000
 
 
-def _select_in_order(db: Db, info: TableInfo) -> str:
-    """Rows in primary-key order; with a self reference (a memory superseded by another), every
-    row after the row it points to, so an import sent in chunks never points forward."""
+def _select_in_order(db: Db, info: TableInfo, where: str = "") -> str:
+    """Rows (those of `where`, on alias t) in primary-key order; with a self reference (a memory
+    superseded by another), every row after the row it points to, so an import sent in chunks
+    never points forward."""
     table = quote(info.name)
     columns = ", ".join(f"t.{quote(c)}" for c in info.columns)
     keys = info.key or [catalog(db).insertion_order("t") or "", *info.columns]
     order = ", ".join(k if k.startswith("t.") else f"t.{quote(k)}" for k in keys if k)
     if info.self_ref is None:
-        return f"SELECT {columns} FROM {table} t ORDER BY {order}"
+        return (
+            f"SELECT {columns} FROM {table} t{f' WHERE {where}' if where else ''} ORDER BY {order}"
+        )
+    assert not where, f"{info.name}: a table with a self reference is exported whole"
     ref, to = (quote(c) for c in info.self_ref)
     return (
         f"WITH RECURSIVE chain(k, depth) AS ("
@@ -164,16 +205,18 @@ def export_to(
     write: Callable[[str], Any],
     *,
     version: str,
+    visible_to: str | None,
     progress: Progress | None = None,
 ) -> int:
     """Write the export through `write` (one call per line, with newline) from one snapshot
-    (inside a store's read: `Store.read_sync` or `PgStore.read_sync`)."""
+    (inside a store's read: `Store.read_sync` or `PgStore.read_sync`), as `visible_to` reads
+    (export_lines)."""
     db = as_db(conn)
     cat = catalog(db)
     lines = 0
     db.execute(cat.SNAPSHOT_BEGIN)  # every table from the same snapshot
     try:
-        for line in export_lines(db, version=version, progress=progress):
+        for line in export_lines(db, version=version, visible_to=visible_to, progress=progress):
             write(line + "\n")
             lines += 1
     finally:
