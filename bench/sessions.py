@@ -92,7 +92,7 @@ def fill(store: Store, sizes: list[int], background: int, rng: random.Random) ->
 
 def stop_work(store: Store, sid: str) -> None:
     def write(conn: Any) -> None:
-        activity = summaries.session_activity(conn, sid)
+        activity = summaries.session_activity(conn, sid, visible_to=None)
         assert activity is not None
         session = activity["session"]
         draft = build_summary(

@@ -86,7 +86,9 @@ def test_session_activity_lists_prompts_and_lean_observations(backend_store: Any
         )  # fmt: skip
 
     backend_store.write_sync(write)
-    activity = backend_store.read_sync(lambda c: summaries.session_activity(c, "s-1"))
+    activity = backend_store.read_sync(
+        lambda c: summaries.session_activity(c, "s-1", visible_to=None)
+    )
     assert activity is not None
     assert activity["session"]["project_id"] == pid
     assert [p["text"] for p in activity["prompts"]] == ["run the tests"]
@@ -95,7 +97,10 @@ def test_session_activity_lists_prompts_and_lean_observations(backend_store: Any
         ("Edit pool.py", "", None, ["pool.py"]),
         ("pytest", "2 failed", {"exit": 1}, []),
     ]
-    assert backend_store.read_sync(lambda c: summaries.session_activity(c, "s-none")) is None
+    assert (
+        backend_store.read_sync(lambda c: summaries.session_activity(c, "s-none", visible_to=None))
+        is None
+    )
 
 
 def test_checkpoints_keep_the_latest_and_skip_a_repeat(backend_store: AnyStore) -> None:

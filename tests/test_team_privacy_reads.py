@@ -286,3 +286,16 @@ def test_cairn_export_and_report_read_the_team_database_as_their_user(
     report = capsys.readouterr().out
     assert _shows(report) == {w for w in _seen_by(author) if w.endswith("obs")}
     assert json.loads(report)["prompts"] == 3
+
+
+@READERS
+def test_a_summary_or_checkpoint_of_a_teammates_session_reads_only_shared_rows(
+    team: Team, author: str
+) -> None:
+    client, theirs = team.client(author), f"s-{_mirror(author)[:3]}"
+    summary = client.post(f"/api/sessions/{theirs}/summarize", json={})
+    assert summary.status_code in (200, 201), summary.text
+    checkpoint = client.post(f"/api/sessions/{theirs}/checkpoint", json={})
+    assert checkpoint.status_code in (200, 201), checkpoint.text
+    for written in (summary.text, checkpoint.text):
+        assert not _shows(written) & set(PRIVATE[_mirror(author)])

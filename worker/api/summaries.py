@@ -162,7 +162,7 @@ async def summarize(call: Call) -> Any:
             existing = summaries.get(conn, sid)
             if existing is not None:
                 return {"summary": existing, "created": False}
-        activity = summaries.session_activity(conn, sid)
+        activity = summaries.session_activity(conn, sid, visible_to=call.cairn.reader)
         if activity is None:
             raise _unknown(sid)
         session = activity["session"]
@@ -255,7 +255,7 @@ async def create_checkpoint(call: Call) -> Any:
             existing = checkpoints.get(conn, int(seen))
             if existing is not None:
                 return existing, False
-        activity = summaries.session_activity(conn, sid)
+        activity = summaries.session_activity(conn, sid, visible_to=call.cairn.reader)
         if activity is None:
             raise _unknown(sid)
         checkpoint, created = _checkpoint_from(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from worker.clock import now_ms
+from worker.store import privacy
 from worker.store.db import AnyDb, Row, as_db
 from worker.store.keyword_terms import analyse
 from worker.store.rows import dump_json, iso, load_json, placeholders
@@ -37,31 +38,38 @@ def split_lines(text: str | None) -> list[str]:
     return [line for line in (text or "").split("\n") if line.strip()]
 
 
-def session_activity(conn: AnyDb, session_id: str) -> dict[str, Any] | None:
-    """The session with its prompts and observations (archived included), oldest first.
+def session_activity(
+    conn: AnyDb, session_id: str, *, visible_to: str | None
+) -> dict[str, Any] | None:
+    """The session with its prompts and observations (archived included), oldest first: those
+    `visible_to` may see (store/privacy.py), so a worker summarising a teammate's session never
+    reads the teammate's private rows (None: all; the session's own worker sees all of its own).
 
     Observations are lean dicts (id, type, title, tool_name, files, body and meta of commands,
     created_at in epoch ms): what the summary and checkpoint builders read.
     """
     db = as_db(conn)
-    session = get_session(db, session_id)
+    session = get_session(db, session_id, visible_to=visible_to)
     if session is None:
         return None
+    seen, seen_args = ("", ()) if visible_to is None else privacy.shared_or_by("o", visible_to)
     # Lean rows: what the summary and checkpoint read (bodies and meta of commands only).
     rows = db.execute(
         "SELECT * FROM (SELECT id, type, title, tool_name, files, created_at, "
         "CASE WHEN type = 'command' THEN body ELSE '' END AS body, "
-        "CASE WHEN type = 'command' THEN meta END AS meta FROM observations "
-        "WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT ?) AS recent "
-        "ORDER BY created_at, id",
-        (session_id, MAX_SESSION_OBSERVATIONS),
+        "CASE WHEN type = 'command' THEN meta END AS meta FROM observations o "
+        f"WHERE session_id = ?{f' AND {seen}' if seen else ''} "
+        "ORDER BY created_at DESC, id DESC LIMIT ?) AS recent ORDER BY created_at, id",
+        (session_id, *seen_args, MAX_SESSION_OBSERVATIONS),
     ).fetchall()
     session["project_id"] = db.execute(
         "SELECT project_id FROM sessions WHERE id = ?", (session_id,)
     ).fetchone()[0]
     return {
         "session": session,
-        "prompts": prompts_of(db, session_id, limit=MAX_SESSION_OBSERVATIONS),
+        "prompts": prompts_of(
+            db, session_id, limit=MAX_SESSION_OBSERVATIONS, visible_to=visible_to
+        ),
         "observations": [
             {
                 "id": r["id"],
