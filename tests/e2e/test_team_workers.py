@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -138,4 +139,11 @@ def test_two_workers_share_decisions_and_keep_prompts_private(
     assert all(hit["kind"] != "prompt" for hit in found["hits"])
     status, own = ann.request("GET", query)
     assert status == 200 and any(hit["kind"] == "prompt" for hit in own["hits"]), own
+    # Nor on Bob's dashboard (feed, older page, timeline) or GET /api/timeline (the MCP tool's).
+    scope = urllib.parse.quote(PROJECT, safe="")
+    for path in ("/", "/feed/items", f"/timeline?project={scope}"):
+        assert "secret idea" not in bob.request_text("GET", path), path
+        assert "secret idea" in ann.request_text("GET", path), path
+    status, line = bob.request("GET", f"/api/timeline?project={scope}&before=50")
+    assert status == 200 and "secret idea" not in json.dumps(line), line
     stream.close()
