@@ -299,3 +299,33 @@ def test_a_summary_or_checkpoint_of_a_teammates_session_reads_only_shared_rows(
     assert checkpoint.status_code in (200, 201), checkpoint.text
     for written in (summary.text, checkpoint.text):
         assert not _shows(written) & set(PRIVATE[_mirror(author)])
+
+
+def test_the_teams_static_profile_is_built_from_shared_commands_only(
+    team: Team, settings: Settings
+) -> None:
+    """The static part (commands that worked, cached once for the team) reads only what is
+    shared: Bob's private command never reaches Ann's profile, his shared one does."""
+    ids = {}
+    for word in ("bobsecretcmd", "bobsharedcmd"):
+        r = team.bob.post(
+            "/api/observations",
+            json={
+                "session_id": "s-bob",
+                "project": PROJECT,
+                "type": "command",
+                "title": f"$ pytest tests/{word}",
+                "body": "",
+                "meta": {"command": f"pytest tests/{word}", "exit_code": 0},
+            },
+        )
+        assert r.status_code == 201, r.text
+        ids[word] = int(r.json()["id"])
+    with opened_store(settings) as store:  # shared as CAIRN_TEAM_SHARE_OBSERVATIONS would
+        execute(store, "UPDATE observations SET shared = 1 WHERE id = ?", (ids["bobsharedcmd"],))
+    for client in (team.bob, team.ann):  # whoever computes (and caches) it first
+        profile = client.get("/api/profile", params={"project": PROJECT, "refresh": "1"})
+        assert profile.status_code == 200, profile.text
+        commands = [c["command"] for c in profile.json()["static"]["commands"]]
+        assert "pytest tests/bobsharedcmd" in commands
+        assert not any("bobsecretcmd" in c for c in commands), commands

@@ -302,9 +302,11 @@ def render_profile(
 
 
 def _static(
-    conn: AnyDb, project: Mapping[str, Any], settings: Settings, *, force: bool
+    conn: AnyDb, project: Mapping[str, Any], settings: Settings, *, force: bool, team: bool
 ) -> tuple[dict[str, Any], bool, dict[str, Any] | None]:
-    """(static part, from cache?, cache entry to store or None)."""
+    """(static part, from cache?, cache entry to store or None). On a team database (`team`:
+    the worker reads as an author) it is built from shared observations only, as it is cached
+    once for the whole team."""
     pid = int(project["id"])
     marks = profiles.marks(conn, pid)
     if not force:
@@ -317,7 +319,7 @@ def _static(
         )
         if hit is not None:
             return hit["static"], True, None
-    observations, memories = profiles.static_rows(conn, pid)
+    observations, memories = profiles.static_rows(conn, pid, shared_only=team)
     static = build_static(project, observations, memories)
     entry = {**marks, "at": now_ms(), "computed_at": to_iso(now_ms()), "static": static}
     return static, False, entry
@@ -336,11 +338,12 @@ def _assemble(
 
     The dynamic part (current task, session, files in flight) is read as `reader`: never a
     teammate's private prompt or observation (store/privacy.py). The static part is the
-    project's, cached once for the team: languages, folders and commands that worked."""
+    project's, cached once for the team: languages, folders and commands that worked, from
+    the observations shared with the team (on a team database)."""
     project = profiles.project_row(conn, project_id)
     if project is None:
         return None, None
-    static, cached, entry = _static(conn, project, settings, force=force)
+    static, cached, entry = _static(conn, project, settings, force=force, team=reader is not None)
     if entry is not None and store:
         profiles.store_static(conn, project_id, entry)
         entry = None

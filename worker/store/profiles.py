@@ -86,8 +86,14 @@ def invalidate(conn: AnyDb, project_id: int) -> None:
     as_db(conn).execute("DELETE FROM kv WHERE key = ?", (_key(project_id),))
 
 
-def static_rows(conn: AnyDb, project_id: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(recent file/research/command observations oldest first, live important memories)."""
+def static_rows(
+    conn: AnyDb, project_id: int, *, shared_only: bool = False
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(recent file/research/command observations oldest first, live important memories).
+
+    `shared_only` (a team database, whose static profile is cached once for every reader):
+    only the observations shared with the team, so nobody's private command or file reaches a
+    teammate's profile."""
     # Lean rows: bodies and meta only for commands (exit codes), files only for the others.
     observations = [
         {
@@ -103,7 +109,8 @@ def static_rows(conn: AnyDb, project_id: int) -> tuple[list[dict[str, Any]], lis
             "CASE WHEN type = 'command' THEN body ELSE '' END AS body, "
             "CASE WHEN type = 'command' THEN '[]' ELSE files END AS files, "
             "CASE WHEN type = 'command' THEN meta END AS meta, created_at FROM observations "
-            "WHERE project_id = ? AND type IN ('file_write', 'research', 'command') "
+            "WHERE project_id = ? AND type IN ('file_write', 'research', 'command')"
+            f"{' AND shared = 1' if shared_only else ''} "
             "ORDER BY created_at DESC, id DESC LIMIT ?) recent ORDER BY created_at, id",
             (project_id, PROFILE_OBSERVATIONS),
         )
