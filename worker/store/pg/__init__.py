@@ -128,17 +128,22 @@ class PgStore:
 
     def read_sync(self, fn: Callable[[PgDb], T]) -> T:
         def run() -> T:
-            with self._live_pool().connection() as conn, conn.transaction():
-                conn.execute("SET TRANSACTION READ ONLY")
-                return fn(self._db(conn))
+            with self._live_pool().connection() as conn:
+                # `BEGIN READ ONLY`, one round trip (not BEGIN, then SET TRANSACTION READ ONLY):
+                # psycopg keeps the attribute on our side and writes it into the BEGIN.
+                conn.read_only = True
+                with conn.transaction():
+                    return fn(self._db(conn))
 
         return self._guard(run)
 
     def write_sync(self, fn: Callable[[PgDb], T]) -> T:
         def run() -> T:
-            with self._live_pool().connection(writing=True) as conn, conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-                return fn(self._db(conn))
+            with self._live_pool().connection(writing=True) as conn:
+                conn.read_only = False  # the pool's connections serve reads too
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                    return fn(self._db(conn))
 
         # Waiting behind a write stuck on a silent database ends when the breaker opens.
         self._live_pool().breaker.acquire(self._write_lock, writing=True)
