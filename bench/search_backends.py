@@ -17,6 +17,8 @@ server's buffers (SERVER_OPTIONS).
     python bench/search_backends.py [--items 20000] [--queries 200] [--backends sqlite,postgres]
     python bench/search_backends.py --items 100000
     python bench/search_backends.py --items 1000000          # aim: PG hybrid p95 < 100 ms
+    python bench/search_backends.py --items 1000000 --backends postgres --keep  # then, again:
+    python bench/search_backends.py --items 1000000 --backends postgres --url URL  # no build
     python bench/search_backends.py --items 300000 --extrapolate-to 1000000  # build times
                                                              # projected, marked as such
 """
@@ -39,6 +41,7 @@ from typing import Any
 
 import anyio
 import numpy as np
+import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -200,10 +203,12 @@ def measure(
     n: int,
     queries: int,
     keyword_source: str = "database",
+    built: bool = False,
 ) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix="cairn-bench-backends-"))
     settings = load_settings(home=home, embed_enabled=True)
-    out: dict[str, Any] = build(store, n)
+    # `built`: the database already holds this corpus (an earlier run's, kept: --url).
+    out: dict[str, Any] = {"corpus": "reused (--url)"} if built else build(store, n)
     # As the app: the worker's in-memory index on SQLite; on PostgreSQL the database's own
     # (migration 6: nothing to load; `--keywords memory` measures the in-memory one there).
     keywords: KeywordScorer
@@ -292,18 +297,36 @@ def measure(
 
 
 @contextmanager
-def postgres_database() -> Iterator[str | None]:
-    """A new database's URL on a throwaway local server, or None where none is installed."""
+def postgres_database(keep: bool = False) -> Iterator[str | None]:
+    """A new database's URL on a throwaway local server, or None where none is installed.
+    `keep`: the server and the database are left running (their URL printed) for --url."""
     found = pg.find_binaries()
     if not found:
         yield None
         return
     server = pg.started(found[0], SERVER_OPTIONS)
+    if keep:
+        url = server.url("bench")
+        with psycopg.connect(server.url("postgres"), autocommit=True) as admin:
+            admin.execute("CREATE DATABASE bench")
+        yield url
+        print(f"kept: {url} (server data in {server.root}; stop it by the PID in postmaster.pid)")
+        return
     try:
         with server.database() as url:
             yield url
     finally:
         server.stop()
+
+
+@contextmanager
+def given_database(url: str | None, keep: bool) -> Iterator[str | None]:
+    """--url's database as it is, else a new one (postgres_database)."""
+    if url:
+        yield url
+        return
+    with postgres_database(keep) as made:
+        yield made
 
 
 def main() -> int:
@@ -324,6 +347,17 @@ def main() -> int:
         default=0,
         help="also print the build times projected to this many items (marked as projected)",
     )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="leave the PostgreSQL server and its built database running, for --url",
+    )
+    parser.add_argument(
+        "--url",
+        default="",
+        help="measure PostgreSQL on this database, which a --keep run built with the same "
+        "--items (the 1M build takes most of an hour): no build, the corpus as it is",
+    )
     args = parser.parse_args()
     wanted = set(args.backends.split(","))
     results: dict[str, dict[str, Any]] = {}
@@ -339,13 +373,15 @@ def main() -> int:
             # On SQLite the other writer is the same store (one worker per file).
             results["sqlite"] = measure(sqlite, sqlite, args.items, args.queries)
             sqlite.close()
-    with postgres_database() as url:
+    with given_database(args.url, args.keep) as url:
         if url is not None and "postgres" in wanted:
             stores = PgStore(url), PgStore(url)  # two workers of one team database
             for store in stores:
                 store.open()
             notes["postgres"] = f"{pg.find_binaries()[0].version}; {stores[0].vector_search}"
-            results["postgres"] = measure(*stores, args.items, args.queries, args.keywords)
+            results["postgres"] = measure(
+                *stores, args.items, args.queries, args.keywords, built=bool(args.url)
+            )
             for store in stores:
                 store.close()
     rows: list[Row] = []
