@@ -454,13 +454,31 @@ def spawn_worker(home: str) -> int | None:
         os.close(fd)
 
 
-def wait_healthy(home: str, deadline: float) -> Worker | None:
-    """Poll worker.json and /health until `deadline` (time.monotonic())."""
+def child_exit_code(pid: int) -> int | None:
+    """The exit code of this process's child `pid` once it has exited (reaped here), else None."""
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:  # not a child of this process (or reaped already)
+        return None
+    return os.waitstatus_to_exitcode(status) if done else None
+
+
+def wait_healthy(home: str, deadline: float, child: int | None = None) -> Worker | None:
+    """Poll worker.json and /health until `deadline` (time.monotonic()), or until `child` (the
+    worker this hook spawned) exits with an error: a worker that cannot start (its team database
+    unreachable) is not waited for."""
     while True:
         worker = find_worker(home)
         remaining = deadline - time.monotonic()
         if worker is not None and healthy(worker, min(0.5, max(0.05, remaining))):
             return worker
+        code = child_exit_code(child) if child is not None else None
+        if code is not None:
+            child = None  # exit 0: it found a worker already starting, which is waited for
+            if code != 0:
+                stderr_log = os.path.join(home, "logs", "worker.stderr.log")
+                log(home, f"the worker exited with code {code} before answering; see {stderr_log}")
+                return None
         if time.monotonic() + 0.05 >= deadline:
             return None
         time.sleep(0.05)

@@ -140,16 +140,17 @@ class Hook:
         return self.start_worker()
 
     def start_worker(self) -> io.Worker | None:
+        child = None
         if not self.spawned and self.autostart:
             self.spawned = True
             try:
-                io.spawn_worker(self.home)
+                child = io.spawn_worker(self.home)
             except Exception as exc:
                 io.log(self.home, f"{self.event}: cannot start the worker: {exc!r}")
         wait = min(START_WAIT.get(self.event, 0.0), self.remaining())
         if wait <= 0:
             return None
-        return io.wait_healthy(self.home, time.monotonic() + wait)
+        return io.wait_healthy(self.home, time.monotonic() + wait, child)
 
     def send_all(self) -> None:
         """Send pending writes in order; whatever cannot be delivered now goes to the spool."""

@@ -144,3 +144,31 @@ def test_unreachable_worker_raises_unavailable_quickly() -> None:
     worker = hook_io.Worker(free_port(), "t")
     with pytest.raises(hook_io.Unavailable):
         worker.request("GET", "/health", timeout=0.5)
+
+
+def test_a_spawned_worker_that_exits_is_not_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook's own child, a real worker whose team database is unreachable, exits (code 3):
+    the wait ends there, far before its deadline (a hang guard here), and hooks.log says why to
+    look in worker.stderr.log; the password is never in the hook's log."""
+    import time
+
+    from tests.e2e.worker_process import free_port
+
+    home = tmp_path / ".cairn"
+    home.mkdir()
+    (home / "install.json").write_text(json.dumps({"python": sys.executable}))
+    url = f"postgresql://ann:s3cret-pw@127.0.0.1:{free_port()}/team?connect_timeout=3"
+    monkeypatch.setenv("CAIRN_DATABASE_URL", url)
+    monkeypatch.setenv("CAIRN_PORT", str(free_port()))
+    pid = hook_io.spawn_worker(str(home))
+    assert pid is not None
+    assert hook_io.wait_healthy(str(home), time.monotonic() + 120, pid) is None
+    log = (home / "logs" / "hooks.log").read_text()
+    stderr_log = home / "logs" / "worker.stderr.log"
+    assert f"the worker exited with code 3 before answering; see {stderr_log}" in log
+    assert "s3cret-pw" not in log
+    assert "Application startup failed" in stderr_log.read_text()
+    with pytest.raises(ChildProcessError):  # reaped by the wait
+        os.waitpid(pid, os.WNOHANG)

@@ -105,7 +105,7 @@ class WorkerGateway:
 
     def _ensure_started(self) -> bool:
         from worker.runtime import read_runtime
-        from worker.spawn import spawn_detached, wait_healthy
+        from worker.spawn import StartFailed, start_worker
 
         with self._start_lock:
             if read_runtime(self.settings) is not None:
@@ -113,8 +113,11 @@ class WorkerGateway:
             if time.monotonic() - self._last_start < 30:
                 return False  # tried moments ago: do not pile up spawns
             self._last_start = time.monotonic()
-            spawn_detached(self.settings)
-            return wait_healthy(self.settings, timeout=15) is not None
+            try:
+                start_worker(self.settings, timeout=15)
+            except StartFailed as exc:
+                raise WorkerDown(str(exc)) from None
+            return True
 
     def call(
         self,

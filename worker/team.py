@@ -53,6 +53,30 @@ def redact(url: str) -> str:
     return _PASSWORD_PARAM.sub(lambda m: m.group(1) + MASK, url)
 
 
+def password_of(url: str) -> str:
+    """The password a connection string carries ('' if none or unreadable)."""
+    try:
+        import psycopg.conninfo
+    except ImportError:  # no driver (the `team` extra): a URL's userinfo is all there is
+        from urllib.parse import unquote, urlsplit
+
+        try:
+            return unquote(urlsplit(url).password or "")
+        except ValueError:
+            return ""
+    try:
+        return str(psycopg.conninfo.conninfo_to_dict(url).get("password") or "")
+    except psycopg.Error:
+        return ""
+
+
+def safe_message(text: str, url: str) -> str:
+    """`text` with the connection string shown redacted and its password masked anywhere."""
+    text = text.replace(url, redact(url))
+    password = password_of(url)
+    return text.replace(password, MASK) if password else text
+
+
 def url_source(home: Path, env: Mapping[str, str] | None = None) -> str:
     """Where the team database URL in use is set: the variable, or the config file's key."""
     if (os.environ if env is None else env).get(ENV, "").strip():

@@ -150,7 +150,7 @@ class TeamFeed:
         return psycopg.connect(self._url, autocommit=True, connect_timeout=5)
 
     def _failed(self, exc: Exception, pause: float) -> float:
-        from worker.store.pg.connection import safe_message
+        from worker.team import safe_message
 
         self.connected = False
         self.last_error = safe_message(str(exc).strip(), self._url)

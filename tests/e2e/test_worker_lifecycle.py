@@ -250,3 +250,28 @@ def test_worker_refuses_a_non_loopback_bind(isolated_home: Path) -> None:
     assert proc.returncode == 2
     assert "binds loopback only" in proc.stderr
     assert not (isolated_home / "worker.json").exists()
+
+
+@pytest.mark.postgres  # a team database nothing listens for: no server is started
+@pytest.mark.parametrize("command", [("start",), ("open", "--no-browser")])
+def test_a_worker_that_exits_at_start_is_reported_at_once_with_its_reason(
+    isolated_home: Path, command: tuple[str, ...]
+) -> None:
+    """The detached worker exits (code 3: its team database is unreachable): the command stops
+    waiting when the child exits, not after --wait (an hour here: the subprocess's own 60 s
+    bound turns a wait into a failure), and prints the reason from worker.stderr.log, the log
+    uvicorn wrote it to, with the password masked."""
+    url = f"postgresql://ann:{PASSWORD}@127.0.0.1:{free_port()}/team?connect_timeout=3"
+    handle = WorkerProcess(
+        home=isolated_home,
+        env_extra={"CAIRN_DATABASE_URL": url, "CAIRN_PORT": str(free_port())},
+    )
+    done = handle.cli(*command, "--wait", "3600")
+    assert done.returncode == 1
+    err = done.stderr
+    assert "the worker exited with code 3 before answering:" in err
+    assert "the team database postgresql://ann:***@127.0.0.1:" in err and "unreachable" in err
+    assert f"see {isolated_home / 'logs' / 'worker.stderr.log'}" in err
+    assert "Traceback" not in err and 'File "' not in err  # the reason, not the frames
+    assert PASSWORD not in done.stdout + err
+    assert handle.runtime() is None

@@ -7,32 +7,30 @@ import sys
 
 from worker.client import ApiError, WorkerDown, request
 from worker.settings import Settings, load_settings
-from worker.spawn import spawn_detached, wait_healthy
+from worker.spawn import StartFailed, start_worker
 
 PAGES = ("feed", "search", "sessions", "memories", "context", "stats", "settings")
 
 
-def _ensure_worker(settings: Settings, wait: float) -> bool:
-    """Start the worker in the background if it is not running; True when it answers."""
+def _ensure_worker(settings: Settings, wait: float) -> None:
+    """Start the worker in the background if it is not running (StartFailed: it did not)."""
     try:
         request(settings, "GET", "/health", timeout=2)
-        return True
+        return
     except (WorkerDown, ApiError):
         pass
     print("cairn: the worker is not running; starting it…", file=sys.stderr)
-    spawn_detached(settings)
-    return wait_healthy(settings, wait) is not None
+    start_worker(settings, wait)
 
 
 def cmd_open(args: argparse.Namespace) -> int:
     import webbrowser  # ~20 ms: only when a browser is opened
 
     settings = load_settings()
-    if not _ensure_worker(settings, args.wait):
-        print(
-            f"cairn: the worker did not start; see {settings.logs_dir / 'worker.log'}",
-            file=sys.stderr,
-        )
+    try:
+        _ensure_worker(settings, args.wait)
+    except StartFailed as exc:
+        print(f"cairn: {exc}", file=sys.stderr)
         return 1
     target = "/" if args.page in (None, "feed") else f"/{args.page}"
     try:

@@ -438,7 +438,7 @@ def check_team(ctx: Context) -> Check:
             "team", "fail", f"a team database is set ({where}) but the PostgreSQL driver is "
             "missing", 'pip install -e ".[team]"'
         )  # fmt: skip
-    from worker.store.pg.connection import safe_message
+    from worker.team import safe_message
 
     try:
         with psycopg.connect(url, connect_timeout=5) as conn:

@@ -77,11 +77,12 @@ def ensure_worker(settings: Settings) -> None:
         return
     except (WorkerDown, ApiError):
         pass
-    from worker.spawn import spawn_detached, wait_healthy
+    from worker.spawn import StartFailed, start_worker
 
-    spawn_detached(settings)
-    if wait_healthy(settings, 60) is None:
-        raise WorkerDown(f"the worker did not start (see {settings.logs_dir / 'worker.log'})")
+    try:
+        start_worker(settings, 60)
+    except StartFailed as exc:
+        raise WorkerDown(str(exc)) from None
 
 
 def sender(settings: Settings) -> Any:

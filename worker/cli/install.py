@@ -219,22 +219,16 @@ def _print_applied(done: list[installer.Applied]) -> None:
 
 def _start_worker(settings: Settings) -> int:
     from worker.runtime import read_runtime
-    from worker.spawn import spawn_detached, wait_healthy
+    from worker.spawn import StartFailed, start_worker
 
     info = read_runtime(settings)
     if info is not None:
         print(f"worker already running: pid {info['pid']}, http://127.0.0.1:{info['port']}")
         return 0
-    proc = spawn_detached(settings)
-    info = wait_healthy(settings, timeout=20)
-    if info is None:
-        code = proc.poll()
-        print(
-            "cairn: the worker did not become healthy"
-            + (f" (exit code {code})" if code is not None else "")
-            + f"; see {settings.logs_dir / 'worker.log'} and run `cairn doctor`",
-            file=sys.stderr,
-        )
+    try:
+        info = start_worker(settings, timeout=20)
+    except StartFailed as exc:
+        print(f"cairn: {exc}\nrun `cairn doctor` to check the install", file=sys.stderr)
         return 1
     print(f"worker started: pid {info['pid']}, http://127.0.0.1:{info['port']}")
     return 0

@@ -14,7 +14,7 @@ from worker.client import ApiError, WorkerDown, request
 from worker.paths import cairn_command
 from worker.runtime import AlreadyRunning, pid_alive, read_runtime
 from worker.settings import Settings, load_settings
-from worker.spawn import spawn_detached, wait_healthy
+from worker.spawn import StartFailed, start_worker
 from worker.team import check_team_database
 
 
@@ -37,16 +37,10 @@ def cmd_start(args: argparse.Namespace) -> int:
     if info is not None:
         _report_running(info)
         return 0
-    proc = spawn_detached(settings, args.port)
-    info = wait_healthy(settings, timeout=args.wait)
-    if info is None:
-        code = proc.poll()
-        print(
-            f"cairn: the worker did not become healthy within {args.wait:.0f}s"
-            + (f" (exit code {code})" if code is not None else "")
-            + f"; see {settings.logs_dir / 'worker.log'}",
-            file=sys.stderr,
-        )
+    try:
+        info = start_worker(settings, args.wait, args.port)
+    except StartFailed as exc:
+        print(f"cairn: {exc}", file=sys.stderr)
         return 1
     print(f"Cairn worker started: pid {info['pid']}, http://127.0.0.1:{info['port']}")
     print(f"  token file: {settings.token_path}   log: {settings.logs_dir / 'worker.log'}")

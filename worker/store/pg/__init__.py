@@ -162,7 +162,7 @@ class PgStore:
         """`run()`, its database errors as errors a client can act on (password never shown)."""
         import psycopg
 
-        from worker.store.pg.connection import safe_message
+        from worker.team import safe_message
 
         try:
             return run()

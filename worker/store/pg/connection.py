@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from worker.store.db import POSTGRES, Dialect
 from worker.store.errors import StoreUnavailable
 from worker.store.pg.breaker import Breaker
-from worker.team import MASK, redact
+from worker.team import redact, safe_message
 
 if TYPE_CHECKING:
     import psycopg
@@ -114,23 +114,6 @@ class PgDb:
 
         cursor = self.conn.cursor(row_factory=tuple_row)
         return cursor.execute(to_psycopg(sql), tuple(parameters)).fetchall()
-
-
-def password_of(url: str) -> str:
-    """The password a connection string carries ('' if none or unreadable)."""
-    import psycopg.conninfo
-
-    try:
-        return str(psycopg.conninfo.conninfo_to_dict(url).get("password") or "")
-    except psycopg.Error:
-        return ""
-
-
-def safe_message(text: str, url: str) -> str:
-    """`text` with the connection string shown redacted and its password masked anywhere."""
-    text = text.replace(url, redact(url))
-    password = password_of(url)
-    return text.replace(password, MASK) if password else text
 
 
 def ended_by_server(conn: psycopg.Connection[PgRow]) -> bool:
