@@ -18,9 +18,9 @@ from worker.mcp_server import (
     default_project,
     format_hits,
     index_line,
-    project_root,
 )
 from worker.paths import data_dir
+from worker.project_identity import project_root
 from worker.settings import Settings
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from worker.cli.portability import _project_key
+from worker.cli.portability import project_option
 from worker.clock import parse_iso
 from worker.memory.report import build_report, parse_when
 
@@ -175,7 +175,7 @@ def test_report_cli_maps_a_path_to_its_repository(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
     (repo / "src" / "pkg").mkdir(parents=True)
-    assert _project_key(str(repo / "src" / "pkg")) == str(repo.resolve())
-    assert _project_key(str(tmp_path)) == str(tmp_path.resolve())  # no repository: the folder
-    assert _project_key("billing") == "billing"  # not a path: a key or a name
-    assert _project_key("all") is None and _project_key(None) is None
+    assert project_option(str(repo / "src" / "pkg"), team=False) == str(repo)
+    assert project_option(str(tmp_path), team=False) == str(tmp_path)  # no repository: the folder
+    assert project_option("billing", team=False) == "billing"  # not a path: a key or a name
+    assert project_option("all", team=False) is None and project_option(None, team=False) is None

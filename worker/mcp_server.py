@@ -33,7 +33,7 @@ from worker.mcp_text import (
     index_line,
 )
 from worker.paths import data_dir
-from worker.project_identity import project_key
+from worker.project_identity import checkout_key, project_argument
 from worker.settings import Settings, load_settings
 from worker.team import database_url
 
@@ -47,50 +47,14 @@ SearchKind = Literal["observation", "memory", "prompt", "summary"]
 
 
 # ------------------------------------------------------------------------------ project identity
-def project_root(cwd: str) -> str:
-    """The repository that contains `cwd` (a worktree maps to its main repository), else cwd.
-
-    The same rule, on the same un-resolved absolute path, as the hook's project identity
-    (hooks/cairn_hook_events.py), so MCP calls and hooks name a project by the same key."""
-    path = os.path.abspath(cwd)
-    probe = path
-    while True:
-        dot_git = os.path.join(probe, ".git")
-        if os.path.isdir(dot_git):
-            return probe
-        if os.path.isfile(dot_git):
-            return _worktree_main(probe, dot_git) or probe
-        parent = os.path.dirname(probe)
-        if parent == probe:
-            return path
-        probe = parent
-
-
-def _worktree_main(work_tree: str, dot_git: str) -> str | None:
-    try:
-        line = Path(dot_git).read_text(encoding="utf-8", errors="replace")[:4096].strip()
-    except OSError:
-        return None
-    if not line.startswith("gitdir:"):
-        return None
-    gitdir = os.path.normpath(os.path.join(work_tree, line[len("gitdir:") :].strip()))
-    try:
-        common = Path(gitdir, "commondir").read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return None  # a submodule: its own project
-    common = os.path.normpath(os.path.join(gitdir, common))
-    return os.path.dirname(common) if os.path.basename(common) == ".git" else None
-
-
 def default_project(env: Mapping[str, str] | None = None, home: Path | None = None) -> str:
     """CAIRN_PROJECT, else the repository of the client's folder, keyed as the hooks key it
     (by its git remote when a team database is configured, worker/project_identity.py)."""
     env = os.environ if env is None else env
     if env.get("CAIRN_PROJECT"):
         return env["CAIRN_PROJECT"]
-    root = project_root(env.get("CLAUDE_PROJECT_DIR") or os.getcwd())
     home = home if home is not None else Path(env.get("CAIRN_HOME") or Path.home() / ".cairn")
-    return project_key(root, bool(database_url(home, env)))
+    return checkout_key(env.get("CLAUDE_PROJECT_DIR") or os.getcwd(), bool(database_url(home, env)))
 
 
 # ------------------------------------------------------------------------------------ the worker
@@ -212,8 +176,14 @@ class CairnTools:
         self.gateway = gateway
         self.here = here
 
+    def key_of(self, project_arg: str | None) -> str | None:
+        """A project argument as the hooks store it: a checkout's path (or `.`) becomes its key."""
+        if not project_arg:
+            return None
+        return project_argument(project_arg, bool(database_url(self.gateway.settings.home)))
+
     def project_scope(self, project_arg: str | None, all_projects: bool = False) -> str | None:
-        return None if all_projects else (project_arg or self.here)
+        return None if all_projects else (self.key_of(project_arg) or self.here)
 
     async def search(
         self,
@@ -224,7 +194,9 @@ class CairnTools:
             ObservationType | None, Field(description="Only this observation type")
         ] = None,
         mode: Literal["hybrid", "keyword", "semantic"] = "hybrid",
-        project: Annotated[str | None, Field(description="Project key (default: this one)")] = None,
+        project: Annotated[
+            str | None, Field(description="Project key or checkout path (default: this one)")
+        ] = None,
         all_projects: Annotated[bool, Field(description="Search every project")] = False,
     ) -> str:
         data = await self.gateway.acall(
@@ -264,7 +236,9 @@ class CairnTools:
         ] = "observation",
         before: Annotated[int, Field(ge=0, le=50)] = 5,
         after: Annotated[int, Field(ge=0, le=50)] = 5,
-        project: Annotated[str | None, Field(description="Project key (default: this one)")] = None,
+        project: Annotated[
+            str | None, Field(description="Project key or checkout path (default: this one)")
+        ] = None,
     ) -> str:
         query: dict[str, Any] = {"before": before, "after": after}
         if anchor_id is None:
@@ -272,7 +246,7 @@ class CairnTools:
                 project=self.project_scope(project), before=max(before + after, 1), after=0
             )
         else:
-            query.update(anchor_id=anchor_id, anchor_kind=anchor_kind, project=project)
+            query.update(anchor_id=anchor_id, anchor_kind=anchor_kind, project=self.key_of(project))
         data = await self.gateway.acall("GET", "/api/timeline", query=query)
         lines = [index_line(item) for item in data.get("before") or []]
         if data.get("anchor"):
@@ -292,7 +266,9 @@ class CairnTools:
         scope: Annotated[
             Literal["project", "global"], Field(description="This project only, or every project")
         ] = "project",
-        project: Annotated[str | None, Field(description="Project key (default: this one)")] = None,
+        project: Annotated[
+            str | None, Field(description="Project key or checkout path (default: this one)")
+        ] = None,
     ) -> str:
         body: dict[str, Any] = {"kind": kind, "content": content, "pinned": pinned}
         if scope == "global":
@@ -352,7 +328,9 @@ class CairnTools:
         self,
         query: Annotated[str | None, Field(max_length=2000)] = None,
         budget: Annotated[int | None, Field(ge=50, le=20000, description="Token budget")] = None,
-        project: Annotated[str | None, Field(description="Project key (default: this one)")] = None,
+        project: Annotated[
+            str | None, Field(description="Project key or checkout path (default: this one)")
+        ] = None,
     ) -> str:
         data = await self.gateway.acall(
             "GET",
@@ -371,7 +349,9 @@ class CairnTools:
     async def resume_session(
         self,
         session_id: Annotated[str | None, Field(description="A specific session")] = None,
-        project: Annotated[str | None, Field(description="Project key (default: this one)")] = None,
+        project: Annotated[
+            str | None, Field(description="Project key or checkout path (default: this one)")
+        ] = None,
     ) -> str:
         if session_id:
             return format_session(
@@ -398,7 +378,9 @@ class CairnTools:
     async def report(
         self,
         days: Annotated[int, Field(ge=1, le=365)] = 7,
-        project: Annotated[str | None, Field(description="Project key (default: this one)")] = None,
+        project: Annotated[
+            str | None, Field(description="Project key or checkout path (default: this one)")
+        ] = None,
     ) -> str:
         key = self.project_scope(project)
         try:

@@ -39,6 +39,66 @@ def project_key(root: str, team: bool) -> str:
     return (remote_key(url) if url else None) or root
 
 
+def project_root(cwd: str) -> str:
+    """The repository that contains `cwd` (a worktree maps to its main repository), else cwd.
+
+    The same rule, on the same un-resolved absolute path, as the hook's project identity
+    (hooks/cairn_hook_events.py), so the CLI, MCP calls and hooks name a project alike."""
+    path = os.path.abspath(cwd)
+    probe = path
+    while True:
+        dot_git = os.path.join(probe, ".git")
+        if os.path.isdir(dot_git):
+            return probe
+        if os.path.isfile(dot_git):
+            return _worktree_main(probe, dot_git) or probe
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return path
+        probe = parent
+
+
+def _worktree_main(work_tree: str, dot_git: str) -> str | None:
+    dirs = linked_git_dirs(work_tree, dot_git)
+    if dirs is None or dirs[1] is None:
+        return None  # not a linked worktree (a submodule is its own project)
+    common = dirs[1]
+    return os.path.dirname(common) if os.path.basename(common) == ".git" else None
+
+
+def linked_git_dirs(work_tree: str, dot_git: str) -> tuple[str, str | None] | None:
+    """A `.git` file (`gitdir: <path>`: a linked worktree or a submodule): its git dir and the
+    common dir it shares with the main repository (None for a submodule, which has none)."""
+    try:
+        with open(dot_git, encoding="utf-8", errors="replace") as handle:
+            line = handle.read(4096).strip()
+    except OSError:
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    gitdir = os.path.normpath(os.path.join(work_tree, line[len("gitdir:") :].strip()))
+    try:
+        with open(os.path.join(gitdir, "commondir"), encoding="utf-8", errors="replace") as handle:
+            common = handle.read(4096).strip()
+    except OSError:
+        return gitdir, None
+    return gitdir, os.path.normpath(os.path.join(gitdir, common))
+
+
+def checkout_key(path: str, team: bool) -> str:
+    """The key the hooks store the checkout holding `path` under: the repository's root path,
+    or on a team database its remote (falling back to that path)."""
+    return project_key(project_root(path), team)
+
+
+def project_argument(text: str, team: bool) -> str:
+    """A project named on the command line or by a model: an existing folder (a checkout, `.`,
+    `~/app`) is keyed as the hooks key it (checkout_key); anything else is a key as given
+    (`github.com/acme/app`, the path of a checkout since removed)."""
+    path = os.path.expanduser(text)
+    return checkout_key(path, team) if os.path.isdir(path) else text
+
+
 def remote_key(url: str) -> str | None:
     """`host/path` for a network git remote (lower-case, no user, port or `.git`), else None."""
     url = url.strip()
@@ -146,20 +206,12 @@ def _config_path(root: str) -> str | None:
         return os.path.join(dot_git, "config")
     if not os.path.isfile(dot_git):
         return None
-    try:  # a worktree or submodule: `gitdir: <path>`; a worktree shares its main's config
-        with open(dot_git, encoding="utf-8", errors="replace") as handle:
-            line = handle.read(4096).strip()
-    except OSError:
+    # A worktree or submodule: `gitdir: <path>`; a worktree shares its main's config.
+    dirs = linked_git_dirs(root, dot_git)
+    if dirs is None:
         return None
-    if not line.startswith("gitdir:"):
-        return None
-    gitdir = os.path.normpath(os.path.join(root, line[len("gitdir:") :].strip()))
-    try:
-        with open(os.path.join(gitdir, "commondir"), encoding="utf-8", errors="replace") as handle:
-            common = handle.read(4096).strip()
-    except OSError:
-        return os.path.join(gitdir, "config")
-    return os.path.join(os.path.normpath(os.path.join(gitdir, common)), "config")
+    gitdir, common = dirs
+    return os.path.join(common or gitdir, "config")
 
 
 _SECTION = re.compile(r'^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]')

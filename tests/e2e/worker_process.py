@@ -156,11 +156,14 @@ class WorkerProcess:
         assert status == 200, body
         return str(body["database"]["backend"])
 
-    def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        """Run `cairn <args>` (as `python -m worker`) against this worker's home."""
+    def cli(
+        self, *args: str, timeout: float = 60, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run `cairn <args>` (as `python -m worker`) against this worker's home, in `cwd`."""
         return subprocess.run(
             [sys.executable, "-m", "worker", *args],
             env=self.env(),
+            cwd=cwd,
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -8,12 +8,17 @@ import sys
 from typing import Any
 
 from worker.client import ApiError, WorkerDown, request
+from worker.project_identity import project_argument
 from worker.settings import load_settings
+from worker.team import database_url
 
 
 def _call(path: str, body: dict[str, Any]) -> dict[str, Any] | None:
+    settings = load_settings()
+    if body.get("project"):
+        body["project"] = project_argument(body["project"], bool(database_url(settings.home)))
     try:
-        result = request(load_settings(), "POST", path, body, timeout=300.0)
+        result = request(settings, "POST", path, body, timeout=300.0)
     except (WorkerDown, ApiError) as exc:
         print(f"cairn: {exc}", file=sys.stderr)
         return None
@@ -74,13 +79,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "decay",
         help="archive expired memories and observations over the cap now (the worker also does it)",
     )
-    p.add_argument("--project", help="only this project key")
+    p.add_argument("--project", help="only this project (its key, or a checkout path or .)")
     p.add_argument("--dry-run", action="store_true", help="only report what would be archived")
     p.add_argument("--json", action="store_true", help="print the worker's answer as JSON")
     p.set_defaults(func=cmd_decay)
 
     p = sub.add_parser("compress", help="merge near-duplicate memories (keeps the important one)")
-    p.add_argument("--project", help="only this project key (default: every project)")
+    p.add_argument(
+        "--project", help="only this project (its key, or a checkout path or .; default: all)"
+    )
     p.add_argument(
         "--global", dest="global_scope", action="store_true", help="only the global memories"
     )

@@ -314,18 +314,15 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------ report
-def _project_key(text: str | None) -> str | None:
-    """A project given as a path means its repository root (as the hooks key it), else as is."""
+def project_option(text: str | None, team: bool) -> str | None:
+    """A --project value as stored (None: every project): a checkout's path, or `.`, keyed as
+    the hooks key it (on a team database its git remote, worker/project_identity.py), anything
+    else a key or name as given."""
+    from worker.project_identity import project_argument
+
     if not text or text == "all":
         return None
-    path = Path(text).expanduser()
-    if not path.exists():
-        return text
-    resolved = path.resolve()
-    for candidate in (resolved, *resolved.parents):
-        if (candidate / ".git").exists():
-            return str(candidate)
-    return str(resolved)
+    return project_argument(text, team)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -341,7 +338,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         return _fail(exc.message)
     if store is None:
         return _no_database(settings)
-    project = _project_key(args.project)
+    project = project_option(args.project, team=store.backend == "postgres")
     # On a team database, as the worker reads: your own prompts and observations and the shared.
     reader = reader_of(store, settings.author or git_author(None))
     try:
@@ -368,7 +365,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "report", help="activity report (Markdown): sessions, files, learned, decisions"
     )
-    p.add_argument("--project", help="project key, path or name (default: every project)")
+    p.add_argument(
+        "--project", help="project key, checkout path (or .) or name (default: every project)"
+    )
     p.add_argument("--since", help="start: 7d, 24h, 2w or an ISO date (default: 7 days ago)")
     p.add_argument("--until", help="end: same forms (default: now)")
     p.add_argument("-o", "--output", help="write to this file instead of stdout")

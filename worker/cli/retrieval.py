@@ -10,14 +10,17 @@ import urllib.parse
 from typing import Any, TextIO
 
 from worker.client import ApiError, WorkerDown, request
+from worker.project_identity import project_argument
 from worker.settings import load_settings
+from worker.team import database_url
 
 
 def cmd_search(args: argparse.Namespace) -> int:
     settings = load_settings()
     params: dict[str, Any] = {"q": args.query, "mode": args.mode, "limit": args.limit}
     if args.project:
-        params["project"] = args.project
+        # A checkout's path (or `.`) keyed as the hooks key it: by the team database they read.
+        params["project"] = project_argument(args.project, bool(database_url(settings.home)))
     if args.kind:
         params["kind"] = args.kind
     if args.explain:
@@ -104,7 +107,7 @@ def cmd_reindex(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("search", help="search memories, observations, prompts and summaries")
     p.add_argument("query", help="what to look for (plain words; code identifiers work)")
-    p.add_argument("--project", help="project key (repository root path); default: all")
+    p.add_argument("--project", help="project key, or a checkout path or . (its key); default: all")
     p.add_argument("--mode", choices=("hybrid", "keyword", "semantic"), default="hybrid")
     p.add_argument("--kind", help="comma-separated: observation,memory,prompt,summary")
     p.add_argument("--limit", type=int, default=10)

@@ -161,7 +161,7 @@ def _fail(message: str) -> int:
 
 
 def cmd_push(args: argparse.Namespace) -> int:
-    from worker.cli.portability import ProgressBar, _project_key
+    from worker.cli.portability import ProgressBar, project_option
     from worker.errors import ConfigError
     from worker.ops.team_push import Push, PushOptions
     from worker.project_identity import author as git_author
@@ -184,7 +184,10 @@ def cmd_push(args: argparse.Namespace) -> int:
         observations=args.observations or args.all,
         share=args.share,
         author=settings.author or git_author(None),
-        projects=tuple(key for key in map(_project_key, args.project or []) if key),
+        # The local database's keys: a checkout's path is its repository root, never a remote.
+        projects=tuple(
+            key for text in args.project or [] if (key := project_option(text, team=False))
+        ),
     )
     local = Store(settings.db_path, busy_timeout_ms=settings.database.busy_timeout_ms)
     team = PgStore(url)
