@@ -248,3 +248,44 @@ def test_a_team_database_is_named_with_its_password_masked(
     assert "unreachable" in team["detail"] and "s3cret" not in json.dumps(team)
     main(["doctor"])
     assert "s3cret" not in capsys.readouterr().out
+
+
+@pytest.mark.postgres
+def test_doctor_says_what_the_worker_will_do_with_vectors_not_what_the_server_has(
+    user_home: Path,
+    project_cwd: Path,
+    free_port: int,
+    isolated_home: Path,
+    pg_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """pgvector is installed on the server, but this role may not create the extension (no
+    superuser, no CREATE on the database): the worker compares vectors itself, and doctor says
+    so, in the words of `cairn team status`."""
+    import psycopg
+
+    role = "cairn_no_create"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        if not conn.execute(
+            "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+        ).fetchone():
+            pytest.skip("this server has no pgvector: there is nothing for a role to be refused")
+        conn.execute(
+            f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{role}') "
+            f"THEN CREATE ROLE {role} LOGIN; END IF; END $$"
+        )
+        conn.execute(f"GRANT USAGE, CREATE ON SCHEMA public TO {role}")  # its tables only
+        may = conn.execute(
+            "SELECT has_database_privilege(%s, current_database(), 'CREATE')", (role,)
+        ).fetchone()
+        assert may is not None and may[0] is False
+    monkeypatch.setenv("CAIRN_DATABASE_URL", pg_url.replace("://postgres@", f"://{role}@", 1))
+    assert main(["team", "status"]) == 0
+    said = capsys.readouterr().out
+    assert "vectors: worker (numpy): pgvector is installed but this database role may not" in said
+    main(["doctor", "--json"])
+    [team] = [c for c in json.loads(capsys.readouterr().out)["checks"] if c["name"] == "team"]
+    assert team["status"] == "warn" and "pgvector available" not in team["detail"]
+    assert "vectors: worker (numpy): pgvector is installed but this database role" in team["detail"]
+    assert "CREATE EXTENSION vector" in team["fix"]

@@ -424,46 +424,41 @@ def check_recovered(ctx: Context) -> Check:
 
 
 def check_team(ctx: Context) -> Check:
-    """The team database, its password masked: reachable, its schema, how vectors are searched."""
+    """The team database, its password masked: reachable, its schema, and how the worker will
+    search vectors there (opened as `cairn team status` opens it: what the role may do counts,
+    not only what the server has installed)."""
     from worker.team import ENV, database_url, redact
 
     url = database_url(ctx.settings.home)
     if not url:
         return Check("team", "ok", "no team database: memory stays in the local database")
     where = redact(url)
-    try:
-        import psycopg
-    except ImportError:
+    if importlib.util.find_spec("psycopg") is None:
         return Check(
             "team", "fail", f"a team database is set ({where}) but the PostgreSQL driver is "
             "missing", 'pip install -e ".[team]"'
         )  # fmt: skip
-    from worker.team import safe_message
+    from worker.cli.team import Unusable, check_database
+    from worker.store.pg import vectors
 
     try:
-        with psycopg.connect(url, connect_timeout=5) as conn:
-            version = conn.execute("SHOW server_version").fetchone()
-            vector = conn.execute(
-                "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
-            ).fetchone()
-    except psycopg.Error as exc:
+        found = check_database(url)
+    except Unusable as exc:
         return Check(
             "team",
             "fail",
-            f"the team database {where} is unreachable: {safe_message(str(exc).strip(), url)}",
+            str(exc),
             f'check the server, the URL and its sslmode ({ENV} or "database_url" in '
             f"{ctx.settings.home / 'config.json'}); hooks spool meanwhile",
         )
-    server = version[0] if version else "?"
-    if vector is None:
-        return Check(
-            "team",
-            "warn",
-            f"team database {where} (PostgreSQL {server}): no pgvector extension, the worker "
-            "compares vectors itself",
-            "install pgvector on the server for vector search in the database",
-        )
-    return Check("team", "ok", f"team database {where} (PostgreSQL {server}, pgvector available)")
+    detail = f"team database {where} (PostgreSQL {found['server']}), vectors: "
+    if found["native_vectors"]:
+        return Check("team", "ok", detail + found["vector_search"])
+    fix = {
+        vectors.NOT_INSTALLED: "install pgvector on the database server (postgresql-NN-pgvector)",
+        vectors.NOT_ALLOWED: "as a superuser, run `CREATE EXTENSION vector` once in that database",
+    }.get(found["vector_search"], "")
+    return Check("team", "warn", detail + found["vector_search"], fix)
 
 
 CHECKS: tuple[Callable[[Context], Check], ...] = (

@@ -67,8 +67,9 @@ def _url_argument(value: str) -> str:
     return url
 
 
-def _check(url: str) -> dict[str, Any]:
-    """Open the database as the worker will (connect, migrate, vectors); what it found."""
+def check_database(url: str) -> dict[str, Any]:
+    """Open the database as the worker will (connect, migrate, vectors); what it found (also
+    `cairn doctor`'s team check: both say what the worker will do, not what the server has)."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
@@ -79,8 +80,11 @@ def _check(url: str) -> dict[str, Any]:
     store = PgStore(url)
     try:
         store.open()
+        version = store.read_sync(lambda db: db.execute("SHOW server_version").fetchone())
         return {
             "where": store.where,
+            "server": str(version[0]) if version else "?",
+            "native_vectors": store.native_vectors,
             "vector_search": store.vector_search,
             "migrated": store.migrations_applied,
         }
@@ -98,7 +102,7 @@ def cmd_join(args: argparse.Namespace) -> int:
     path = _config_path(settings.home)
     config = _read_config(path)
     try:
-        found = _check(url)
+        found = check_database(url)
     except Unusable as exc:
         print(f"cairn: {exc} (nothing was saved)", file=sys.stderr)
         return 1
@@ -144,7 +148,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 0
     source = url_source(settings.home)
     try:
-        found = _check(url)
+        found = check_database(url)
     except Unusable as exc:
         print(f"cairn: {exc}", file=sys.stderr)
         return 1
