@@ -73,6 +73,8 @@ class Dialect:
     """How SQLite spells the expressions that differ between the two databases."""
 
     name: ClassVar[str] = "sqlite"
+    # A planner setting (name, value) an item's thread-neighbour lookup runs under (store/items.py).
+    thread_lookup_setting: ClassVar[tuple[str, str] | None] = None
     # The writer fills each memory's analysed text for the keyword index (PostgreSQL cannot run
     # worker/terms.py inside a trigger; SQLite's triggers call it as a SQL function).
     writes_index_text: ClassVar[bool] = False
@@ -124,21 +126,11 @@ class Dialect:
         """The parameters of `memory_word_match`'s WHERE clause for one word."""
         return (quote(word),)  # an FTS5 phrase: never read as syntax
 
-    def thread_step(self, thread: Sequence[tuple[str, str]], before: bool) -> tuple[str, str]:
-        """(WHERE, ORDER BY) of the rows `t` of row `x`'s thread, nearest first: the same values
-        of the `thread` columns (NULL matching NULL; each given with a value it never holds),
-        written before `x` (else after; ties in time ordered by id), at most the next
-        parameter's milliseconds from it."""
-        # Row values, not `created_at < ? OR (created_at = ? AND id < ?)`: with ANALYZE
-        # statistics the OR form made SQLite sort the whole session (14 ms a lookup in a
-        # 5k-row session).
-        same = " AND ".join(f"t.{column} IS x.{column}" for column, _null in thread)
-        near, edge, sign, order = _step(before)
-        return (
-            f"{same} AND (t.created_at, t.id) {near} (x.created_at, x.id)"
-            f" AND t.created_at {edge} x.created_at {sign} ?",
-            f"t.created_at{order}, t.id{order}",
-        )
+    def same_as(self, left: str, right: str, null: str | None = None) -> str:
+        """True when two expressions are equal or both NULL (for columns; a parameter: see
+        `same_value`). `null`, a value neither holds, lets PostgreSQL use an index on
+        COALESCE(column, null) (pg/m004_search.py's thread indexes)."""
+        return f"{left} IS {right}"
 
     def epoch_seconds_now(self) -> str:
         """The database's clock: whole seconds since 1970 (UTC)."""
@@ -150,6 +142,15 @@ class PostgresDialect(Dialect):
 
     name: ClassVar[str] = "postgres"
     writes_index_text: ClassVar[bool] = True
+    # Without incremental sorts the thread index (pg/m004_search.py), whose order is the
+    # lookup's (thread, created_at, id), is the one cheap plan. With them the planner walked the
+    # created_at index and sorted each run of equal times by id, filtering out the other
+    # threads' rows: every row of the window for an item alone in its thread (another worker's
+    # new observation, no session: 547 ms a lookup at 1M items on PostgreSQL 15). Ordering by
+    # the whole thread key does not help (equal to x's, its thread columns order nothing), and
+    # bounding the key by two row values alone left PostgreSQL 15's forward scans running on
+    # to the end of the project (it stops a row comparison only on its first column).
+    thread_lookup_setting: ClassVar[tuple[str, str] | None] = ("enable_incremental_sort", "off")
 
     def contains(self, haystack: str) -> str:
         return f"strpos({haystack}, ?) > 0"
@@ -195,33 +196,15 @@ class PostgresDialect(Dialect):
         words = split_text(word)  # identifiers split as the index text was
         return (words, words)
 
-    def thread_step(self, thread: Sequence[tuple[str, str]], before: bool) -> tuple[str, str]:
-        # The thread index's whole key (pg/m004_search.py: the COALESCE of each thread column,
-        # created_at, id) between two row values, x's own and its thread's at the window's edge:
-        # the rows between are SQLite's (a row of another thread is past one bound or the
-        # other), and only that index gives them in this order. With the thread columns as
-        # equalities the planner walked the created_at index instead, filtering every row of
-        # the window for an item alone in its thread (40 ms a lookup at 100k items); ordering
-        # by the whole key did not change that (equal to x's, the thread columns order
-        # nothing), and equalities beside these bounds made 50 memories' lookups 27x slower.
-        def key(row: str) -> list[str]:
-            return [f"COALESCE({row}.{column}, {null})" for column, null in thread]
-
-        t, x = ", ".join(key("t")), ", ".join(key("x"))
-        near, edge, sign, order = _step(before)
-        return (
-            f"({t}, t.created_at, t.id) {near} ({x}, x.created_at, x.id)"
-            f" AND ({t}, t.created_at) {edge} ({x}, x.created_at {sign} ?)",
-            ", ".join(f"{column}{order}" for column in (*key("t"), "t.created_at", "t.id")),
-        )
+    def same_as(self, left: str, right: str, null: str | None = None) -> str:
+        if null is None:
+            return f"{left} IS NOT DISTINCT FROM {right}"
+        # `IS NOT DISTINCT FROM` is no index condition: this form is, with an index on the
+        # COALESCE expressions.
+        return f"COALESCE({left}, {null}) = COALESCE({right}, {null})"
 
     def epoch_seconds_now(self) -> str:
         return "CAST(floor(extract(epoch FROM now())) AS BIGINT)"
-
-
-def _step(before: bool) -> tuple[str, str, str, str]:
-    """A thread step's comparisons with `x`: (nearer, window edge, sign of the window, order)."""
-    return ("<", ">=", "-", " DESC") if before else (">", "<=", "+", "")
 
 
 SQLITE = Dialect()
