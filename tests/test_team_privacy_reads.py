@@ -301,11 +301,11 @@ def test_a_summary_or_checkpoint_of_a_teammates_session_reads_only_shared_rows(
         assert not _shows(written) & set(PRIVATE[_mirror(author)])
 
 
-def test_the_teams_static_profile_is_built_from_shared_commands_only(
+def test_the_static_profile_holds_only_what_its_reader_may_see(
     team: Team, settings: Settings
 ) -> None:
-    """The static part (commands that worked, cached once for the team) reads only what is
-    shared: Bob's private command never reaches Ann's profile, his shared one does."""
+    """The static part (commands that worked, cached per reader) reads what its reader may see:
+    Bob's private command is in his profile, never in Ann's; his shared one in both."""
     ids = {}
     for word in ("bobsecretcmd", "bobsharedcmd"):
         r = team.bob.post(
@@ -323,9 +323,10 @@ def test_the_teams_static_profile_is_built_from_shared_commands_only(
         ids[word] = int(r.json()["id"])
     with opened_store(settings) as store:  # shared as CAIRN_TEAM_SHARE_OBSERVATIONS would
         execute(store, "UPDATE observations SET shared = 1 WHERE id = ?", (ids["bobsharedcmd"],))
-    for client in (team.bob, team.ann):  # whoever computes (and caches) it first
-        profile = client.get("/api/profile", params={"project": PROJECT, "refresh": "1"})
-        assert profile.status_code == 200, profile.text
-        commands = [c["command"] for c in profile.json()["static"]["commands"]]
-        assert "pytest tests/bobsharedcmd" in commands
-        assert not any("bobsecretcmd" in c for c in commands), commands
+    for refresh in ("true", "false"):  # computed, then from each reader's cache
+        for client in (team.bob, team.ann):
+            profile = client.get("/api/profile", params={"project": PROJECT, "refresh": refresh})
+            assert profile.status_code == 200, profile.text
+            commands = [c["command"] for c in profile.json()["static"]["commands"]]
+            assert "pytest tests/bobsharedcmd" in commands
+            assert ("pytest tests/bobsecretcmd" in commands) == (client is team.bob), commands

@@ -201,7 +201,9 @@ async def summarize(call: Call) -> Any:
         received.record(conn, body.get("event_id"), "summary", sid)
         # Warm the profile cache now so the next SessionStart finds it fresh.
         try:
-            refresh_profile(conn, int(session["project_id"]), s, reader=None)  # cache only
+            refresh_profile(
+                conn, int(session["project_id"]), s, reader=call.cairn.reader
+            )  # cache only
         except Exception:
             log.exception("refreshing the profile of project %s failed", session["project"])
         return {

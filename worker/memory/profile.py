@@ -302,11 +302,10 @@ def render_profile(
 
 
 def _static(
-    conn: AnyDb, project: Mapping[str, Any], settings: Settings, *, force: bool, team: bool
+    conn: AnyDb, project: Mapping[str, Any], settings: Settings, *, force: bool, reader: str | None
 ) -> tuple[dict[str, Any], bool, dict[str, Any] | None]:
-    """(static part, from cache?, cache entry to store or None). On a team database (`team`:
-    the worker reads as an author) it is built from shared observations only, as it is cached
-    once for the whole team."""
+    """(static part, from cache?, cache entry to store or None). On a team database it is
+    `reader`'s, built from the observations they may see and cached for them."""
     pid = int(project["id"])
     marks = profiles.marks(conn, pid)
     if not force:
@@ -316,12 +315,15 @@ def _static(
             marks,
             ttl_seconds=settings.context.profile_ttl_seconds,
             min_refresh_seconds=settings.context.profile_min_refresh_seconds,
+            reader=reader,
         )
         if hit is not None:
             return hit["static"], True, None
-    observations, memories = profiles.static_rows(conn, pid, shared_only=team)
+    observations, memories = profiles.static_rows(conn, pid, visible_to=reader)
     static = build_static(project, observations, memories)
     entry = {**marks, "at": now_ms(), "computed_at": to_iso(now_ms()), "static": static}
+    if reader is not None:
+        entry["reader"] = reader
     return static, False, entry
 
 
@@ -338,12 +340,12 @@ def _assemble(
 
     The dynamic part (current task, session, files in flight) is read as `reader`: never a
     teammate's private prompt or observation (store/privacy.py). The static part is the
-    project's, cached once for the team: languages, folders and commands that worked, from
-    the observations shared with the team (on a team database)."""
+    project's: languages, folders and commands that worked, from the observations `reader` may
+    see, cached per reader on a team database."""
     project = profiles.project_row(conn, project_id)
     if project is None:
         return None, None
-    static, cached, entry = _static(conn, project, settings, force=force, team=reader is not None)
+    static, cached, entry = _static(conn, project, settings, force=force, reader=reader)
     if entry is not None and store:
         profiles.store_static(conn, project_id, entry)
         entry = None

@@ -25,8 +25,10 @@ FLIGHT_OBSERVATIONS = 200
 MIN_IMPORTANCE = 4
 
 
-def _key(project_id: int) -> str:
-    return f"profile:{project_id}"
+def _key(project_id: int, reader: str | None = None) -> str:
+    """The cache key of a project's static part: per reader on a team database (built from the
+    observations that reader may see), one for the project on SQLite (reader None)."""
+    return f"profile:{project_id}" if reader is None else f"profile:{project_id}:{reader}"
 
 
 def project_row(conn: AnyDb, project_id: int) -> dict[str, Any] | None:
@@ -65,9 +67,10 @@ def cached_static(
     *,
     ttl_seconds: float,
     min_refresh_seconds: float,
+    reader: str | None = None,
 ) -> dict[str, Any] | None:
-    """The cache entry if still valid for `current` marks, else None."""
-    entry = kv.get_json(conn, _key(project_id))
+    """The cache entry (`reader`'s) if still valid for `current` marks, else None."""
+    entry = kv.get_json(conn, _key(project_id, reader))
     if not isinstance(entry, dict) or not isinstance(entry.get("static"), dict):
         return None
     age_ms = now_ms() - int(entry.get("at", 0))
@@ -79,21 +82,23 @@ def cached_static(
 
 
 def store_static(conn: AnyDb, project_id: int, entry: dict[str, Any]) -> None:
-    kv.put_json(conn, _key(project_id), entry)
+    """Cache `entry` under the key of the reader it was built for (its "reader")."""
+    kv.put_json(conn, _key(project_id, entry.get("reader")), entry)
 
 
 def invalidate(conn: AnyDb, project_id: int) -> None:
-    as_db(conn).execute("DELETE FROM kv WHERE key = ?", (_key(project_id),))
+    """Drop the project's cached static parts (every reader's)."""
+    base = _key(project_id)
+    as_db(conn).execute("DELETE FROM kv WHERE key = ? OR key LIKE ?", (base, base + ":%"))
 
 
 def static_rows(
-    conn: AnyDb, project_id: int, *, shared_only: bool = False
+    conn: AnyDb, project_id: int, *, visible_to: str | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(recent file/research/command observations oldest first, live important memories).
-
-    `shared_only` (a team database, whose static profile is cached once for every reader):
-    only the observations shared with the team, so nobody's private command or file reaches a
-    teammate's profile."""
+    """(recent file/research/command observations oldest first, live important memories): the
+    observations `visible_to` may see (store/privacy.py; None: all), so a teammate's private
+    command or file never reaches a profile."""
+    seen, seen_args = _visible("observations", visible_to)
     # Lean rows: bodies and meta only for commands (exit codes), files only for the others.
     observations = [
         {
@@ -109,10 +114,9 @@ def static_rows(
             "CASE WHEN type = 'command' THEN body ELSE '' END AS body, "
             "CASE WHEN type = 'command' THEN '[]' ELSE files END AS files, "
             "CASE WHEN type = 'command' THEN meta END AS meta, created_at FROM observations "
-            "WHERE project_id = ? AND type IN ('file_write', 'research', 'command')"
-            f"{' AND shared = 1' if shared_only else ''} "
+            f"WHERE project_id = ? AND type IN ('file_write', 'research', 'command'){seen} "
             "ORDER BY created_at DESC, id DESC LIMIT ?) recent ORDER BY created_at, id",
-            (project_id, PROFILE_OBSERVATIONS),
+            (project_id, *seen_args, PROFILE_OBSERVATIONS),
         )
     ]
     memories = (
