@@ -48,9 +48,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.common import report  # noqa: E402
+from bench.padding import Padder  # noqa: E402
 from tests.e2e.worker_process import WorkerProcess, free_port  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "coding-memory-dev.json"
+# The larger dev corpus written in the project (issue 30): one project per file.
+MORE = ROOT / "bench" / "data" / "coding-memory"
 MODES = ("hybrid", "keyword")
 # The issue's aims on the dev half (issue 19): figure -> (op, target).
 AIMS: dict[str, tuple[str, float]] = {
@@ -69,6 +72,19 @@ KEYWORD_AIMS: dict[str, tuple[str, float]] = {
 # Figures shown for each value of a --cv run.
 SHOWN = ("recall", "hit_rate", "silence_on_none", "precision", "tokens_per_prompt")
 OBSERVATION_LINE = re.compile(r"^(?:[-*]\s+)?#(\d+)\b")
+
+
+# --------------------------------------------------------------------------- the corpus
+def load_corpus(paths: list[Path]) -> dict[str, Any]:
+    """The projects of every file given (a folder: its *.json), in order, as one corpus."""
+    projects: list[dict[str, Any]] = []
+    for path in paths:
+        for file in sorted(path.glob("*.json")) if path.is_dir() else [path]:
+            doc = json.loads(file.read_text())
+            if doc.get("format") != "cairn-coding-memory/1":
+                raise SystemExit(f"{file}: not a cairn-coding-memory/1 corpus")
+            projects += doc["projects"]
+    return {"format": "cairn-coding-memory/1", "projects": projects}
 
 
 # --------------------------------------------------------------------------- the project repo
@@ -280,6 +296,41 @@ def import_history(hooks: Hooks, cwd: Path) -> str:
     return proc.stdout.strip()
 
 
+def write_padding(project: dict[str, Any], repo: Path, home: Path, items: int) -> int:
+    """Routine sessions (bench/padding.py) up to about `items` items with the project's own,
+    as transcripts dated over the 120 days before now, for `cairn import claude-code`."""
+    own = sum(
+        e["hook_event_name"] in ("UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop")
+        for s in project["sessions"]
+        for e in s["events"]
+    )
+    sessions = Padder(project, repo_files(project, repo)).sessions(max(0, items - own))
+    folder = home / ".claude" / "projects" / transcript_folder(repo)
+    span = 120 * 86_400.0
+    clock = [time.time() - span - 3600]
+    events = 0
+    for n, session in enumerate(substitute(sessions, project["root"], str(repo))):
+        name = f"{project['id']}:pad:{n}"
+        written = Transcript(folder, str(uuid.uuid5(uuid.NAMESPACE_URL, name)), str(repo), clock)
+        for event in session["events"]:
+            written.add(event)
+            events += 1
+        written.save()
+        clock[0] += span / max(1, len(sessions))
+    return events
+
+
+def project_sizes(worker: WorkerProcess) -> dict[str, Any]:
+    """Items per project from the worker's counts (GET /api/projects): observations, memories
+    and, per session, its prompt and summary (most sessions have one of each)."""
+    status, body = worker.request("GET", "/api/projects", timeout=60)
+    rows = body.get("items") if status == 200 and isinstance(body, dict) else None
+    return {
+        str(r["name"]): int(r["observations"]) + int(r["memories"]) + 2 * int(r["sessions"])
+        for r in rows or []
+    }
+
+
 def context_of(stdout: str) -> str:
     if not stdout.strip():
         return ""
@@ -417,6 +468,7 @@ def run_mode(
     overrides: dict[str, str],
     explain: bool = False,
     via: str = "hooks",
+    pad: int = 0,
 ) -> dict[str, Any]:
     embed = mode == "hybrid"
     base = tmp / f"{mode}-{via}"
@@ -442,10 +494,17 @@ def run_mode(
         total = sum(len(s["events"]) for p in data["projects"] for s in p["sessions"])
         clock = [time.time() - 2 * total - 60]  # transcript times: just before now, in order
         imported = ""
+        padded: dict[str, int] = {}
         for project in data["projects"]:
             repo = base / "repos" / project["id"].replace("/", "_")
             make_repo(project, repo)
             repos[project["id"]] = repo
+            if pad:
+                padded[project["id"]] = write_padding(project, repo, home, pad)
+        if pad:
+            print(f"{mode}: padding: {import_history(hooks, home)}", flush=True)
+        for project in data["projects"]:
+            repo = repos[project["id"]]
             events = substitute(project["sessions"], project["root"], str(repo))
             for session in events:
                 name = f"{project['id']}:{session['id']}"
@@ -474,7 +533,8 @@ def run_mode(
             imported = import_history(hooks, home)
             print(f"{mode}: {imported}", flush=True)
         replay_s = time.monotonic() - started
-        stats = wait_settled(worker, embed, 1800)
+        stats = wait_settled(worker, embed, 7200)
+        sizes = project_sizes(worker)
         settle_s = time.monotonic() - started - replay_s
         print(
             f"{mode}: replayed {hooks.calls} hook runs + {memories} memories in {replay_s:.1f}s,"
@@ -503,6 +563,9 @@ def run_mode(
                 row["context"] = context
                 if preview is not None:
                     row["preview"] = marked(preview.get("items") or [], probe, worker, cache)
+                    row["candidates"] = marked(
+                        preview.get("candidates") or [], probe, worker, cache
+                    )
                 rows.append(row)
                 start_rows.append(score_probe(probe, start_context, worker, cache))
     finally:
@@ -512,6 +575,8 @@ def run_mode(
         "via": via,
         "imported": imported,
         "replay_seconds": round(replay_s, 1),
+        "padded_events": padded,
+        "items_per_project": sizes,
         "settle_seconds": round(settle_s, 1),
         "hook_failures": hooks.failures,
         "overall": summarise(rows),
@@ -585,7 +650,17 @@ def rows_for(result: dict[str, Any]) -> list[tuple[str, Any, str, bool | None]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--data", type=Path, default=Path(os.environ.get("CAIRN_CODING_DATA", DATA))
+        "--data",
+        type=Path,
+        action="append",
+        help="a corpus file or a folder of them (repeatable; default: the shared dev half, "
+        "or CAIRN_CODING_DATA)",
+    )
+    parser.add_argument(
+        "--corpus",
+        choices=("shared", "all"),
+        default="shared",
+        help="all: the shared dev half and bench/data/coding-memory/ (the larger dev corpus)",
     )
     parser.add_argument("--mode", choices=MODES, action="append", help="default: both")
     parser.add_argument("--quick", action="store_true", help="the first three projects only")
@@ -604,6 +679,14 @@ def main() -> int:
         "leave-one-project-out figures",
     )
     parser.add_argument(
+        "--pad",
+        type=int,
+        default=0,
+        metavar="N",
+        help="history at real size: each project padded to about N items with routine sessions "
+        "(bench/padding.py), imported before its real sessions (the issue's variant: 3000)",
+    )
+    parser.add_argument(
         "--explain", action="store_true", help="record each probe's context preview (evidence)"
     )
     parser.add_argument(
@@ -614,10 +697,14 @@ def main() -> int:
         "transcripts, or each (with the recall difference)",
     )
     args = parser.parse_args()
-    if not args.data.is_file():
-        print(f"coding_memory: no data at {args.data} (pass --data FILE)", file=sys.stderr)
+    paths = args.data or [Path(os.environ.get("CAIRN_CODING_DATA", DATA))]
+    if args.corpus == "all":
+        paths = [*paths, MORE]
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        print(f"coding_memory: no data at {missing[0]} (pass --data FILE)", file=sys.stderr)
         return 2
-    data = json.loads(args.data.read_text())
+    data = load_corpus(paths)
     quick = args.quick or os.environ.get("CAIRN_BENCH_QUICK") == "1"
     if quick:
         data["projects"] = data["projects"][:3]
@@ -634,7 +721,9 @@ def main() -> int:
             vias = ("hooks", "import") if args.via == "both" else (args.via,)
             for mode in args.mode or MODES:
                 for via in vias:
-                    results.append(run_mode(data, mode, tmp, models, overrides, args.explain, via))
+                    results.append(
+                        run_mode(data, mode, tmp, models, overrides, args.explain, via, args.pad)
+                    )
         else:
             # Every value is a full run: the table shows each, then the held-out figures.
             cv_mode = (args.mode or ["hybrid"])[0]
@@ -643,7 +732,7 @@ def main() -> int:
             overall: dict[str, Any] = {}
             for value in values.split(","):
                 setting = {**overrides, f"CAIRN_{name.strip().upper()}": value.strip()}
-                run = run_mode(data, cv_mode, tmp / f"cv-{value}", models, setting)
+                run = run_mode(data, cv_mode, tmp / f"cv-{value}", models, setting, pad=args.pad)
                 runs[value.strip()] = run["probes"]
                 overall[value.strip()] = run["overall"]
                 print(f"{name}={value}: {run['overall']}", flush=True)
@@ -670,9 +759,16 @@ def main() -> int:
     out = report(
         "coding_memory",
         "Coding memory: the prompt hook's additionalContext (dev half)"
-        + (" [quick: 3 projects]" if quick else ""),
+        + (" [quick: 3 projects]" if quick else "")
+        + (f" [padded to ~{args.pad} items per project]" if args.pad else ""),
         rows,
-        {"data": str(args.data), "quick": quick, "modes": results, "cross_validation": cv},
+        {
+            "data": [str(p) for p in paths],
+            "quick": quick,
+            "pad": args.pad,
+            "modes": results,
+            "cross_validation": cv,
+        },
     )
     if args.json:
         args.json.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n")

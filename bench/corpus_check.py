@@ -19,16 +19,26 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = [ROOT / "bench" / "data" / "coding-memory", ROOT.parent / "shared" / "data" / "coding-memory-dev.json"]
+DEFAULT = [
+    ROOT / "bench" / "data" / "coding-memory",
+    ROOT.parent / "shared" / "data" / "coding-memory-dev.json",
+]
 EVENTS = {
-    "SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop",
-    "SessionEnd", "CairnSaveMemory",
+    "SessionStart",
+    "UserPromptSubmit",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Stop",
+    "SessionEnd",
+    "CairnSaveMemory",
 }
 CATEGORIES = {"decision", "fact", "lesson", "failure", "file", "paraphrase", "none"}
 MEMORY_KINDS = {"decision", "fact", "lesson", "preference", "note", "todo", "gotcha"}
 # Words that carry no content: a paraphrase may share these with what it should find.
-STOP = set(
-    """a an the and or but if then else of to in on at by for with from into onto over under about
+STOP = frozenset(
+    re.findall(
+        r"\S+",
+        """a an the and or but if then else of to in on at by for with from into onto over under about
     as is are was were be been being am do does did done doing have has had having it its it's this
     that these those there here what which who whom whose when where why how i me my we us our you
     your they them their he she him her his hers not no nor so too very can could should would will
@@ -37,7 +47,8 @@ STOP = set(
     made let lets use used using need needs want wants like way ok okay thing things something
     anything nothing last time again now new old do don't didn't doesn't isn't aren't wasn't can't
     won't i'm we're you're it's that's what's let's before after while during since until why
-    does did our ours please thanks""".split()
+    does did our ours please thanks""",
+    )
 )
 WORD = re.compile(r"[a-z0-9]+")
 

@@ -1,0 +1,280 @@
+"""Fits the prompt-time relevance model (worker/retrieval/relevance.py) and says how well it holds
+on projects it was not fitted on.
+
+Input: what `bench/coding_memory.py --mode hybrid --explain --json FILE` recorded: for every probe,
+every candidate the prompt context judged, with its features and whether its line holds one of the
+probe's markers (the benchmark's own scoring rule). Several files (e.g. the corpus as it is and
+padded to real size) are pooled; a project's probes in each file count as that project's.
+
+The model is a logistic regression over standardised features with an L2 penalty, fitted by
+Newton's method (numpy). An item is given when its probability reaches the cut; the given items,
+most probable first, fill the prompt's item limit and token budget as the worker fills them, and
+the benchmark's figures are computed from that (simulated: no worker is started). The cut is the
+one that maximises the benchmark's objective (bench/coding_memory.py objective()) on the
+projects the model was fitted on.
+
+Leave one project out: for each project, the model is fitted and its cut chosen on the others,
+and the held-out project's probes are judged by it; pooled, those are the cross-validated
+figures. The features are chosen the same way: starting from all of them, the one whose removal
+raises the cross-validated objective most is dropped, while some removal does not lower it
+(backward elimination). The penalty is chosen among a few values by the same objective.
+
+Run: `.venv/bin/python bench/train_relevance.py RESULT.json [...] [--write]` (--write: the model
+fitted on every project, with the chosen features, penalty and cut, goes to
+worker/retrieval/relevance_model.json). Prints the fitted and cross-validated figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.coding_memory import SHOWN, objective, summarise  # noqa: E402
+from worker.retrieval.context_builder import Composer, Part  # noqa: E402
+from worker.retrieval.relevance import FEATURES, MODEL_FILE  # noqa: E402
+
+HEADER = "## Cairn: relevant memory"
+# The fence and the hook's wrapper around the lines (characters), counted in the tokens figure.
+WRAPPER_CHARS = 80
+PENALTIES = (0.3, 1.0, 3.0, 10.0)
+CUTS = tuple(round(c, 3) for c in np.arange(0.15, 0.86, 0.025))
+Array = npt.NDArray[np.float64]
+
+
+@dataclass
+class Probe:
+    project: str
+    category: str
+    markers: int
+    x: Array  # candidates x all features
+    good: npt.NDArray[np.bool_]
+    found: list[set[str]]
+    texts: list[str]
+
+
+def load(paths: list[Path], max_items: int) -> list[Probe]:
+    probes: list[Probe] = []
+    for path in paths:
+        doc = json.loads(path.read_text())
+        for mode in doc["modes"]:
+            if not mode["mode"].startswith("hybrid"):
+                continue
+            for row in mode["probes"]:
+                cands = row.get("candidates")
+                if cands is None:
+                    raise SystemExit(f"{path}: no candidates (run coding_memory.py --explain)")
+                x = np.array(
+                    [[float(c["features"][f]) for f in FEATURES] for c in cands], dtype=np.float64
+                ).reshape(len(cands), len(FEATURES))
+                probes.append(
+                    Probe(
+                        project=row["project"],
+                        category=row["category"],
+                        markers=int(row["markers"]),
+                        x=x,
+                        good=np.array([bool(c["good"]) for c in cands], dtype=bool),
+                        found=[set(c["found"]) for c in cands],
+                        texts=[str(c["text"]) for c in cands],
+                    )
+                )
+    del max_items
+    return probes
+
+
+@dataclass
+class Model:
+    columns: list[int]
+    mean: Array
+    scale: Array
+    weights: Array
+    bias: float
+
+    def probability(self, x: Array) -> Array:
+        z = self.bias + ((x[:, self.columns] - self.mean) / self.scale) @ self.weights
+        return 1.0 / (1.0 + np.exp(-z))
+
+
+def fit(probes: list[Probe], columns: list[int], penalty: float) -> Model:
+    """L2-penalised logistic regression by Newton's method; each probe weighs the same."""
+    x = np.concatenate([p.x[:, columns] for p in probes])
+    y = np.concatenate([p.good for p in probes]).astype(np.float64)
+    w_row = np.concatenate([np.full(len(p.good), 1.0 / max(1, len(p.good))) for p in probes])
+    w_row *= len(w_row) / w_row.sum()
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
+    beta = np.zeros(z.shape[1])
+    reg = np.full(z.shape[1], penalty)
+    reg[0] = 0.0
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-(z @ beta)))
+        grad = z.T @ (w_row * (p - y)) + reg * beta
+        hess = (z * (w_row * p * (1 - p))[:, None]).T @ z + np.diag(reg + 1e-9)
+        step = np.linalg.solve(hess, grad)
+        beta -= step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return Model(columns, mean, scale, beta[1:], float(beta[0]))
+
+
+def compose(probe: Probe, prob: Array, cut: float, limit: int, budget: int) -> dict[str, Any]:
+    """The prompt's context as the worker composes it, scored as the benchmark scores it."""
+    order = [i for i in np.argsort(-prob, kind="stable") if prob[i] >= cut][:limit]
+    composer = Composer(budget)
+    for i in order:
+        composer.add(HEADER, Part("relevant", "", int(i), probe.texts[i]))
+    kept = [p.id for p in composer.parts]
+    found = set().union(*(probe.found[i] for i in kept)) if kept else set()
+    chars = sum(len(probe.texts[i]) + 1 for i in kept)
+    return {
+        "category": probe.category,
+        "lines": len(kept),
+        "relevant_lines": int(sum(probe.good[i] for i in kept)),
+        "markers": probe.markers,
+        "found": len(found),
+        "tokens": (chars + len(HEADER) + WRAPPER_CHARS) / 4 if kept else 0.0,
+    }
+
+
+def figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return summarise(rows)
+
+
+def best_cut(
+    probes: list[Probe], probs: list[Array], limit: int, budget: int
+) -> tuple[float, float]:
+    scored = []
+    for cut in CUTS:
+        rows = [compose(p, pr, cut, limit, budget) for p, pr in zip(probes, probs, strict=True)]
+        scored.append((objective(figures(rows)), -cut, cut))
+    value, _, cut = max(scored)
+    return cut, value
+
+
+def held_out(
+    probes: list[Probe], columns: list[int], penalty: float, limit: int, budget: int
+) -> list[dict[str, Any]]:
+    """Leave one project out: each project's rows judged by a model fitted on the others."""
+    rows: list[dict[str, Any]] = []
+    for project in sorted({p.project for p in probes}):
+        train = [p for p in probes if p.project != project]
+        test = [p for p in probes if p.project == project]
+        model = fit(train, columns, penalty)
+        cut, _ = best_cut(train, [model.probability(p.x) for p in train], limit, budget)
+        for p in test:
+            row = compose(p, model.probability(p.x), cut, limit, budget)
+            row["project"] = project
+            rows.append(row)
+    return rows
+
+
+def select(
+    probes: list[Probe], limit: int, budget: int, penalty: float
+) -> tuple[list[int], float, list[str]]:
+    """Backward elimination on the cross-validated objective."""
+    columns = list(range(len(FEATURES)))
+    score = objective(figures(held_out(probes, columns, penalty, limit, budget)))
+    log = [f"all {len(columns)} features: cross-validated objective {score:.3f}"]
+    while len(columns) > 1:
+        trials = []
+        for c in columns:
+            rest = [k for k in columns if k != c]
+            trials.append((objective(figures(held_out(probes, rest, penalty, limit, budget))), c))
+        value, drop = max(trials)
+        if value < score - 1e-9:
+            break
+        columns.remove(drop)
+        score = value
+        log.append(f"- {FEATURES[drop]}: {score:.3f}")
+    return columns, score, log
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", type=Path, nargs="+")
+    parser.add_argument("--write", action="store_true", help="write the model file")
+    parser.add_argument("--limit", type=int, default=8, help="items per prompt (the setting)")
+    parser.add_argument("--budget", type=int, default=500, help="prompt tokens (the setting)")
+    parser.add_argument("--no-select", action="store_true", help="keep every feature")
+    parser.add_argument("--out", type=Path, default=MODEL_FILE)
+    args = parser.parse_args()
+    probes = load(args.results, args.limit)
+    projects = sorted({p.project for p in probes})
+    print(
+        f"{len(probes)} probes, {len(projects)} projects, "
+        f"{sum(len(p.good) for p in probes)} candidates"
+    )
+    best: tuple[float, float, list[int], list[str]] | None = None
+    for penalty in PENALTIES:
+        if args.no_select:
+            columns = list(range(len(FEATURES)))
+            rows = held_out(probes, columns, penalty, args.limit, args.budget)
+            score, log = objective(figures(rows)), []
+        else:
+            columns, score, log = select(probes, args.limit, args.budget, penalty)
+        print(f"penalty {penalty}: cross-validated objective {score:.3f}, {len(columns)} features")
+        if best is None or score > best[0]:
+            best = (score, penalty, columns, log)
+    assert best is not None
+    score, penalty, columns, log = best
+    for line in log:
+        print("  " + line)
+    cv_rows = held_out(probes, columns, penalty, args.limit, args.budget)
+    model = fit(probes, columns, penalty)
+    probs = [model.probability(p.x) for p in probes]
+    cut, _ = best_cut(probes, probs, args.limit, args.budget)
+    fitted_rows = [
+        compose(p, pr, cut, args.limit, args.budget) for p, pr in zip(probes, probs, strict=True)
+    ]
+    fitted, cv = figures(fitted_rows), figures(cv_rows)
+    print(f"penalty {penalty}, cut {cut}, features: {[FEATURES[c] for c in columns]}")
+    print(f"{'figure':<22}{'fitted':>10}{'held out':>10}{'gap':>8}")
+    for name in (
+        "recall",
+        "hit_rate",
+        "false_silence",
+        "silence_on_none",
+        "precision",
+        "tokens_per_prompt",
+    ):
+        a, b = fitted.get(name), cv.get(name)
+        gap = "" if a is None or b is None else f"{b - a:+.3f}"
+        print(f"{name:<22}{a!s:>10}{b!s:>10}{gap:>8}")
+    weights = {FEATURES[c]: round(float(w), 4) for c, w in zip(columns, model.weights, strict=True)}
+    print("weights (per standard deviation):", weights)
+    if args.write:
+        doc = {
+            "note": "fitted by bench/train_relevance.py; do not edit by hand",
+            "features": [FEATURES[c] for c in columns],
+            "mean": [round(float(v), 6) for v in model.mean],
+            "scale": [round(float(v), 6) for v in model.scale],
+            "weights": [round(float(v), 6) for v in model.weights],
+            "bias": round(model.bias, 6),
+            "threshold": cut,
+            "training": {
+                "results": [p.name for p in args.results],
+                "projects": len(projects),
+                "probes": len(probes),
+                "penalty": penalty,
+                "fitted": {k: v for k, v in fitted.items() if k in (*SHOWN, "false_silence")},
+                "held_out": {k: v for k, v in cv.items() if k in (*SHOWN, "false_silence")},
+            },
+        }
+        args.out.write_text(json.dumps(doc, indent=1) + "\n")
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
