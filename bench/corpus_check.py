@@ -33,7 +33,7 @@ EVENTS = {
     "CairnSaveMemory",
 }
 CATEGORIES = {"decision", "fact", "lesson", "failure", "file", "paraphrase", "none"}
-MEMORY_KINDS = {"decision", "fact", "lesson", "preference", "note", "todo", "gotcha"}
+MEMORY_KINDS = {"decision", "fact", "lesson", "preference", "note"}  # POST /api/memories
 # Words that carry no content: a paraphrase may share these with what it should find.
 STOP = frozenset(
     re.findall(
