@@ -19,6 +19,13 @@ SessionEnd, and the UserPromptSubmit `additionalContext` is scored:
 
 Twice: with the embedding model (hybrid search) and keyword-only (CAIRN_EMBED_ENABLED=0), each a
 fresh replay. `--quick` (or CAIRN_BENCH_QUICK=1): the first three projects only.
+`--corpus all` (issue 30): the shared dev half plus the larger corpus written in the project,
+bench/data/coding-memory/ (24 projects on 24 stacks, 270 probes; check it with
+bench/corpus_check.py). `--pad 3000`: history at real size: before its real sessions each
+project gets routine sessions (bench/padding.py: reads, small edits, green test runs, git,
+searches from its own files and commands, never a probe's marker) up to ~3,000 items, imported
+as transcripts dated over the previous 120 days. `--explain` records every candidate the prompt
+context judged with its features, what bench/train_relevance.py fits the relevance model on.
 `--via import` (issue 21): the histories arrive by `cairn import claude-code` instead of the hooks:
 each session is written as the transcript Claude Code keeps (~/.claude/projects/<slug>/<id>.jsonl:
 prompts, tool_use/tool_result pairs with toolUseResult, failed calls as is_error results, the
@@ -55,15 +62,17 @@ DATA = ROOT.parent / "shared" / "data" / "coding-memory-dev.json"
 # The larger dev corpus written in the project (issue 30): one project per file.
 MORE = ROOT / "bench" / "data" / "coding-memory"
 MODES = ("hybrid", "keyword")
-# The issue's aims on the dev half (issue 19): figure -> (op, target).
+# The aims on work the judgment was not fitted on (issue 30): figure -> (op, target); with the
+# history padded to real size (--pad) each aim is .05 easier.
 AIMS: dict[str, tuple[str, float]] = {
     "recall": (">=", 0.85),
-    "hit_rate": (">=", 0.92),
+    "hit_rate": (">=", 0.88),
     "false_silence": ("<=", 0.05),
     "silence_on_none": (">=", 0.90),
-    "precision": (">=", 0.85),
+    "precision": (">=", 0.80),
     "tokens_per_prompt": ("<=", 300),
 }
+PADDED_SLACK = 0.05
 # Keyword-only mode (issue 19 item 3).
 KEYWORD_AIMS: dict[str, tuple[str, float]] = {
     "recall": (">=", 0.60),
@@ -621,9 +630,18 @@ def met(value: Any, op: str, target: float) -> bool | None:
     return bool(value >= target if op == ">=" else value <= target)
 
 
+def eased(figure: str, op: str, target: float) -> tuple[str, float]:
+    """An aim on the padded history: a share .05 easier, the token budget the same."""
+    if figure == "tokens_per_prompt":
+        return op, target
+    return op, target - PADDED_SLACK if op == ">=" else target + PADDED_SLACK
+
+
 def rows_for(result: dict[str, Any]) -> list[tuple[str, Any, str, bool | None]]:
     mode = result["mode"]
     aims = AIMS if mode.startswith("hybrid") else KEYWORD_AIMS
+    if result.get("padded_events") and aims is AIMS:
+        aims = {k: eased(k, op, v) for k, (op, v) in AIMS.items()}
     rows: list[tuple[str, Any, str, bool | None]] = []
     overall = result["overall"]
     for figure in AIMS:
@@ -670,7 +688,7 @@ def main() -> int:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="a worker setting for this run (e.g. prompt_memory_min_cosine=0.3)",
+        help="a worker setting for this run (e.g. prompt_strictness=0.6)",
     )
     parser.add_argument(
         "--cv",

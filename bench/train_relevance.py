@@ -40,15 +40,24 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.coding_memory import SHOWN, objective, summarise  # noqa: E402
-from worker.retrieval.context_builder import Composer, Part  # noqa: E402
 from worker.retrieval.relevance import FEATURES, MODEL_FILE  # noqa: E402
+from worker.retrieval.tokens import estimate_tokens  # noqa: E402
 
 HEADER = "## Cairn: relevant memory"
+HEADER_TOKENS = estimate_tokens(HEADER)
 # The fence and the hook's wrapper around the lines (characters), counted in the tokens figure.
 WRAPPER_CHARS = 80
-PENALTIES = (0.3, 1.0, 3.0, 10.0)
-CUTS = tuple(round(c, 3) for c in np.arange(0.15, 0.86, 0.025))
+PENALTIES = (0.3, 3.0)
+# How much more a candidate holding a relevant marker weighs in the fit than one holding only
+# an acceptable one (recall counts relevant markers only), chosen with the penalty.
+RELEVANT_WEIGHTS = (1.0, 3.0)
+# Groups of projects for the feature selection's cross-validation (leave-one-project-out for
+# the figures reported).
+SELECT_FOLDS = 6
+CUTS = tuple(round(c, 3) for c in np.arange(0.10, 0.86, 0.05))
 Array = npt.NDArray[np.float64]
+# How much more a candidate holding a relevant marker weighs than one holding an acceptable one.
+RELEVANT_WEIGHT = [1.0]
 
 
 @dataclass
@@ -60,6 +69,7 @@ class Probe:
     good: npt.NDArray[np.bool_]
     found: list[set[str]]
     texts: list[str]
+    costs: list[int]  # each line's tokens, as the worker's Composer counts them
 
 
 def load(paths: list[Path], max_items: int) -> list[Probe]:
@@ -85,6 +95,7 @@ def load(paths: list[Path], max_items: int) -> list[Probe]:
                         good=np.array([bool(c["good"]) for c in cands], dtype=bool),
                         found=[set(c["found"]) for c in cands],
                         texts=[str(c["text"]) for c in cands],
+                        costs=[estimate_tokens(str(c["text"])) for c in cands],
                     )
                 )
     del max_items
@@ -108,7 +119,12 @@ def fit(probes: list[Probe], columns: list[int], penalty: float) -> Model:
     """L2-penalised logistic regression by Newton's method; each probe weighs the same."""
     x = np.concatenate([p.x[:, columns] for p in probes])
     y = np.concatenate([p.good for p in probes]).astype(np.float64)
-    w_row = np.concatenate([np.full(len(p.good), 1.0 / max(1, len(p.good))) for p in probes])
+    w_row = np.concatenate(
+        [
+            np.array([RELEVANT_WEIGHT[0] if f else 1.0 for f in p.found]) / max(1, len(p.good))
+            for p in probes
+        ]
+    )
     w_row *= len(w_row) / w_row.sum()
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
@@ -130,11 +146,16 @@ def fit(probes: list[Probe], columns: list[int], penalty: float) -> Model:
 
 def compose(probe: Probe, prob: Array, cut: float, limit: int, budget: int) -> dict[str, Any]:
     """The prompt's context as the worker composes it, scored as the benchmark scores it."""
-    order = [i for i in np.argsort(-prob, kind="stable") if prob[i] >= cut][:limit]
-    composer = Composer(budget)
+    # As worker/retrieval/context_builder.Composer fills it: the header with the first line,
+    # then each line that still fits (a line too long is skipped, the next may fit).
+    order = [int(i) for i in np.argsort(-prob, kind="stable") if prob[i] >= cut][:limit]
+    kept: list[int] = []
+    used = 0
     for i in order:
-        composer.add(HEADER, Part("relevant", "", int(i), probe.texts[i]))
-    kept = [p.id for p in composer.parts]
+        cost = probe.costs[i] + (0 if kept else HEADER_TOKENS)
+        if used + cost <= budget:
+            kept.append(i)
+            used += cost
     found = set().union(*(probe.found[i] for i in kept)) if kept else set()
     chars = sum(len(probe.texts[i]) + 1 for i in kept)
     return {
@@ -163,18 +184,26 @@ def best_cut(
 
 
 def held_out(
-    probes: list[Probe], columns: list[int], penalty: float, limit: int, budget: int
+    probes: list[Probe],
+    columns: list[int],
+    penalty: float,
+    limit: int,
+    budget: int,
+    folds: int = 0,
 ) -> list[dict[str, Any]]:
-    """Leave one project out: each project's rows judged by a model fitted on the others."""
+    """Each project's rows judged by a model fitted on other projects: leave one project out,
+    or (`folds` > 0) that many groups of projects, each left out in turn (cheaper)."""
+    projects = sorted({p.project for p in probes})
+    groups = [projects[i::folds] for i in range(folds)] if folds else [[p] for p in projects]
     rows: list[dict[str, Any]] = []
-    for project in sorted({p.project for p in probes}):
-        train = [p for p in probes if p.project != project]
-        test = [p for p in probes if p.project == project]
+    for group in groups:
+        train = [p for p in probes if p.project not in group]
+        test = [p for p in probes if p.project in group]
         model = fit(train, columns, penalty)
         cut, _ = best_cut(train, [model.probability(p.x) for p in train], limit, budget)
         for p in test:
             row = compose(p, model.probability(p.x), cut, limit, budget)
-            row["project"] = project
+            row["project"] = p.project
             rows.append(row)
     return rows
 
@@ -182,15 +211,18 @@ def held_out(
 def select(
     probes: list[Probe], limit: int, budget: int, penalty: float
 ) -> tuple[list[int], float, list[str]]:
-    """Backward elimination on the cross-validated objective."""
+    """Backward elimination on the cross-validated objective (six groups of projects)."""
     columns = list(range(len(FEATURES)))
-    score = objective(figures(held_out(probes, columns, penalty, limit, budget)))
+
+    def score_of(cols: list[int]) -> float:
+        return objective(figures(held_out(probes, cols, penalty, limit, budget, SELECT_FOLDS)))
+
+    score = score_of(columns)
     log = [f"all {len(columns)} features: cross-validated objective {score:.3f}"]
     while len(columns) > 1:
         trials = []
         for c in columns:
-            rest = [k for k in columns if k != c]
-            trials.append((objective(figures(held_out(probes, rest, penalty, limit, budget))), c))
+            trials.append((score_of([k for k in columns if k != c]), c))
         value, drop = max(trials)
         if value < score - 1e-9:
             break
@@ -208,6 +240,7 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=500, help="prompt tokens (the setting)")
     parser.add_argument("--no-select", action="store_true", help="keep every feature")
     parser.add_argument("--out", type=Path, default=MODEL_FILE)
+
     args = parser.parse_args()
     probes = load(args.results, args.limit)
     projects = sorted({p.project for p in probes})
@@ -215,19 +248,20 @@ def main() -> int:
         f"{len(probes)} probes, {len(projects)} projects, "
         f"{sum(len(p.good) for p in probes)} candidates"
     )
-    best: tuple[float, float, list[int], list[str]] | None = None
+    every = list(range(len(FEATURES)))
+    tried = []
     for penalty in PENALTIES:
-        if args.no_select:
-            columns = list(range(len(FEATURES)))
-            rows = held_out(probes, columns, penalty, args.limit, args.budget)
-            score, log = objective(figures(rows)), []
-        else:
-            columns, score, log = select(probes, args.limit, args.budget, penalty)
-        print(f"penalty {penalty}: cross-validated objective {score:.3f}, {len(columns)} features")
-        if best is None or score > best[0]:
-            best = (score, penalty, columns, log)
-    assert best is not None
-    score, penalty, columns, log = best
+        for weight in RELEVANT_WEIGHTS:
+            RELEVANT_WEIGHT[0] = weight
+            rows = held_out(probes, every, penalty, args.limit, args.budget)
+            score = objective(figures(rows))
+            print(f"penalty {penalty}, relevant weight {weight}: held-out objective {score:.3f}")
+            tried.append((score, penalty, weight))
+    _, penalty, weight = max(tried)
+    RELEVANT_WEIGHT[0] = weight
+    columns, log = every, []
+    if not args.no_select:
+        columns, _, log = select(probes, args.limit, args.budget, penalty)
     for line in log:
         print("  " + line)
     cv_rows = held_out(probes, columns, penalty, args.limit, args.budget)
@@ -238,7 +272,9 @@ def main() -> int:
         compose(p, pr, cut, args.limit, args.budget) for p, pr in zip(probes, probs, strict=True)
     ]
     fitted, cv = figures(fitted_rows), figures(cv_rows)
-    print(f"penalty {penalty}, cut {cut}, features: {[FEATURES[c] for c in columns]}")
+    print(
+        f"penalty {penalty}, relevant weight {weight}, cut {cut}, features: {[FEATURES[c] for c in columns]}"
+    )
     print(f"{'figure':<22}{'fitted':>10}{'held out':>10}{'gap':>8}")
     for name in (
         "recall",
@@ -267,6 +303,7 @@ def main() -> int:
                 "projects": len(projects),
                 "probes": len(probes),
                 "penalty": penalty,
+                "relevant_weight": weight,
                 "fitted": {k: v for k, v in fitted.items() if k in (*SHOWN, "false_silence")},
                 "held_out": {k: v for k, v in cv.items() if k in (*SHOWN, "false_silence")},
             },

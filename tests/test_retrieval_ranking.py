@@ -192,45 +192,6 @@ def test_refusal_rule() -> None:
     assert not ranking.refuse(0.0, s.judgment.refusal_min_cosine, s)
 
 
-def test_item_relevant_is_looser_for_explicit_memories() -> None:
-    s = load_settings(prompt_memory_min_cosine=0.3, prompt_item_min_cosine=0.4)
-    assert ranking.item_relevant("memory", 0.32, 0.0, s)
-    assert not ranking.item_relevant("observation", 0.32, 0.0, s)
-    assert ranking.item_relevant("observation", 0.41, 0.0, s)
-    assert ranking.item_relevant("observation", None, s.judgment.prompt_item_min_coverage, s)
-    assert not ranking.item_relevant(
-        "memory", None, s.judgment.prompt_memory_min_coverage - 0.01, s
-    )
-
-
-def test_a_memory_is_also_judged_by_its_closest_clause() -> None:
-    s = load_settings(prompt_memory_min_cosine=0.3, prompt_memory_clause_min_cosine=0.38)
-    # Whole text short of the floor, one clause close to the prompt: relevant.
-    assert ranking.item_relevant("memory", 0.29, 0.1, s, clause_cosine=0.40)
-    assert not ranking.item_relevant("memory", 0.29, 0.1, s, clause_cosine=0.37)
-    assert not ranking.item_relevant("memory", 0.29, 0.1, s)
-    # Only memories are split into clauses; and 0 turns the clause floor off.
-    assert not ranking.item_relevant("observation", 0.29, 0.1, s, clause_cosine=0.9)
-    off = load_settings(prompt_memory_min_cosine=0.3, prompt_memory_clause_min_cosine=0)
-    assert not ranking.item_relevant("memory", 0.29, 0.1, off, clause_cosine=0.9)
-
-
-def test_activity_short_of_both_floors_passes_on_joint_evidence() -> None:
-    s = load_settings(
-        prompt_item_min_cosine=0.4, prompt_item_min_coverage=0.7, prompt_joint_evidence=1.3
-    )
-    # 0.33 / 0.4 + 0.37 / 0.7 = 1.35: most of each kind of evidence at once.
-    assert ranking.item_relevant("observation", 0.33, 0.37, s)
-    # 0.24 / 0.4 + 0.24 / 0.7 = 0.94: weak on both counts.
-    assert not ranking.item_relevant("observation", 0.24, 0.24, s)
-    # No vector: the word share alone decides.
-    assert not ranking.item_relevant("observation", None, 0.69, s)
-    # Memories have their own looser floors and clause rule instead.
-    assert not ranking.item_relevant("memory", 0.25, 0.3, s)
-    off = load_settings(prompt_joint_evidence=0)
-    assert not ranking.item_relevant("observation", 0.39, 0.69, off)
-
-
 def test_said_nothing_is_a_silent_success_only() -> None:
     ok = {"kind": "observation", "type": "command", "title": "Run: fmt", "body": "command: x"}
     assert ranking.said_nothing(ok)

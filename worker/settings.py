@@ -185,23 +185,10 @@ class JudgmentSettings:
     # (tuned on LoCoMo dev: >=90% of foreign questions refused, <=2% of native ones)
     refusal_min_cosine: float = setting("CAIRN_REFUSAL_MIN_COSINE", 0.46)
     refusal_min_coverage: float = setting("CAIRN_REFUSAL_MIN_COVERAGE", 0.8)
-    # Prompt context: each item judged on its own (ranking.item_relevant) instead of the one
-    # refusal above, which was tuned on chat and silenced the rules that matter in coding work.
-    # Explicit memories (few, high value) pass a looser floor than raw activity; an item also
-    # needs a score within `prompt_relative_floor` of the best hit of its group, memories or
-    # activity (tuned on bench/coding_memory.py, dev half, with leave-one-project-out
-    # cross-validation).
-    prompt_memory_min_cosine: float = setting("CAIRN_PROMPT_MEMORY_MIN_COSINE", 0.30)
-    prompt_memory_min_coverage: float = setting("CAIRN_PROMPT_MEMORY_MIN_COVERAGE", 0.4)
-    prompt_item_min_cosine: float = setting("CAIRN_PROMPT_ITEM_MIN_COSINE", 0.40)
-    prompt_item_min_coverage: float = setting("CAIRN_PROMPT_ITEM_MIN_COVERAGE", 0.7)
-    prompt_relative_floor: float = setting("CAIRN_PROMPT_RELATIVE_FLOOR", 0.7)
-    # A memory whose best clause (retrieval/clauses.py) has this cosine to the prompt is
-    # relevant though its whole text is not (0: off). An item whose cosine and word share each
-    # fall short of its floors is relevant when the two shares of their floors add up to this
-    # (`cosine / min_cosine + coverage / min_coverage`; 0: off): two kinds of evidence at once.
-    prompt_memory_clause_min_cosine: float = setting("CAIRN_PROMPT_MEMORY_CLAUSE_MIN_COSINE", 0.38)
-    prompt_joint_evidence: float = setting("CAIRN_PROMPT_JOINT_EVIDENCE", 1.3)
+    # Prompt context: each candidate's probability of mattering comes from the relevance model
+    # (retrieval/relevance.py); strictness moves the probability an item needs, from 0 (more is
+    # given) to 1 (only what is surely relevant); 0.5 is the cut cross-validation chose.
+    prompt_strictness: float = setting("CAIRN_PROMPT_STRICTNESS", 0.5)
     # Keyword-only mode (no query vector: the model loading, disabled or broken): relevance on
     # words alone, each weighted by its IDF within the project (retrieval/keyword_judgment.py).
     # Search refuses unless a top keyword hit holds this share of the query's weight; at a
@@ -216,13 +203,9 @@ class JudgmentSettings:
     )
     prompt_keyword_item_min_coverage: float = setting("CAIRN_PROMPT_KEYWORD_ITEM_MIN_COVERAGE", 0.4)
     prompt_keyword_item_min_strength: float = setting("CAIRN_PROMPT_KEYWORD_ITEM_MIN_STRENGTH", 1.5)
-    # More evidence at a prompt (retrieval/judgment.py): an item holding a code name the prompt
-    # mentions (a file, symbol, setting) with a cosine of at least `prompt_name_min_cosine`; an
-    # item in the top `prompt_agree_depth` of both the keyword and the vector list (0: off)
-    # with a cosine of at least `prompt_agree_min_cosine`.
-    prompt_name_min_cosine: float = setting("CAIRN_PROMPT_NAME_MIN_COSINE", 0.15)
-    prompt_agree_depth: int = setting("CAIRN_PROMPT_AGREE_DEPTH", 3)
-    prompt_agree_min_cosine: float = setting("CAIRN_PROMPT_AGREE_MIN_COSINE", 0.15)
+    # Keyword-only mode keeps an item whose score is within this share of the best kept item of
+    # its group (explicit memories, other activity).
+    prompt_relative_floor: float = setting("CAIRN_PROMPT_RELATIVE_FLOOR", 0.7)
 
 
 @dataclass(frozen=True)
@@ -504,6 +487,10 @@ def _check(settings: Settings) -> None:
         raise ConfigError(
             f"CAIRN_GROUP_COMMIT_DELAY_MS={database.group_commit_delay_ms} is over 50 ms: "
             "every concurrent write would wait that long"
+        )
+    if settings.judgment.prompt_strictness > 1:
+        raise ConfigError(
+            f"CAIRN_PROMPT_STRICTNESS={settings.judgment.prompt_strictness} is outside 0..1"
         )
     if not 0 <= server.port <= 65535:
         raise ConfigError(f"CAIRN_PORT={server.port} is outside 0..65535")

@@ -5,7 +5,7 @@ rows.Close() right after every Query. Latest() returned early on a Scan error wi
 leaking pool conns ...". A prompt touches one part of it ("a new store method that runs a query
 and loops over the rows"), and the whole text's vector, averaged over every part, sits far from
 the prompt (cosine 0.30) while the rule's own clause is close (0.43). So a memory is also judged
-on the best cosine of its clauses (ranking.item_relevant's clause floor). Measured on the
+on the best cosine of its clauses (the relevance model's `clause` feature). Measured on the
 coding-memory dev half (bench/coding_memory.py): relevant memories at or above 0.34 went from
 16 to 20 of 26 pairs, unrelated ones from 2 to 7 of 194, before the relative floor.
 

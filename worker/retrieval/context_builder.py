@@ -274,6 +274,7 @@ async def build_context(
     keywords: KeywordScorer,
 ) -> dict[str, Any]:
     now = now_ms()
+    judged: list[dict[str, Any]] | None = None
     if req.query is None or not req.query.strip():
         budget = req.budget if req.budget is not None else settings.context.session_tokens
         rows = await store.read(lambda c: _start_rows(c, req, settings))
@@ -326,6 +327,18 @@ async def build_context(
             composed.add(header, part)
         if not composed.parts:
             refused = True
+        if req.preview:
+            judged = [
+                {
+                    "kind": cand.ref[0],
+                    "id": cand.ref[1],
+                    "text": neutralise(prompt_item_text(outcome.items[cand.ref], now)),
+                    "relevance": cand.relevance,
+                    "features": cand.features,
+                    "kept": cand in outcome.hits,
+                }
+                for cand in outcome.judged
+            ]
     if req.session_id and not req.preview and composed.parts and req.query is not None:
         # Only what prompts were given is skipped later: the session-start block is a broad
         # list, and a prompt that needs one of its memories gets it again, as the one that
@@ -350,10 +363,13 @@ async def build_context(
                 evidence=part.evidence,
             )
         items.append(entry)
-    return {
+    answer: dict[str, Any] = {
         "text": text,
         "items": items,
         "tokens": estimate_tokens(text) if text else 0,
         "budget": budget,
         "refused": refused,
     }
+    if judged is not None:
+        answer["candidates"] = judged
+    return answer

@@ -1,9 +1,10 @@
-"""Extra evidence that an item is relevant at a prompt, beyond its own cosine and word share.
+"""Code names at a prompt, and the keyword-only mode's order of what it keeps.
 
 Coding prompts name things: a file (`billing/views.py`), a symbol (`useWishlist`,
 `std::sync::LazyLock`, `.unwrap()`), a setting (`TRAILMATE_KEYSTORE`). An item that holds the same
-name is about the same thing even when the rest of its text is far from the prompt's words, so it
-counts as relevant on a weaker cosine. Pure functions.
+name is about the same thing even when the rest of its text is far from the prompt's words: the
+relevance model's `name` feature (retrieval/relevance.py), and with words alone (no query vector)
+evidence on its own. Pure functions.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from worker.retrieval.ranking import Candidate
-from worker.settings import Settings
 
 # Characters around a name in prose: quotes, brackets, sentence punctuation.
 _EDGE = "`'\"()[]{}<>,;:?!*"
@@ -85,76 +85,6 @@ def title_only(item: Mapping[str, Any], names: Iterable[str]) -> bool:
     if item.get("kind") != "observation" or str(item.get("body") or "").strip():
         return False
     return not shares_name(names, item)
-
-
-def agreed(keyword_rank: int | None, vector_rank: int | None, depth: int) -> bool:
-    """First in both: the item is among the top `depth` of the keyword list and of the vector
-    list. Two retrievers that fail in different ways agreeing is evidence on its own."""
-    return (
-        depth > 0
-        and keyword_rank is not None
-        and vector_rank is not None
-        and keyword_rank < depth
-        and vector_rank < depth
-    )
-
-
-def more_evidence(
-    cand: Candidate, item: Mapping[str, Any], names: list[str], settings: Settings
-) -> bool:
-    """Relevant on evidence other than the item's own floors (ranking.item_relevant): first in
-    both retrievers, or a code name of the prompt held, each with at least a weak cosine of the
-    item's own (no vector: the ranks or the name alone). Some list always comes first, also for
-    a prompt nothing stored concerns (a general question whose one common word tops both lists
-    with an unrelated edit at a cosine near 0.1), so agreement alone is not enough."""
-    cosine = cand.plain_cosine
-    if agreed(cand.keyword_rank, cand.vector_rank, settings.judgment.prompt_agree_depth) and (
-        cosine is None or cosine >= settings.judgment.prompt_agree_min_cosine
-    ):
-        return True
-    if not names:
-        return False
-    close = cosine is None or cosine >= settings.judgment.prompt_name_min_cosine
-    return close and shares_name(names, item)
-
-
-def file_names(kept: Iterable[Candidate], items: Mapping[Any, Mapping[str, Any]]) -> list[str]:
-    """The file names (lower-cased, without folders) that the kept raw activity touched."""
-    names: list[str] = []
-    for cand in kept:
-        if cand.ref[0] == "memory":
-            continue
-        for path in items[cand.ref].get("files") or []:
-            name = str(path).replace("\\", "/").rsplit("/", 1)[-1].lower()
-            if len(name) >= MIN_FILE_NAME_CHARS and "." in name.strip(".") and name not in names:
-                names.append(name)
-    return names
-
-
-def about_kept_files(
-    top: Iterable[Candidate],
-    kept: list[Candidate],
-    items: Mapping[Any, Mapping[str, Any]],
-    settings: Settings,
-) -> list[Candidate]:
-    """Memories, not kept on their own evidence, that name a file the kept activity touched,
-    each with at least the weak cosine of a shared code name (no vector: the name alone). A
-    prompt about a file's history brings that file's rule: "Room schema changes need a Migration
-    (Migrations.kt) ..." for a prompt whose kept edits wrote Migrations.kt, though the prompt
-    said "bump the database version". With nothing kept there is nothing to follow, so a prompt
-    nothing stored concerns stays silent."""
-    names = file_names(kept, items)
-    if not names:
-        return []
-    floor = settings.judgment.prompt_name_min_cosine
-    return [
-        c
-        for c in top
-        if c.ref[0] == "memory"
-        and c not in kept
-        and (c.plain_cosine is None or c.plain_cosine >= floor)
-        and shares_name(names, items[c.ref])
-    ]
 
 
 def within_floor(kept: list[Candidate], ratio: float) -> list[Candidate]:

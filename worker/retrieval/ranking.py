@@ -30,6 +30,10 @@ class Candidate:
     # its own vector's cosine to the query, and the share of the query's words it holds.
     plain_cosine: float | None = None
     coverage: float | None = None
+    # The relevance model's view of it at a prompt (retrieval/relevance.py): its features and
+    # the probability that it matters.
+    features: dict[str, float] | None = None
+    relevance: float | None = None
 
 
 @dataclass(frozen=True)
@@ -238,44 +242,4 @@ def said_nothing(item: Mapping[str, Any]) -> bool:
     return not any(
         line.strip().startswith(("stdout:", "stderr:", "error:")) and line.split(":", 1)[1].strip()
         for line in body.splitlines()
-    )
-
-
-def item_relevant(
-    kind: str,
-    cosine: float | None,
-    item_coverage: float,
-    settings: Settings,
-    clause_cosine: float | None = None,
-) -> bool:
-    """Whether one item is relevant to a prompt on its own evidence. Explicit memories are few
-    and high value, so a looser floor, and a memory is also judged by its closest clause
-    (retrieval/clauses.py); raw activity (observations, summaries, prompts) must be close to the
-    prompt, or hold most of its words. Short of both floors, a cosine and a word share that
-    together reach `prompt_joint_evidence` of them are two kinds of evidence at once."""
-    judgment = settings.judgment
-    if kind == "memory":
-        min_cosine, min_coverage = (
-            judgment.prompt_memory_min_cosine,
-            judgment.prompt_memory_min_coverage,
-        )
-        clause_floor = judgment.prompt_memory_clause_min_cosine
-        if clause_floor > 0 and clause_cosine is not None and clause_cosine >= clause_floor:
-            return True
-    else:
-        min_cosine, min_coverage = (
-            judgment.prompt_item_min_cosine,
-            judgment.prompt_item_min_coverage,
-        )
-    if item_coverage >= min_coverage:
-        return True
-    if cosine is None:
-        return False
-    if cosine >= min_cosine:
-        return True
-    joint = judgment.prompt_joint_evidence
-    return (
-        kind != "memory"
-        and joint > 0
-        and cosine / min_cosine + item_coverage / min_coverage >= joint
     )

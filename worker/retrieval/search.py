@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from worker.clock import now_ms
-from worker.retrieval import clauses, judgment, keyword_judgment, ranking
+from worker.retrieval import clauses, judgment, keyword_judgment, ranking, relevance
 from worker.retrieval.db_keywords import KeywordScorer
 from worker.retrieval.ranking import Candidate, Ref, Weights
 from worker.retrieval.service import EmbeddingService, memory_text
@@ -44,8 +44,11 @@ THREAD_DEPTH = 50
 STALE_GRACE_MS = 5_000
 # Ranked hits whose vectors the de-duplication reads at a time.
 DEDUPE_PAGE = 30
-# Ranked hits judged one by one for the prompt context (per wanted hit).
-JUDGE_DEPTH = 4
+# Ranked hits judged one by one for the prompt context (per wanted hit): the relevance model
+# looks at 64 for 8 wanted (at 32, 28 of the corpus's 164 answerable probes had no relevant
+# candidate; at 64, 20); words alone (keyword-only mode) at 32, as tuned.
+JUDGE_DEPTH = 8
+KEYWORD_JUDGE_DEPTH = 4
 
 
 @dataclass
@@ -64,7 +67,7 @@ class SearchRequest:
     # Off only for measuring ranking alone (bench/locomo.py); the API always applies it.
     apply_refusal: bool = True
     # The prompt context: instead of one refusal for the whole query, each hit must be relevant
-    # on its own evidence (ranking.item_relevant); nothing relevant -> refused.
+    # on its own evidence (retrieval/relevance.py); nothing relevant -> refused.
     judge_items: bool = False
     # On a team database, whose private prompts and observations may be found (Cairn.reader):
     # the others' only when shared. None: every item (the local database is one user's).
@@ -81,6 +84,8 @@ class SearchOutcome:
     coverage: float = 0.0
     best_cosine: float | None = None
     embeddings: str = "disabled"
+    # The prompt context: every candidate judged, with its features and probability (preview).
+    judged: list[Candidate] = field(default_factory=list)
 
 
 @dataclass
@@ -264,25 +269,22 @@ def _dedupe(
 
 
 async def _clause_cosines(
-    settings: Settings,
     service: EmbeddingService | None,
     query_vector: npt.NDArray[np.float32] | None,
     top: list[Candidate],
     items: dict[Ref, dict[str, Any]],
 ) -> dict[Ref, float]:
-    """The best clause cosine of each memory that its whole text does not already make
-    relevant (retrieval/clauses.py); nothing when the clause floor is off or there is no
-    query vector."""
-    floors = settings.judgment
-    if floors.prompt_memory_clause_min_cosine <= 0 or query_vector is None or service is None:
+    """The best clause cosine of each memory among the candidates (retrieval/clauses.py) whose
+    whole text is not too far from the prompt to have a close clause; nothing without a query
+    vector."""
+    if query_vector is None or service is None:
         return {}
     texts = {
         c.ref: memory_text(items[c.ref])
         for c in top
         if c.ref[0] == "memory"
         and c.plain_cosine is not None
-        and clauses.MIN_WHOLE_COSINE <= c.plain_cosine < floors.prompt_memory_min_cosine
-        and (c.coverage or 0.0) < floors.prompt_memory_min_coverage
+        and c.plain_cosine >= clauses.MIN_WHOLE_COSINE
     }
     if not texts:
         return {}
@@ -299,54 +301,63 @@ async def _judged(
     ranked: list[Candidate],
     items: dict[Ref, dict[str, Any]],
     req: SearchRequest,
-) -> list[Candidate]:
-    """The ranked hits that are relevant on their own evidence (best first), each within the
-    relative floor of the best score of its group (judgment.within_floor)."""
+) -> tuple[list[Candidate], list[Candidate]]:
+    """The ranked hits that matter at the prompt, most probable first, and every candidate
+    judged. With a query vector the relevance model decides (retrieval/relevance.py); with
+    words alone (keyword-only mode) the keyword rules (retrieval/keyword_judgment.py)."""
     names = judgment.code_names(req.query)
-    top = [
-        c
-        for c in ranked[: req.limit * JUDGE_DEPTH]
-        if not ranking.said_nothing(items[c.ref]) and not judgment.title_only(items[c.ref], names)
-    ]
+    depth = req.limit * (KEYWORD_JUDGE_DEPTH if query_vector is None else JUDGE_DEPTH)
+    top = [c for c in ranked[:depth] if not ranking.said_nothing(items[c.ref])]
     refs = [c.ref for c in top]
-    indexed = await store.read(lambda c: q.indexed_terms(c, refs))
+    sessions = [str(items[r].get("session_id") or "") for r in refs]
+
+    def evidence(conn: AnyDb) -> tuple[dict[Ref, str], dict[str, int]]:
+        return q.indexed_terms(conn, refs), q.session_activity(conn, sessions)
+
+    indexed, activity = await store.read(evidence)
+    if query_vector is None and kw.scope is not None:  # judged on its words alone
+        scope = kw.scope
+        kept: list[Candidate] = []
+        for cand in top:
+            if judgment.title_only(items[cand.ref], names):
+                continue
+            found = keyword_judgment.evidence(
+                kw.groups, set(indexed.get(cand.ref, "").split()), scope
+            )
+            cand.coverage = found.coverage
+            # A code name of the prompt held is evidence on its own here.
+            if keyword_judgment.item_relevant(
+                cand.ref[0], found, settings, scope.rows
+            ) or judgment.shares_name(names, items[cand.ref]):
+                kept.append(cand)
+        floor = settings.judgment.prompt_relative_floor
+        return judgment.best_memory_first(judgment.within_floor(kept, floor)), top
     cosines: dict[Ref, float] = {}
     if query_vector is not None and service is not None:
         vector = query_vector
         cosines = await anyio.to_thread.run_sync(lambda: service.plain_cosines(vector, refs))
-    kept: list[Candidate] = []
+    scoped: dict[Ref, keyword_judgment.Evidence] = {}
     for cand in top:
-        if kw.scope is not None:  # no query vector: judged on its words alone
-            found = keyword_judgment.evidence(
-                kw.groups, set(indexed.get(cand.ref, "").split()), kw.scope
-            )
-            cand.coverage = found.coverage
-            # A code name of the prompt held is evidence here too (judgment.more_evidence: with
-            # no vector, the name alone).
-            if keyword_judgment.item_relevant(
-                cand.ref[0], found, settings, kw.scope.rows
-            ) or judgment.more_evidence(cand, items[cand.ref], names, settings):
-                kept.append(cand)
-            continue
+        terms = set(indexed.get(cand.ref, "").split())
         cand.plain_cosine = cosines.get(cand.ref)
-        cand.coverage = ranking.coverage(
-            kw.groups, set(indexed.get(cand.ref, "").split()), kw.df, kw.n_docs
+        cand.coverage = ranking.coverage(kw.groups, terms, kw.df, kw.n_docs)
+        if kw.scope is not None:
+            scoped[cand.ref] = keyword_judgment.evidence(kw.groups, terms, kw.scope)
+    clause = await _clause_cosines(service, query_vector, top, items)
+    model = relevance.load_model()
+    rows = kw.scope.rows if kw.scope is not None else 0
+    view = relevance.prompt_view(top, clause, names, scoped, rows)
+    for cand in top:
+        item = items[cand.ref]
+        worked = activity.get(str(item.get("session_id") or ""), 0)
+        cand.features = relevance.features(
+            cand, item, clause.get(cand.ref), scoped.get(cand.ref), view, worked
         )
-    clause_cosines = await _clause_cosines(settings, service, query_vector, top, items)
-    for cand in top if kw.scope is None else []:
-        if ranking.item_relevant(
-            cand.ref[0],
-            cand.plain_cosine,
-            cand.coverage or 0.0,
-            settings,
-            clause_cosines.get(cand.ref),
-        ) or judgment.more_evidence(cand, items[cand.ref], names, settings):
-            kept.append(cand)
-    floor = settings.judgment.prompt_relative_floor
-    followed = judgment.about_kept_files(top, judgment.within_floor(kept, floor), items, settings)
-    if followed:
-        kept = [c for c in top if c in kept or c in followed]  # best first, as ranked
-    return judgment.best_memory_first(judgment.within_floor(kept, floor))
+        cand.relevance = model.probability(cand.features)
+    cut = model.cut(settings.judgment.prompt_strictness)
+    kept = [c for c in top if (c.relevance or 0.0) >= cut]
+    kept.sort(key=lambda c: -(c.relevance or 0.0))
+    return kept, top
 
 
 async def search(
@@ -418,7 +429,7 @@ async def search(
             if _live(item, req, now)
         }
         top_keyword = [ref for ref, _ in kw.hits if ref in items][:COVERAGE_DEPTH]
-        if query_vector is None:
+        if query_vector is None or req.judge_items:
             kw.scope = keyword_judgment.scope_frequencies(
                 keywords, kw.groups, project_id, kw.df, conn
             )
@@ -445,7 +456,7 @@ async def search(
         # outdated for that prompt, though the file has changed since.
         names = judgment.code_names(req.query)
         stale = {ref for ref in stale if not judgment.shares_name(names, items[ref])}
-    if kw.scope is not None:
+    if query_vector is None and kw.scope is not None:
         best_coverage = keyword_judgment.best_coverage(kw.groups, indexed.values(), kw.scope)
     else:
         best_coverage = max(
@@ -466,7 +477,7 @@ async def search(
         cosines = [plain[ref] for ref in close if ref in plain]
         best_live_cosine = max(cosines) if cosines else None
         best_cosine = best_live_cosine
-    if kw.scope is not None:
+    if query_vector is None and kw.scope is not None:
         refuse = not req.judge_items and keyword_judgment.refuse(best_coverage, settings)
     else:
         refuse = not req.judge_items and ranking.refuse(best_coverage, best_live_cosine, settings)
@@ -482,8 +493,11 @@ async def search(
         weights=weights,
         dates=date_ranges(req.query),
     )
+    judged: list[Candidate] = []
     if req.judge_items:
-        ranked = await _judged(store, settings, service, kw, query_vector, ranked, items, req)
+        ranked, judged = await _judged(
+            store, settings, service, kw, query_vector, ranked, items, req
+        )
     dedupe_with = service if ready else None
     # In a thread: on a team database the hits' vectors are read from it.
     hits = await anyio.to_thread.run_sync(
@@ -501,4 +515,5 @@ async def search(
         coverage=best_coverage,
         best_cosine=best_cosine,
         embeddings=status,
+        judged=judged,
     )

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from worker.heap import release_freed_memory
 from worker.priority import lower_this_thread
 from worker.retrieval.clauses import CACHE_ENTRIES, ClauseCosines
+from worker.retrieval.context_lines import failure_excerpt
 from worker.retrieval.db_vectors import DatabaseVectors
 from worker.retrieval.embedder import Embedder, EmbedderUnavailable, load_embedder
 from worker.retrieval.vectors import Ref, VectorIndex
@@ -40,10 +41,17 @@ WARM_BATCH = 32
 
 
 def embedding_text(item: dict[str, Any], max_chars: int) -> str:
-    """What an item's vector stands for: its title, then its body (and files for observations)."""
+    """What an item's vector stands for: its title, then its body (and files for observations).
+
+    A failed command's vector stands for what failed first: its output opens with a banner and
+    the command's progress, and the error a reader asks about by its symptom comes last, past
+    the words the model reads."""
     kind = item["kind"]
     if kind == "observation":
-        parts = [item["title"], item.get("body") or ""]
+        body = str(item.get("body") or "")
+        failed = item.get("type") == "command" and "(exit " in str(item["title"])
+        excerpt = failure_excerpt(body) if failed else ""
+        parts = [item["title"], f"failed: {excerpt}" if excerpt else "", body]
         # A file the title already names ("Edit src/app.py") would only be said twice.
         files = [f for f in (item.get("files") or [])[:10] if f not in item["title"]]
         if files:

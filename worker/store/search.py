@@ -56,3 +56,18 @@ def later_file_writes(conn: AnyDb, project_id: int, files: list[str], since: int
         (project_id, json.dumps(sorted(set(files)))),
     ).fetchall()
     return {str(r[0]): int(r[1]) for r in rows if r[1] is not None and int(r[1]) > since}
+
+
+def session_activity(conn: AnyDb, session_ids: Iterable[str]) -> dict[str, int]:
+    """Observations recorded in each of these sessions (the relevance model's evidence that an
+    earlier prompt led to work). Sessions with none are left out."""
+    wanted = sorted({s for s in session_ids if s})
+    if not wanted:
+        return {}
+    db = as_db(conn)
+    rows = db.execute(
+        f"""SELECT f.value, (SELECT COUNT(*) FROM observations o WHERE o.session_id = f.value)
+           FROM {db.dialect.json_array_values("?", "f")}""",
+        (json.dumps(wanted),),
+    ).fetchall()
+    return {str(r[0]): int(r[1]) for r in rows if r[1]}

@@ -1,0 +1,168 @@
+"""worker.retrieval.relevance: the features of a candidate at a prompt, the shipped model, its cut.
+
+The decisions are pinned on cases built from features (what a candidate would measure), not on
+cosines one CPU's model computes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from worker.retrieval import relevance
+from worker.retrieval.keyword_judgment import Evidence
+from worker.retrieval.ranking import Candidate
+from worker.retrieval.relevance import FEATURES, PromptView, RelevanceModel
+
+MODEL = relevance.load_model()
+
+
+def _doc(**changes: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "features": ["cosine", "name"],
+        "mean": [0.3, 0.1],
+        "scale": [0.1, 0.3],
+        "weights": [2.0, 1.0],
+        "bias": -1.0,
+        "threshold": 0.4,
+    }
+    doc.update(changes)
+    return doc
+
+
+def _view(best_cosine: float = 0.6, names: list[str] | None = None) -> PromptView:
+    return PromptView(
+        names=names or [],
+        best_cosine=best_cosine,
+        best_coverage=0.5,
+        best_score={True: 1.0, False: 1.0},
+        rare_weight=5.0,
+        best_strength=2.0,
+    )
+
+
+def _item(kind: str, **fields: Any) -> dict[str, Any]:
+    item = {"kind": kind, "title": "", "body": "", "files": [], "importance": 3}
+    item.update(fields)
+    return item
+
+
+def _probability(
+    kind: str,
+    cosine: float,
+    *,
+    coverage: float = 0.0,
+    item: dict[str, Any] | None = None,
+    view: PromptView | None = None,
+    rank: int | None = 0,
+    worked: int = 10,
+) -> float:
+    view = view or _view(best_cosine=max(cosine, 0.2))
+    cand = Candidate(
+        (kind, 1),
+        keyword_rank=rank,
+        vector_rank=rank,
+        plain_cosine=cosine,
+        coverage=coverage,
+        score=1.0,
+    )
+    strength = Evidence(coverage, coverage * view.rare_weight)
+    values = relevance.features(
+        cand, item or _item(kind, body="x" * 80), None, strength, view, worked
+    )
+    return MODEL.probability(values)
+
+
+def test_the_shipped_model_names_only_known_features_and_a_cut_inside_0_1() -> None:
+    doc = json.loads(relevance.MODEL_FILE.read_text())
+    assert set(doc["features"]) <= set(FEATURES)
+    assert 0 < MODEL.threshold < 1
+    assert doc["training"]["projects"] >= 24  # fitted on the larger corpus, not the six
+
+
+def test_a_model_file_with_unknown_features_or_mismatched_lengths_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown features"):
+        RelevanceModel.from_dict(_doc(features=["cosine", "vibes"]))
+    with pytest.raises(ValueError, match="differ in length"):
+        RelevanceModel.from_dict(_doc(weights=[1.0]))
+    with pytest.raises(ValueError, match="threshold"):
+        RelevanceModel.from_dict(_doc(threshold=1.0))
+
+
+def test_probability_is_the_logistic_of_standardised_features() -> None:
+    model = RelevanceModel.from_dict(_doc())
+    z = -1.0 + 2.0 * (0.5 - 0.3) / 0.1 + 1.0 * (1.0 - 0.1) / 0.3
+    assert model.probability({"cosine": 0.5, "name": 1.0}) == pytest.approx(1 / (1 + math.exp(-z)))
+    # A feature the candidate lacks counts as 0.
+    z0 = -1.0 + 2.0 * (0 - 0.3) / 0.1 + 1.0 * (0 - 0.1) / 0.3
+    assert model.probability({}) == pytest.approx(1 / (1 + math.exp(-z0)))
+
+
+def test_strictness_half_is_the_fitted_cut_and_more_strictness_needs_more() -> None:
+    model = RelevanceModel.from_dict(_doc())
+    assert model.cut(0.5) == pytest.approx(0.4)
+    cuts = [model.cut(s / 10) for s in range(11)]
+    assert cuts == sorted(cuts) and cuts[0] < 0.4 < cuts[-1]
+
+
+def test_features_of_a_memory_holding_the_prompts_code_name() -> None:
+    view = _view(best_cosine=0.5, names=["billing/views.py"])
+    cand = Candidate(("memory", 7), keyword_rank=0, vector_rank=2, plain_cosine=0.3, score=0.5)
+    item = _item("memory", body="Never query billing/views.py without the org filter.")
+    values = relevance.features(cand, item, 0.45, None, view, 0)
+    assert set(values) == set(FEATURES)
+    assert values["name"] == 1.0 and values["prompt_names"] == 1.0
+    assert values["clause"] == 0.45 and values["memory_cosine"] == 0.45
+    assert values["cosine_gap"] == pytest.approx(0.05)
+    assert values["keyword_rank"] == 1.0 and values["vector_rank"] == pytest.approx(1 / 3)
+    assert values["relative_score"] == 0.5
+    assert values["idle_prompt"] == 0.0  # not a prompt
+
+
+def test_an_earlier_prompt_whose_session_did_nothing_is_marked_idle() -> None:
+    cand = Candidate(("prompt", 3), plain_cosine=0.5, score=1.0)
+    item = _item("prompt", body="what's the difference between a struct and a class?")
+    idle = relevance.features(cand, item, None, None, _view(), 0)
+    worked = relevance.features(cand, item, None, None, _view(), 12)
+    assert idle["idle_prompt"] == 1.0 and idle["session_work"] == 0.0
+    assert worked["idle_prompt"] == 0.0 and worked["session_work"] > 0
+
+
+def test_a_close_memory_that_names_the_prompts_file_is_given() -> None:
+    view = _view(best_cosine=0.62, names=["migrations.kt"])
+    item = _item("memory", body="Room schema changes need a Migration (Migrations.kt) first.")
+    p = _probability("memory", 0.62, coverage=0.6, item=item, view=view)
+    assert p >= MODEL.cut(0.5)
+
+
+def test_a_distant_routine_item_at_a_prompt_nothing_concerns_is_not_given() -> None:
+    view = _view(best_cosine=0.16)
+    item = _item("observation", title="Run: git status", body="stdout: nothing to commit")
+    p = _probability("observation", 0.12, item=item, view=view, rank=20)
+    assert p < MODEL.cut(0.5)
+
+
+def test_an_idle_earlier_question_is_less_likely_than_one_that_led_to_work() -> None:
+    item = _item("prompt", body="how do generics differ from interfaces here?")
+    idle = _probability("prompt", 0.45, item=item, worked=0)
+    worked = _probability("prompt", 0.45, item=item, worked=15)
+    assert idle < worked
+
+
+@pytest.mark.parametrize("kind", ["memory", "observation", "summary", "prompt"])
+def test_a_closer_item_is_never_less_likely(kind: str) -> None:
+    """As its cosine to the prompt grows (and with it the prompt's best), an item only gains."""
+    probabilities = [_probability(kind, c / 20) for c in range(2, 17)]
+    assert probabilities == sorted(probabilities)
+
+
+def test_the_model_file_is_read_once(tmp_path: Path) -> None:
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(_doc()))
+    first = relevance.load_model(path)
+    path.write_text(json.dumps(_doc(bias=5.0)))
+    assert relevance.load_model(path) is first

@@ -1,0 +1,199 @@
+"""Whether a stored item matters at a prompt: one calibrated model over the item's evidence.
+
+Each candidate the ranking puts near the top gets a few numbers (its features): how close its
+own vector is to the prompt, whole text and best clause; what share of the prompt's words it
+holds; where each retriever placed it; whether it holds a code name the prompt mentions; what
+kind of item it is; and how it compares with the best candidate of the same prompt (a prompt
+nothing stored concerns has no candidate that stands out). A logistic regression turns them
+into the probability that a careful reader would want the item given; an item is injected when
+that probability reaches the model's cut, shifted by the user's strictness.
+
+The weights are a file beside this module (`relevance_model.json`), fitted by
+`bench/train_relevance.py` on the coding-memory corpus with leave-one-project-out
+cross-validation; which features are in it is that script's decision, not this module's.
+Pure functions but the file read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from worker.retrieval import judgment, ranking
+from worker.retrieval.keyword_judgment import Evidence
+from worker.retrieval.ranking import Candidate, Ref
+
+MODEL_FILE = Path(__file__).with_name("relevance_model.json")
+# How far strictness moves the cut, in log-odds: from 0.5 (the model's own cut) to 1, an item
+# needs e^3 ~ 20 times the odds; to 0, a twentieth.
+STRICTNESS_LOGIT = 3.0
+
+
+def _rank_share(rank: int | None) -> float:
+    return 0.0 if rank is None else 1.0 / (1.0 + rank)
+
+
+@dataclass(frozen=True)
+class PromptView:
+    """What the features of one prompt's candidates share."""
+
+    names: list[str]
+    best_cosine: float
+    best_coverage: float
+    best_score: Mapping[bool, float]
+    # The weight of a word found in one item of the project (its IDF there): what the matched
+    # weight of the project's words is measured in, so the figure does not grow with its size.
+    rare_weight: float = 1.0
+    best_strength: float = 0.0
+
+
+def prompt_view(
+    top: Sequence[Candidate],
+    clause: Mapping[Ref, float],
+    names: list[str],
+    scoped: Mapping[Ref, Evidence] | None = None,
+    rows: int = 0,
+) -> PromptView:
+    best_score: dict[bool, float] = {}
+    for cand in top:
+        group = cand.ref[0] == "memory"
+        best_score[group] = max(best_score.get(group, cand.score), cand.score)
+    cosines = [max(c.plain_cosine or 0.0, clause.get(c.ref, 0.0)) for c in top]
+    rare = ranking.idf(1, max(rows, 2))
+    strengths = [e.strength / rare for e in (scoped or {}).values()]
+    return PromptView(
+        names=names,
+        best_cosine=max(cosines, default=0.0),
+        best_coverage=max((c.coverage or 0.0 for c in top), default=0.0),
+        best_score=best_score,
+        rare_weight=rare,
+        best_strength=max(strengths, default=0.0),
+    )
+
+
+def features(
+    cand: Candidate,
+    item: Mapping[str, Any],
+    clause: float | None,
+    scoped: Evidence | None,
+    view: PromptView,
+    session_observations: int = 0,
+) -> dict[str, float]:
+    """The evidence that one item matters at this prompt, as numbers (see the module doc)."""
+    kind = cand.ref[0]
+    cosine = cand.plain_cosine or 0.0
+    best_clause = max(cosine, clause or 0.0)
+    coverage = cand.coverage or 0.0
+    memory = 1.0 if kind == "memory" else 0.0
+    title = str(item.get("title") or "")
+    body = str(item.get("body") or "")
+    best = view.best_score.get(kind == "memory") or 0.0
+    return {
+        "cosine": cosine,
+        "clause": best_clause,
+        "coverage": coverage,
+        "keyword_rank": _rank_share(cand.keyword_rank),
+        "vector_rank": _rank_share(cand.vector_rank),
+        "name": 1.0 if judgment.shares_name(view.names, item) else 0.0,
+        "prompt_names": 1.0 if view.names else 0.0,
+        "memory": memory,
+        "prompt": 1.0 if kind == "prompt" else 0.0,
+        "summary": 1.0 if kind == "summary" else 0.0,
+        "failure": 1.0 if kind == "observation" and "(exit " in title else 0.0,
+        "bare": 1.0 if kind == "observation" and not body.strip() else 0.0,
+        "best_cosine": view.best_cosine,
+        "best_coverage": view.best_coverage,
+        "cosine_gap": view.best_cosine - best_clause,
+        "relative_score": cand.score / best if best > 0 else 0.0,
+        "importance": ranking.importance(item),
+        "memory_cosine": memory * best_clause,
+        "memory_coverage": memory * coverage,
+        "length": math.log1p(len(title) + len(body)) / 10.0,
+        # The prompt's words weighted by their rarity within this project: a general question
+        # meets the project only through its common words ("test", the language's name).
+        "project_coverage": scoped.coverage if scoped is not None else 0.0,
+        "project_strength": scoped.strength / view.rare_weight if scoped is not None else 0.0,
+        "best_project_strength": view.best_strength,
+        # What the item's session went on to do: an earlier prompt whose session did nothing
+        # (a question answered from general knowledge) holds only the question.
+        "session_work": math.log1p(session_observations) / 5.0,
+        "idle_prompt": 1.0 if kind == "prompt" and session_observations == 0 else 0.0,
+    }
+
+
+FEATURES: tuple[str, ...] = tuple(
+    features(
+        Candidate(("memory", 0)),
+        {},
+        None,
+        None,
+        PromptView([], 0.0, 0.0, {}),
+    )
+)
+
+
+@dataclass(frozen=True)
+class RelevanceModel:
+    """A logistic regression over standardised features: p = sigmoid(bias + w . (x - mean) / scale)."""
+
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float
+    threshold: float
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> RelevanceModel:
+        names = tuple(str(n) for n in doc["features"])
+        unknown = [n for n in names if n not in FEATURES]
+        if unknown:
+            raise ValueError(f"relevance model names unknown features: {unknown}")
+        model = cls(
+            features=names,
+            mean=tuple(float(v) for v in doc["mean"]),
+            scale=tuple(float(v) or 1.0 for v in doc["scale"]),
+            weights=tuple(float(v) for v in doc["weights"]),
+            bias=float(doc["bias"]),
+            threshold=float(doc["threshold"]),
+        )
+        if not len(model.mean) == len(model.scale) == len(model.weights) == len(names):
+            raise ValueError("relevance model: features, mean, scale and weights differ in length")
+        if not 0.0 < model.threshold < 1.0:
+            raise ValueError("relevance model: threshold must be inside (0, 1)")
+        return model
+
+    def logit(self, values: Mapping[str, float]) -> float:
+        total = self.bias
+        for name, mean, scale, weight in zip(
+            self.features, self.mean, self.scale, self.weights, strict=True
+        ):
+            total += weight * (values.get(name, 0.0) - mean) / scale
+        return total
+
+    def probability(self, values: Mapping[str, float]) -> float:
+        return _sigmoid(self.logit(values))
+
+    def cut(self, strictness: float) -> float:
+        """The probability an item needs: the model's own cut at strictness 0.5, moved by
+        `STRICTNESS_LOGIT` log-odds per half unit towards 0 (more given) or 1 (less)."""
+        t = min(max(self.threshold, 1e-6), 1 - 1e-6)
+        return _sigmoid(math.log(t / (1 - t)) + STRICTNESS_LOGIT * 2 * (strictness - 0.5))
+
+
+def _sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+@cache
+def load_model(path: Path = MODEL_FILE) -> RelevanceModel:
+    """The model in `path` (read once per process: the file ships with the package)."""
+    return RelevanceModel.from_dict(json.loads(path.read_text(encoding="utf-8")))
