@@ -113,3 +113,29 @@ def test_doctor_counts_the_write_ahead_log(settings: Settings) -> None:
     finally:
         store.close()
     assert human_bytes(db + wal) in detail and "write-ahead log" in detail
+
+
+@pytest.mark.parametrize("command", [["--help"], ["status"], ["search", "--help"]])
+def test_a_reader_that_went_away_ends_the_command_quietly(
+    command: list[str], isolated_home: Path
+) -> None:
+    """`cairn status | head`: the reader is gone before the output is; the command exits as a
+    Unix tool does (141; argparse's help swallows the error itself: 0), without a traceback."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")}
+    env |= {"CAIRN_HOME": str(isolated_home), "CAIRN_PORT": "9", "CAIRN_EMBED_ENABLED": "0"}
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # no reader at all: the first write meets a broken pipe
+    try:
+        done = subprocess.run(
+            [str(CAIRN), *command],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=HANG_GUARD,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode in (0, 141), done.stderr
+    assert command[-1] == "--help" or done.returncode == 141
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import sys
+
+# What a Unix tool exits with when its reader goes away (128 + SIGPIPE).
+BROKEN_PIPE_EXIT = 141
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -14,7 +18,18 @@ def main(argv: list[str] | None = None) -> int:
         return run_hook(args[1:])
     from worker.cli import main as cli_main
 
-    return cli_main(args)
+    try:
+        try:
+            return cli_main(args)
+        finally:
+            sys.stdout.flush()  # here, not at exit, where a closed reader cannot be answered
+    except BrokenPipeError:
+        # The reader went away (`cairn status | head`): what is left has nowhere to go. Point
+        # stdout at /dev/null so the interpreter's flush at exit does not raise again, and exit
+        # as any Unix tool would, without a traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return BROKEN_PIPE_EXIT
 
 
 if __name__ == "__main__":
