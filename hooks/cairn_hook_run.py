@@ -292,9 +292,44 @@ SALVAGE_KEYS = (
 )
 
 
+def without_lone_surrogates(value: object) -> object:
+    """Every string with each lone UTF-16 surrogate (JSON's `\\ud800`, as a tool output cut
+    mid-character carries) replaced by U+FFFD: such a string cannot be encoded as UTF-8, so the
+    worker refuses the whole event. A valid pair is one character once parsed: never touched."""
+    import re
+
+    lone = re.compile("[\ud800-\udfff]")
+
+    def fix(item: object) -> object:
+        if isinstance(item, str):
+            return lone.sub("\ufffd", item)
+        if isinstance(item, list):
+            return [fix(v) for v in item]
+        if isinstance(item, dict):
+            return {fix(k): fix(v) for k, v in item.items()}
+        return item
+
+    return fix(value)
+
+
+def _escaped_surrogate(text: str) -> bool:
+    """Whether the JSON text may hold an escaped surrogate (`\\udXXX`): only then is the parsed
+    value walked (most inputs never are)."""
+    return "\\ud" in text or "\\uD" in text
+
+
 def parse_payload(raw: bytes, truncated: bool) -> dict[str, object] | None:
-    """The hook's JSON object; from a truncated one, the top-level fields that survived."""
+    """The hook's JSON object; from a truncated one, the top-level fields that survived. Lone
+    surrogates in its strings become U+FFFD (without_lone_surrogates)."""
     text = raw.decode("utf-8", "replace")
+    payload = _parse(text, truncated)
+    if payload is not None and _escaped_surrogate(text):
+        fixed = without_lone_surrogates(payload)
+        return fixed if isinstance(fixed, dict) else None
+    return payload
+
+
+def _parse(text: str, truncated: bool) -> dict[str, object] | None:
     if not truncated:
         try:
             value = io.loads(text)

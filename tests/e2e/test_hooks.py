@@ -579,6 +579,33 @@ def test_non_utf8_input_is_read_with_replacement_characters(
     assert [p["text"] for p in detail["prompts"]] == ["caf\ufffd cr\ufffdme"]
 
 
+def test_a_lone_surrogate_is_repaired_and_the_event_kept(
+    worker: WorkerProcess, project: Path
+) -> None:
+    """A tool output cut mid-character carries half a UTF-16 pair (`\\ud800` in the JSON): the
+    hook replaces it with U+FFFD instead of sending text the worker must refuse, so neither the
+    prompt nor the observation is lost (both were dropped before: a 400, not even spooled)."""
+    prompt = {**base("sess-surrogate", project, "UserPromptSubmit"), "prompt": "why \ud800 here?"}
+    tool = tool_payload(
+        "sess-surrogate",
+        project,
+        "Bash",
+        {"command": "tail -c 9 out.log"},
+        {"stdout": "caf\udce9 ok \U0001f600", "stderr": ""},
+        "toolu_surrogate",
+    )
+    env = env_for(worker)
+    for event, payload in (("user-prompt-submit", prompt), ("post-tool-use", tool)):
+        raw = json.dumps(payload).encode()  # ensure_ascii: the surrogate travels as an escape
+        assert b"\\ud" in raw
+        result = run_hook(event, raw, env)
+        assert result.returncode == 0 and result.stderr == ""
+    _, detail = worker.request("GET", "/api/sessions/sess-surrogate")
+    assert [p["text"] for p in detail["prompts"]] == ["why \ufffd here?"]
+    (seen,) = observations(worker, "sess-surrogate")
+    assert "caf\ufffd ok \U0001f600" in seen["body"]  # a whole pair (the emoji) is kept
+
+
 def test_huge_tool_response_is_recorded_without_its_output(
     worker: WorkerProcess, project: Path
 ) -> None:
