@@ -13,6 +13,8 @@ from cairn_hook_privacy import clean, strip_private
 FIELD_CHARS = 500  # default cap for each recorded field (CAIRN_HOOK_FIELD_CHARS)
 TITLE_CHARS = 160
 PROMPT_CHARS = 10_000
+# The prompt's words a search for its context reads (its two ends past that: ends()).
+QUERY_CHARS = 2_000
 MAX_FILES = 50
 REDACT_MARGIN = 200  # redact a little past the cap so a secret cut in half is still caught
 
@@ -106,6 +108,16 @@ def one_line(text: str, limit: int = TITLE_CHARS) -> str:
         if line:
             return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
     return ""
+
+
+def ends(text: str, limit: int) -> str:
+    """A long prompt kept at both ends within `limit` characters: its start says what it is
+    about, its end usually holds the question (a pasted log, then "why does this fail?")."""
+    if len(text) <= limit:
+        return text
+    head_chars = (limit - 3) // 2
+    tail_chars = limit - 3 - head_chars
+    return text[:head_chars].rstrip() + " … " + text[-tail_chars:].lstrip()
 
 
 def head_tail(text: str, limit: int) -> str:

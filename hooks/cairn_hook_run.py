@@ -453,7 +453,7 @@ def plan_requests(
         hook.pending.append(Request("POST", "/api/sessions", body))
     elif event == "UserPromptSubmit":
         prompt = payload.get("prompt")
-        text = clean(prompt)[: ev.PROMPT_CHARS].strip() if isinstance(prompt, str) else ""
+        text = ev.ends(clean(prompt).strip(), ev.PROMPT_CHARS) if isinstance(prompt, str) else ""
         notice = ev.task_notification(text)
         if notice is not None:
             # A background agent's result, delivered as a prompt the user never typed.
@@ -641,7 +641,7 @@ def handle(hook: Hook, event: str) -> str:
         prompt = payload.get("prompt")
         from cairn_hook_privacy import clean
 
-        query = clean(prompt)[:2000].strip() if isinstance(prompt, str) else ""
+        query = ev.ends(clean(prompt).strip(), ev.QUERY_CHARS) if isinstance(prompt, str) else ""
         for request in hook.pending:
             if request.path == "/api/prompts" and request.body is not None:
                 # One round trip: the prompt is stored and its context answered together.

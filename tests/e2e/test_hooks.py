@@ -606,6 +606,24 @@ def test_a_lone_surrogate_is_repaired_and_the_event_kept(
     assert "caf\ufffd ok \U0001f600" in seen["body"]  # a whole pair (the emoji) is kept
 
 
+def test_a_long_prompt_keeps_its_end_where_the_question_is(
+    worker: WorkerProcess, project: Path
+) -> None:
+    """A pasted log, then the question: the stored prompt (10,000 characters) keeps both ends
+    instead of the first 10,000 characters, which lost the question."""
+    log = "".join(f"2024-05-01T10:{i % 60:02d}:00 INFO worker tick {i}\n" for i in range(900))
+    question = "so why does the nightly export fail with exit 137 after the tick loop?"
+    payload = {**base("sess-long", project, "UserPromptSubmit"), "prompt": log + question}
+    assert len(payload["prompt"]) > 30_000
+    result = run_hook("user-prompt-submit", payload, env_for(worker))
+    assert result.returncode == 0 and result.stderr == ""
+    _, detail = worker.request("GET", "/api/sessions/sess-long")
+    (stored,) = [p["text"] for p in detail["prompts"]]
+    assert len(stored) <= 10_000
+    assert stored.startswith("2024-05-01T10:00:00 INFO worker tick 0")
+    assert stored.endswith(question) and " … " in stored
+
+
 def test_huge_tool_response_is_recorded_without_its_output(
     worker: WorkerProcess, project: Path
 ) -> None:
