@@ -282,3 +282,26 @@ def test_global_preferences_reach_session_start_context(client: TestClient) -> N
         context = client.get("/api/context", params={"project": project})
         assert context.status_code == 200
         assert "Answer concisely" in context.json()["text"]
+
+
+def test_a_short_project_name_finds_the_one_project_so_named(client: TestClient) -> None:
+    """`"project": "demo-repo"` is the checkout /home/ann/src/demo-repo the hooks keyed by its
+    path, not a second project with the same name in every list; a name two projects share is
+    a 400 naming both."""
+    first = save(client, "Deploys go through make release", project="/home/ann/src/demo-repo")
+    short = save(client, "Staging resets every night at 02:00", project="demo-repo")
+    assert short["project"] == first["project"] == "/home/ann/src/demo-repo"
+    named = [p for p in client.get("/api/projects").json()["items"] if p["name"] == "demo-repo"]
+    assert len(named) == 1
+    save(client, "The other checkout's own rule", project="/work/fork/demo-repo")
+    r = client.post(
+        "/api/memories", json={"kind": "fact", "content": "Which one?", "project": "demo-repo"}
+    )
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["field"] == "project"
+    assert (
+        "/home/ann/src/demo-repo" in error["message"] and "/work/fork/demo-repo" in error["message"]
+    )
+    # A name nobody has is a new project, as before.
+    assert save(client, "A brand new one", project="scratchpad")["project"] == "scratchpad"

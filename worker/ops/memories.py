@@ -197,10 +197,31 @@ async def similar_memories(cairn: Cairn, item: dict[str, Any]) -> dict[int, floa
     return {int(ref[1]): float(score) for ref, score in hits}
 
 
+def resolve_project(conn: AnyDb, given: str) -> str:
+    """The project key a memory's `project` names: a known key as it is; else a short name
+    ("demo-repo") that is the display name of exactly one known project, that project's key
+    (saving it as a new key made a second project with the same name in every list); a name
+    several projects share is a 400 naming them; anything else a new project, as given."""
+    if projects.find(conn, given) is not None:
+        return given
+    keys = projects.keys_named(conn, given)
+    if len(keys) > 1:
+        raise BadRequest(
+            f"'project' {given!r} is the name of {len(keys)} projects: "
+            + ", ".join(keys)
+            + "; give one of these keys",
+            field="project",
+        )
+    return keys[0] if keys else given
+
+
 async def create(cairn: Cairn, body: dict[str, Any]) -> dict[str, Any]:
     """Save a memory from a validated body (`create_schema`): scored, tagged, merged with a
     repeat, superseding an older one; `created` in the answer says whether it is new."""
     item = _item(body)
+    if item["scope"] == "project":
+        given = str(item["project"])
+        item["project"] = await cairn.store.read(lambda c: resolve_project(c, given))
     item["author"] = body.get("author") or cairn.author
     settings = cairn.settings
     similar = await similar_memories(cairn, item)
