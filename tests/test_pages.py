@@ -525,3 +525,45 @@ def test_long_session_says_what_it_leaves_out(browser: TestClient, settings: Set
     page = browser.get("/sessions/long").text
     assert "Showing the latest 500 of 1000 observations" in page
     assert page.count('class="tl-observation"') == 500
+
+
+def _selected(page: str, select_id: str) -> str:
+    """The value of the option a <select> shows first (the `selected` one, else its first)."""
+    block = page.split(f'id="{select_id}"', 1)[1].split("</select>", 1)[0]
+    chosen = re.search(r'<option value="([^"]*)" selected', block)
+    first = re.search(r'<option value="([^"]*)"', block)
+    assert first is not None
+    return (chosen or first).group(1)
+
+
+def test_the_new_memory_form_defaults_to_a_project_and_an_inferred_kind(
+    browser: TestClient, settings: Settings
+) -> None:
+    """Typed without touching the selects, a memory belongs to the project at hand and takes the
+    kind its words say, as over REST: it was a global lesson, injected into every project."""
+    for project, at in (("/repo/older", "2026-01-01T10:00:00Z"), ("/repo/newer", None)):
+        observation = {"project": project, "session_id": "s", "type": "note", "title": "x"}
+        if at:
+            observation["created_at"] = at
+        made = browser.post(
+            "/api/observations", json={"observations": [observation]}, headers=bearer(settings)
+        )
+        assert made.status_code in (200, 201), made.text
+    page = browser.get("/memories").text
+    assert _selected(page, "new-project") == "/repo/newer"  # the latest activity
+    assert _selected(page, "new-kind") == ""  # automatic
+    came_from = {"referer": f"{BASE_URL}/search?q=x&project=/repo/older"}
+    assert _selected(browser.get("/memories", headers=came_from).text, "new-project") == (
+        "/repo/older"
+    )
+    filtered = browser.get("/memories?project=__global__").text
+    assert _selected(filtered, "new-project") == "__global__"
+    h = {"X-Cairn-CSRF": csrf_of(page), "HX-Request": "true"}
+    text = "We decided to keep invoices in integer cents because floats lost a cent in totals"
+    saved = browser.post(
+        "/memories", data={"content": text, "kind": "", "project": "/repo/newer"}, headers=h
+    )
+    assert saved.status_code == 200 and "Saved memory" in saved.text
+    listed = browser.get("/api/memories?project=/repo/newer", headers=bearer(settings)).json()
+    (memory,) = listed["items"]
+    assert memory["kind"] == "decision" and memory["scope"] == "project"

@@ -415,6 +415,30 @@ def test_memory_create_and_forget_with_confirmation(page: Any, live_worker: Work
     assert page.locator(f"#memory-{mid}").count() == 0
 
 
+def test_a_new_memory_typed_as_is_belongs_to_the_project_at_hand(
+    page: Any, live_worker: WorkerProcess
+) -> None:
+    """Nothing chosen but the text: the memory goes to the project with the latest activity, with
+    the kind its words say (it was a global lesson, injected into every other project)."""
+    project = "/work/first-day"
+    api(live_worker, "POST", "/api/observations", {"observations": [observation(project, "ls")]})
+    login(page, live_worker, "/memories")
+    new = page.locator("details.new-memory")
+    if new.get_attribute("open") is None:
+        new.locator("summary").click()
+    assert page.locator("#new-project").input_value() == project
+    assert page.locator("#new-kind").input_value() == ""
+    text = "We decided the first-day checklist lives in docs/onboarding.md because wikis rot"
+    page.get_by_label("What should agents remember?").fill(text)
+    page.get_by_role("button", name="Save memory").click()
+    saved = page.locator("#new-memory-result.ok")
+    saved.wait_for()
+    mid = int(re.search(r"#(\d+)", saved.inner_text()).group(1))  # type: ignore[union-attr]
+    stored = api(live_worker, "GET", f"/api/memories/{mid}")
+    assert stored["project"] == project and stored["scope"] == "project"
+    assert stored["kind"] == "decision"
+
+
 # --------------------------------------------------------------------------- context, stats, settings
 
 

@@ -7,7 +7,7 @@ client gets."""
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -79,7 +79,26 @@ async def memories_page(request: Request) -> Response:
     if is_htmx(request) and before is not None:
         return render(request, "_memory_list.html", context)
     context["projects"] = await cairn.store.read(projects.list_all)
+    context["new_project"] = default_project(f["project"], request, context["projects"])
     return render(request, "memories.html", context)
+
+
+def default_project(filtered: str, request: Request, known: list[dict[str, Any]]) -> str:
+    """Where a memory typed on this page belongs unless the user picks otherwise: the project the
+    list is filtered to; else the one of the page the user came from (a `project` in its
+    address); else the project with the latest activity. Never "global" by default: a note
+    typed for one project became a lesson injected into every other project's sessions."""
+    keys = {str(p["key"]) for p in known}
+    if filtered == "__global__" or filtered in keys:
+        return filtered
+    referer = request.headers.get("referer", "")
+    came_from = parse_qs(urlsplit(referer).query).get("project", [""])[0] if referer else ""
+    if came_from in keys:
+        return came_from
+    active = [p for p in known if p.get("last_activity_at")]
+    if active:
+        return str(max(active, key=lambda p: str(p["last_activity_at"]))["key"])
+    return str(known[-1]["key"]) if known else "__global__"
 
 
 async def memory_detail(request: Request) -> Response:
@@ -221,7 +240,6 @@ async def memory_create(request: Request) -> Response:
     form = await read_form(request)
     project = form.get("project", "")
     body: dict[str, Any] = {
-        "kind": form.get("kind", "note"),
         "content": form.get("content", ""),
         "tags": _tags(form.get("tags")),
         "pinned": form.get("pinned") == "1",
@@ -229,6 +247,8 @@ async def memory_create(request: Request) -> Response:
     importance = _importance(form.get("importance"))
     if importance is not None:
         body["importance"] = importance
+    if form.get("kind"):  # else "automatic": inferred from the text, as the REST API does
+        body["kind"] = form["kind"]
     if project and project != "__global__":
         body["project"] = project
     else:
@@ -245,7 +265,7 @@ async def memory_create(request: Request) -> Response:
         "kinds": memories.KINDS,
         "projects": all_projects,
         "can_edit": True,
-        "draft": {"project": project, "kind": body["kind"]},
+        "draft": {"project": project, "kind": form.get("kind", "")},
         "error": "",
         "saved": None,
     }
