@@ -19,6 +19,7 @@ MODULES = (
     "dashboard",
     "portability",
     "memory",
+    "memories",
     "retrieval",
     "team",
 )
@@ -32,6 +33,7 @@ COMMAND_MODULES = {
     "open": "dashboard",
     **dict.fromkeys(("backup", "export", "import", "report"), "portability"),
     **dict.fromkeys(("compress", "decay"), "memory"),
+    "memory": "memories",
     **dict.fromkeys(("reindex", "search"), "retrieval"),
     "team": "team",
 }
