@@ -92,6 +92,21 @@ def test_status_shows_no_python_none(
     assert "None" not in out and "keyword_index: status" in out
 
 
+def test_status_says_fields_in_words(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`decay: running, every 1 h`, not `running True, interval_seconds 3600.0`."""
+    status = client.get("/api/status").json()
+    status["services"]["decay"] = {"running": True, "interval_seconds": 3600.0, "runs": 2.0}
+    status["services"]["sessions"] = {"watching": False, "idle_seconds": 90}
+    monkeypatch.setattr("worker.cli.lifecycle.request", lambda *a, **k: status)
+    assert main(["status"]) == 0
+    out = capsys.readouterr().out
+    assert "  decay: running, every 1 h, runs 2\n" in out
+    assert "  sessions: not watching, idle 90 s\n" in out
+    assert "True" not in out and "False" not in out and "_seconds" not in out
+
+
 def test_settings_page_shows_no_python_none(client: TestClient) -> None:
     page = client.get("/settings", headers={"accept": "text/html"})
     assert page.status_code == 200

@@ -82,13 +82,34 @@ def human_bytes(n: int) -> str:
     return f"{n} B"
 
 
+def human_seconds(seconds: float) -> str:
+    """3600.0 -> "1 h", 90 -> "90 s", 600 -> "10 min": a duration as people say it."""
+    for unit, size in (("d", 86_400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)} {unit}"
+    return f"{seconds:g} s"
+
+
+def field_text(name: str, value: Any) -> str:
+    """One status field for people: `running` rather than `running True`, `every 1 h` rather
+    than `interval_seconds 3600.0`, words rather than snake_case."""
+    words = name.replace("_", " ")
+    if isinstance(value, bool):
+        return words if value else f"not {words}"
+    if isinstance(value, dict | list):
+        return f"{words} {json.dumps(value)}"
+    if name == "interval_seconds" and isinstance(value, int | float):
+        return f"every {human_seconds(float(value))}"
+    if name.endswith("_seconds") and isinstance(value, int | float):
+        return f"{words.removesuffix(' seconds')} {human_seconds(float(value))}"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return f"{words} {value}"
+
+
 def fields_line(values: dict[str, Any]) -> str:
-    """`name value, ...` for people: fields that are not set (None) left out, nested as JSON."""
-    return ", ".join(
-        f"{name} {json.dumps(value) if isinstance(value, dict | list) else value}"
-        for name, value in values.items()
-        if value is not None
-    )
+    """`name value, ...` for people: fields that are not set (None) left out (field_text)."""
+    return ", ".join(field_text(name, value) for name, value in values.items() if value is not None)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
