@@ -409,7 +409,9 @@ def observation(
         interrupted = _get(resp, "interrupted") is True or payload.get("is_interrupt") is True
         # An interrupted command did not fail: its error is the interruption, not an exit code.
         code = exit_code(resp, "" if interrupted else error)
-        title = "Run: " + one_line(description or command, TITLE_CHARS - 20)
+        said = one_line(description or command, TITLE_CHARS - 20)
+        # "Run the tests" is a title already: "Run: Run the tests" said it twice.
+        title = said if description and said.lower().startswith("run ") else "Run: " + said
         if code not in (None, 0):
             title += f" (exit {code})"
         elif interrupted:

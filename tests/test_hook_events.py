@@ -64,7 +64,7 @@ def test_bash_records_command_exit_code_head_and_tail() -> None:
         {"command": "pytest -q", "description": "Run the tests"},
         {"stdout": out, "stderr": "warning", "interrupted": False},
     )
-    assert obs["type"] == "command" and obs["title"] == "Run: Run the tests"
+    assert obs["type"] == "command" and obs["title"] == "Run the tests"
     assert "line 0" in obs["body"] and "line 1999" in obs["body"] and "line 1000" not in obs["body"]
     failed = events.observation(
         {

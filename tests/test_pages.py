@@ -567,3 +567,22 @@ def test_the_new_memory_form_defaults_to_a_project_and_an_inferred_kind(
     listed = browser.get("/api/memories?project=/repo/newer", headers=bearer(settings)).json()
     (memory,) = listed["items"]
     assert memory["kind"] == "decision" and memory["scope"] == "project"
+
+
+def test_a_failed_command_is_marked_in_the_feed(browser: TestClient, settings: Settings) -> None:
+    rows = [
+        {"project": "/p/app", "type": "command", "title": "Run: make deploy (exit 2)"},
+        {"project": "/p/app", "type": "command", "title": "Run: make lint"},
+        {"project": "/p/app", "type": "note", "title": "not a command (exit 3)"},
+    ]
+    made = browser.post("/api/observations", json={"observations": rows}, headers=bearer(settings))
+    assert made.status_code in (200, 201), made.text
+    page = browser.get("/").text
+    items = re.findall(r'<li class="feed-item[^"]*"[^>]*>.*?</summary>', page, re.DOTALL)
+    marked = [i for i in items if 'class="badge failed"' in i]
+    assert (
+        len(marked) == 1
+        and "make deploy" in marked[0]
+        and "feed-item kind-observation failed" in marked[0]
+    )
+    assert 'title="The command exited with 2"' in marked[0]

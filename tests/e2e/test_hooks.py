@@ -116,7 +116,7 @@ TOOLS: list[tuple[str, Any, Any, str, str, list[str]]] = [
         {"command": "pytest -q tests/test_cart.py", "description": "Run cart tests"},
         {"stdout": "3 passed in 0.1s", "stderr": "", "interrupted": False, "isImage": False},
         "command",
-        "Run: Run cart tests",
+        "Run cart tests",
         [],
     ),
     (

@@ -44,6 +44,18 @@ def parse_time(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+_EXIT = re.compile(r"\(exit (-?\d+)\)\s*$")
+
+
+def failed_exit(item: Any) -> int | None:
+    """A failed command's exit code, from its title's `(exit N)` (None: not a failed command)."""
+    if not isinstance(item, dict) or item.get("type") != "command":
+        return None
+    found = _EXIT.search(str(item.get("title") or ""))
+    code = int(found.group(1)) if found else 0
+    return code or None
+
+
 def when(value: Any) -> str:
     """'2026-12-02 16:40 UTC' for a timestamp (ISO text or epoch ms)."""
     parsed = parse_time(value)
@@ -138,6 +150,7 @@ def environment() -> jinja2.Environment:
         rich=rich,
     )
     env.filters["shorten"] = shorten
+    env.filters["failed_exit"] = failed_exit
     env.filters["config_groups"] = config_groups
     env.globals.update(nav=NAV, version=__version__)
     return env
