@@ -496,6 +496,11 @@ def plan_requests(
             return
         obs = ev.observation(payload, root or project, cwd, chars)
         if obs is None:
+            if not isinstance(tool, str) or not tool:
+                kind = type(tool).__name__ if tool is not None else "none"
+                io.log(
+                    hook.home, f"{event}: hook input without a tool_name string ({kind}); ignored"
+                )
             return
         if payload.get("_truncated"):
             obs["body"] = (
@@ -609,7 +614,11 @@ def handle(hook: Hook, event: str) -> str:
     if truncated:
         io.log(home, f"{event}: input over {cap} bytes; only its small fields were kept")
     sid = payload.get("session_id")
-    if not isinstance(sid, str) or not sid.strip() or event == "SubagentStop":
+    if event == "SubagentStop":
+        return ""
+    if not isinstance(sid, str) or not sid.strip():
+        kind = type(sid).__name__ if sid is not None else "none"
+        io.log(home, f"{event}: hook input without a session_id string ({kind}); ignored")
         return ""
     payload["session_id"] = sid = io.route_safe_id(sid.strip()[:200])
     cfg = config(home)

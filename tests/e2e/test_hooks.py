@@ -566,6 +566,22 @@ def test_bad_stdin_exits_zero_silently(stdin: bytes, worker: WorkerProcess) -> N
         assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
 
 
+def test_input_with_wrong_field_types_is_logged_once_and_ignored(
+    worker: WorkerProcess, project: Path
+) -> None:
+    """Dropped, never an error shown to the agent, but said in hooks.log so a user can see why."""
+    env = env_for(worker)
+    no_session = {**base("x", project, "UserPromptSubmit"), "session_id": 42, "prompt": "hi"}
+    no_tool = {**base("sess-types", project, "PostToolUse"), "tool_name": ["Bash"]}
+    for event, payload in (("user-prompt-submit", no_session), ("post-tool-use", no_tool)):
+        result = run_hook(event, payload, env)
+        assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
+    log = (worker.home / "logs" / "hooks.log").read_text()
+    assert "UserPromptSubmit: hook input without a session_id string (int); ignored" in log
+    assert "PostToolUse: hook input without a tool_name string (list); ignored" in log
+    assert observations(worker, "sess-types") == []
+
+
 def test_non_utf8_input_is_read_with_replacement_characters(
     worker: WorkerProcess, project: Path
 ) -> None:
