@@ -586,3 +586,35 @@ def test_a_failed_command_is_marked_in_the_feed(browser: TestClient, settings: S
         and "feed-item kind-observation failed" in marked[0]
     )
     assert 'title="The command exited with 2"' in marked[0]
+
+
+def test_login_errors_show_commands_as_code_not_backticks(anon_client: TestClient) -> None:
+    used = anon_client.get("/login/link/not-a-real-nonce", headers=HTML)
+    assert used.status_code == 401
+    assert "<code>cairn open</code>" in used.text and "`" not in used.text.split("<main", 1)[-1]
+
+
+def test_an_old_login_link_opened_while_logged_in_goes_to_the_dashboard(
+    browser: TestClient,
+) -> None:
+    again = browser.get("/login/link/already-used-nonce", headers=HTML, follow_redirects=False)
+    assert again.status_code == 303 and again.headers["location"] == "/"
+
+
+def test_the_login_rate_limit_answers_a_browser_with_the_form(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    del settings  # the test's home and database, prepared in the environment load_settings reads
+    from tests.conftest import running_app
+    from worker.settings import load_settings
+
+    monkeypatch.setenv("CAIRN_RATE_LIMIT_LOGIN", "2/minute")
+    with running_app(load_settings(), authenticated=False) as anon:
+        tries = [anon.post("/login", data={"token": "wrong"}, headers=HTML) for _ in range(3)]
+        assert [t.status_code for t in tries] == [401, 401, 429]
+        limited = tries[-1]
+        assert limited.headers["content-type"].startswith("text/html")
+        assert "Too many login attempts: try again in" in limited.text
+        assert 'name="token"' in limited.text and int(limited.headers["Retry-After"]) >= 1
+        api = anon.post("/login", data={"token": "wrong"})  # no Accept: html: JSON as before
+        assert api.status_code == 429 and api.json()["error"]["code"] == "rate_limited"

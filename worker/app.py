@@ -180,10 +180,19 @@ async def _rate_limited(request: Request, exc: Exception) -> Response:
         with contextlib.suppress(Exception):
             reset, _ = request.app.state.limiter.limiter.get_window_stats(current[0], *current[1])
             retry = max(1, math.ceil(reset - time.time()))
+    headers = {"Retry-After": str(retry)}
+    if request.url.path.startswith("/login") and "text/html" in request.headers.get("accept", ""):
+        # A browser at the login form: the form again, saying when to try, not raw JSON.
+        from worker.pages.login import login_form
+
+        wait = f"{retry} seconds" if retry != 1 else "1 second"
+        page = login_form(request, f"Too many login attempts: try again in {wait}.", 429)
+        page.headers.update(headers)
+        return page
     return JSONResponse(
         error_body("rate_limited", f"too many requests: limit {exc.detail}; retry later"),
         status_code=429,
-        headers={"Retry-After": str(retry)},
+        headers=headers,
     )
 
 

@@ -67,6 +67,9 @@ async def login_submit(request: Request) -> Response:
 async def login_link(request: Request) -> Response:
     cairn = request.state.cairn
     target = links(cairn).consume(request.path_params["nonce"])
+    if target is None and request.scope.get("state", {}).get("auth_via") is not None:
+        # An old link opened again by a browser that is logged in: the dashboard, not an error.
+        return RedirectResponse("/", status_code=303)
     if target is None:
         return login_form(
             request,

@@ -127,6 +127,15 @@ def rich(text: Any) -> Markup:
     return Markup(cleaned)
 
 
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def code_spans(text: Any) -> Markup:
+    """A message with `backticked` commands, as HTML: escaped, each span in <code>."""
+    escaped = str(escape("" if text is None else str(text)))
+    return Markup(_CODE_SPAN.sub(r"<code>\1</code>", escaped))
+
+
 def shorten(text: Any, limit: int = 160) -> str:
     value = " ".join(str(text or "").split())
     return value if len(value) <= limit else value[: limit - 1].rstrip() + "…"
@@ -151,6 +160,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters["shorten"] = shorten
     env.filters["failed_exit"] = failed_exit
+    env.filters["code_spans"] = code_spans
     env.filters["config_groups"] = config_groups
     env.globals.update(nav=NAV, version=__version__)
     return env
