@@ -16,7 +16,13 @@ def main() -> None:
         # This runs on every tool call: keep the modules' bytecode under $CAIRN_HOME/cache even
         # where the install folder is read-only or PYTHONDONTWRITEBYTECODE is set.
         home = os.environ.get("CAIRN_HOME") or os.path.join(os.path.expanduser("~"), ".cairn")
-        sys.pycache_prefix = os.path.join(os.path.expanduser(home), "cache", "pycache")
+        home = os.path.expanduser(home)
+        for folder in (home, os.path.join(home, "cache")):  # private, before Python makes them
+            try:  # noqa: SIM105 (contextlib would be one more import on every tool call)
+                os.mkdir(folder, 0o700)
+            except OSError:
+                pass  # there already (the worker keeps it 0700), or unwritable: Python copes
+        sys.pycache_prefix = os.path.join(home, "cache", "pycache")
         sys.dont_write_bytecode = False
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from cairn_hook_run import run

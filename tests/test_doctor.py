@@ -289,3 +289,27 @@ def test_doctor_says_what_the_worker_will_do_with_vectors_not_what_the_server_ha
     assert team["status"] == "warn" and "pgvector available" not in team["detail"]
     assert "vectors: worker (numpy): pgvector is installed but this database role" in team["detail"]
     assert "CREATE EXTENSION vector" in team["fix"]
+
+
+def test_folders_0700_is_true_of_every_folder_and_the_worker_makes_it_so(
+    user_home: Path, project_cwd: Path, free_port: int
+) -> None:
+    """models/ (assembled with mkdir) and cache/ (the hooks' bytecode, made by Python) were 0755
+    while doctor said 'its folders 0700'. Doctor now checks every folder in the home, and a
+    starting worker tightens them."""
+    from starlette.testclient import TestClient
+
+    from worker.app import create_app
+
+    settings = load_settings()
+    for name in ("models", "cache"):
+        (settings.home / name).mkdir(parents=True, mode=0o755)
+        (settings.home / name).chmod(0o755)
+    seen = checks(settings)["permissions"]
+    assert seen.status == "fail" and "models 0755" in seen.detail and "cache 0755" in seen.detail
+    assert "chmod 700" in seen.fix
+    with TestClient(create_app(settings)):
+        pass
+    for name in ("models", "cache"):
+        assert (settings.home / name).stat().st_mode & 0o777 == 0o700
+    assert checks(settings)["permissions"].status == "ok"

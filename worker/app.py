@@ -45,7 +45,7 @@ from worker.errors import (
     error_body,
 )
 from worker.events import Broadcaster
-from worker.home import ensure_home
+from worker.home import ensure_home, home_folders
 from worker.memory.scheduler import DecayService
 from worker.pages import routes as dashboard_routes
 from worker.pages.outage import outage_page, wants_whole_page
@@ -240,7 +240,7 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
-        ensure_home(settings.home)
+        ensure_home(settings.home, *home_folders(settings.home))
         tokens = TokenKeeper(settings.token_path)
         tokens.ensure()
         logins = DashboardLogins(

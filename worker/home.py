@@ -41,6 +41,16 @@ def ensure_home(home: Path, *folders: Path) -> Path:
     return home
 
 
+# Folders inside the home made by others than the worker's own code: the hooks' bytecode
+# (Python creates it 0755 under sys.pycache_prefix) and the models folder (assembled with mkdir).
+SHARED_FOLDERS = ("cache", "models")
+
+
+def home_folders(home: Path) -> list[Path]:
+    """The folders inside the home that the worker makes private at every start."""
+    return [home / name for name in SHARED_FOLDERS]
+
+
 def make_private(path: Path, *, create: bool = False) -> None:
     """Tighten an existing file to 0600; a missing one is created empty 0600 if `create`.
 

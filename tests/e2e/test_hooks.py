@@ -582,6 +582,16 @@ def test_input_with_wrong_field_types_is_logged_once_and_ignored(
     assert observations(worker, "sess-types") == []
 
 
+@pytest.mark.sqlite_only("no database: the hook's own folders on a fresh machine")
+def test_a_first_hook_makes_the_home_and_its_bytecode_folder_private(tmp_path: Path) -> None:
+    home = tmp_path / "fresh-home"
+    result = run_hook("post-tool-use", b"{not json", hook_env(home, CAIRN_PORT="9"))
+    assert result.returncode == 0 and result.stderr == ""
+    assert (home / "cache" / "pycache").is_dir()  # the hook modules' bytecode went there
+    assert home.stat().st_mode & 0o777 == 0o700
+    assert (home / "cache").stat().st_mode & 0o777 == 0o700
+
+
 def test_non_utf8_input_is_read_with_replacement_characters(
     worker: WorkerProcess, project: Path
 ) -> None:

@@ -113,6 +113,8 @@ def _private_paths(settings: Settings) -> list[Path]:
     if settings.logs_dir.is_dir():
         paths += sorted(settings.logs_dir.iterdir())
     paths += [settings.token_path, settings.home / "config.json", state_path(settings.home)]
+    # Every folder in the home, whoever made it: "its folders 0700" is then true as said.
+    paths += sorted(p for p in settings.home.iterdir() if p.is_dir() and p not in paths)
     return [p for p in paths if p.exists()]
 
 
