@@ -292,6 +292,32 @@ async def _clause_cosines(
     return await anyio.to_thread.run_sync(lambda: service.clause_cosines(vector, texts))
 
 
+def distinct_top(
+    ranked: list[Candidate], items: dict[Ref, dict[str, Any]], depth: int
+) -> list[Candidate]:
+    """The best `depth` ranked hits worth judging, each text once. Months of routine use repeat
+    the same item (the same file read, the same green test run, the same session summary) dozens
+    of times; judged one by one, the copies filled the window and pushed the one item that
+    mattered out of it (padded to ~3,000 items a project, 45 of 164 answerable prompts had no
+    relevant candidate). The best-ranked copy stands for the rest, as the final de-duplication
+    would keep it anyway."""
+    seen: set[str] = set()
+    out: list[Candidate] = []
+    for cand in ranked:
+        if len(out) >= depth:
+            break
+        item = items[cand.ref]
+        if ranking.said_nothing(item):
+            continue
+        digest = item.get("content_hash")
+        if digest:
+            if digest in seen:
+                continue
+            seen.add(digest)
+        out.append(cand)
+    return out
+
+
 async def _judged(
     store: Backend,
     settings: Settings,
@@ -307,7 +333,11 @@ async def _judged(
     words alone (keyword-only mode) the keyword rules (retrieval/keyword_judgment.py)."""
     names = judgment.code_names(req.query)
     depth = req.limit * (KEYWORD_JUDGE_DEPTH if query_vector is None else JUDGE_DEPTH)
-    top = [c for c in ranked[:depth] if not ranking.said_nothing(items[c.ref])]
+    top = (
+        [c for c in ranked[:depth] if not ranking.said_nothing(items[c.ref])]
+        if query_vector is None
+        else distinct_top(ranked, items, depth)
+    )
     refs = [c.ref for c in top]
     sessions = [str(items[r].get("session_id") or "") for r in refs]
 

@@ -31,9 +31,11 @@ def ensure(conn: AnyDb, key: str) -> int:
 def keys_named(conn: AnyDb, name: str) -> list[str]:
     """The keys of the projects whose display name is `name` (a checkout's folder name: "demo-repo"
     for /home/me/src/demo-repo), oldest first."""
-    rows = as_db(conn).execute(
-        "SELECT key FROM projects WHERE name = ? ORDER BY id", (name,)
-    ).fetchall()
+    rows = (
+        as_db(conn)
+        .execute("SELECT key FROM projects WHERE name = ? ORDER BY id", (name,))
+        .fetchall()
+    )
     return [str(r[0]) for r in rows]
 
 
