@@ -47,6 +47,7 @@ from worker.errors import (
 from worker.events import Broadcaster
 from worker.home import ensure_home, home_folders
 from worker.memory.scheduler import DecayService
+from worker.metrics import Metrics, MetricsMiddleware
 from worker.pages import routes as dashboard_routes
 from worker.pages.outage import outage_page, wants_whole_page
 from worker.project_identity import author as git_author
@@ -233,6 +234,7 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
         key_func=_client_key, key_style="endpoint", storage_uri=f"{ratelimit.SCHEME}://"
     )
     wrap = _rate_wrapper(settings, limiter)
+    metrics = Metrics()  # one per app: its middleware counts into what the worker reports
     routes: list[BaseRoute] = [make_route(ep, wrap) for ep in all_endpoints(settings)]
     routes.extend(system.raw_routes())
     routes.extend(dashboard_routes(limiter.limit(settings.rate_limits.login)))
@@ -263,6 +265,7 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
             team_feed = TeamFeed(team_url, events)
             events = team_feed
         cairn = Cairn(
+            metrics=metrics,
             settings=settings,
             store=store,
             tokens=tokens,
@@ -330,7 +333,11 @@ def create_app(settings: Settings, *, port: int | None = None) -> Starlette:
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        middleware=[Middleware(SecurityMiddleware, max_body_bytes=settings.limits.max_body_bytes)],
+        middleware=[
+            # Outermost: a request the security layer refuses (401, 413) is counted too.
+            Middleware(MetricsMiddleware, metrics=metrics),
+            Middleware(SecurityMiddleware, max_body_bytes=settings.limits.max_body_bytes),
+        ],
         exception_handlers={
             CairnError: _cairn_error,
             StoreError: _store_error,

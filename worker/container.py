@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from worker.auth import DashboardLogins, LoginLinks, TokenKeeper
 from worker.memory.scheduler import DecayService
+from worker.metrics import Metrics
 from worker.retrieval.db_keywords import KeywordScorer
 from worker.retrieval.keyword_index import KeywordIndex
 from worker.retrieval.keyword_service import KeywordIndexService
@@ -88,6 +89,8 @@ class Cairn:
     author: str = "unknown"
     # One database probe of /api/status at a time (made on first use: it needs the event loop).
     status_probes: anyio.CapacityLimiter | None = None
+    # What GET /metrics reports (the middleware counts requests into the same object).
+    metrics: Metrics = field(default_factory=Metrics)
 
     @property
     def services(self) -> dict[str, Service]:

@@ -6,15 +6,18 @@ from typing import Any
 
 from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from worker import __version__
 from worker.api.endpoint import Call, Endpoint
+from worker.clock import now_ms
+from worker.metrics import CONTENT_TYPE
 from worker.ops.fields import project_field
 from worker.ops.status import status_report
 from worker.settings import Settings
 from worker.store import projects, stats
+from worker.store.errors import StoreError
 
 TAG = "system"
 
@@ -102,5 +105,49 @@ def endpoints(s: Settings) -> list[Endpoint]:
     ]
 
 
+async def metrics(request: Request) -> Response:
+    """Prometheus text: the worker's counters and histograms, then gauges read now."""
+    cairn = request.state.cairn
+    services = {name: service.status() for name, service in cairn.services.items()}
+    spool = services.get("spool") or {}
+    embed = services.get("embeddings") or {}
+    gauges: list[tuple[str, str, float]] = [
+        ("cairn_uptime_seconds", "Seconds since the worker started", _uptime(cairn)),
+        (
+            "cairn_spool_waiting_events",
+            "Hook events spooled, not yet delivered",
+            float(spool.get("waiting_events") or 0),
+        ),
+        (
+            "cairn_embed_queue_depth",
+            "Items waiting for their vector",
+            float(embed.get("queue_depth") or 0),
+        ),
+        (
+            "cairn_sse_clients",
+            "Dashboards following the live feed",
+            float(cairn.events.client_count),
+        ),
+    ]
+    try:
+        counted = await cairn.store.read(stats.counts)
+        size = float(cairn.store.db_size_bytes())
+    except StoreError:
+        gauges.append(("cairn_database_up", "1: the database answers", 0.0))
+    else:
+        gauges.append(("cairn_database_up", "1: the database answers", 1.0))
+        gauges.append(("cairn_database_size_bytes", "Database size (with its WAL)", size))
+        for table, n in sorted(counted.items()):
+            gauges.append((f"cairn_{table}", f"Rows in {table}", float(n)))
+    return PlainTextResponse(cairn.metrics.render(gauges), media_type=CONTENT_TYPE)
+
+
+def _uptime(cairn: Any) -> float:
+    return max(0.0, (now_ms() - int(cairn.started_at_ms)) / 1000)
+
+
 def raw_routes() -> list[BaseRoute]:
-    return [Route("/openapi.json", openapi, methods=["GET"])]
+    return [
+        Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+    ]

@@ -4,6 +4,7 @@ injected)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from worker.container import Cairn
@@ -53,6 +54,11 @@ async def context_answer(cairn: Cairn, qp: dict[str, Any], *, preview: bool) -> 
         preview=preview,
         reader=cairn.reader,
     )
-    return await build_context(
+    started = time.perf_counter()
+    answer = await build_context(
         cairn.store, cairn.settings, cairn.embeddings, request, keywords=cairn.keywords
     )
+    if not preview:
+        kind = "prompt" if (request.query or "").strip() else "session_start"
+        cairn.metrics.context(kind, time.perf_counter() - started, int(answer["tokens"]))
+    return answer
