@@ -503,6 +503,14 @@ def test_stats_has_svg_charts_with_data(page: Any, live_worker: WorkerProcess) -
     )
     assert max(heights) > 0
     assert page.locator("svg.bars title", has_text="file_write").count() >= 1
+    # Every chart label is drawn at a readable size on a laptop screen (they were ~7 px).
+    sizes = page.eval_on_selector_all(
+        "svg.chart text",
+        "els => els.map(e => e.getBoundingClientRect().height).filter(h => h > 0)",
+    )
+    assert sizes and min(sizes) >= 10, sorted(sizes)[:5]
+    caption = page.locator("#c-day + p").inner_text()
+    assert re.fullmatch(r"[\d,]+ in the last 30 days, [\d,]+ of them in the last 7\.", caption)
     shot(page, "stats")
     page.set_viewport_size({"width": 390, "height": 844})
     shot(page, "stats-phone")

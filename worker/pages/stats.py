@@ -19,6 +19,9 @@ from worker.store import feed, lifecycle, stats
 from worker.store.rows import ms
 
 DAYS = 30
+# The viewBox width of a chart in a half-width card: about the pixels it is drawn in on a laptop
+# screen, so its 11-12 unit labels stay 11-12 px (at the full-width 640 they shrank to ~7 px).
+HALF_WIDTH = 420
 # Retention is computed over an even sample of live rows, so the page stays fast at any size.
 RETENTION_SAMPLE = 10_000
 BUCKETS = 10
@@ -114,20 +117,30 @@ async def stats_page(request: Request) -> Response:
     charts = {
         "per_day": column_chart(day_bars, title=f"Observations per day, last {DAYS} days"),
         "by_type": bar_chart(
-            [Bar(t, n) for t, n in breakdown["by_type"].items()], title="Observations by type"
+            [Bar(t, n) for t, n in breakdown["by_type"].items()],
+            title="Observations by type",
+            width=HALF_WIDTH,
         ),
         "by_project": bar_chart(
             [Bar(p["name"], p["count"]) for p in breakdown["by_project"][:12]],
             title="Observations by project",
+            width=HALF_WIDTH,
         ),
         "coverage": gauge(fraction, title="Embedding coverage"),
         "memory_retention": (
-            column_chart(memory_retention, title="Memories by retention", height=180)
+            column_chart(
+                memory_retention, title="Memories by retention", width=HALF_WIDTH, height=180
+            )
             if memory_retention and sum(b.value for b in memory_retention)
             else None
         ),
         "observation_retention": (
-            column_chart(observation_retention, title="Observations by retention", height=180)
+            column_chart(
+                observation_retention,
+                title="Observations by retention",
+                width=HALF_WIDTH,
+                height=180,
+            )
             if observation_retention and sum(b.value for b in observation_retention)
             else None
         ),
@@ -138,6 +151,7 @@ async def stats_page(request: Request) -> Response:
                 if v["total"]
             ],
             title="Embedded items by kind",
+            width=HALF_WIDTH,
         ),
     }
     return render(
@@ -152,6 +166,8 @@ async def stats_page(request: Request) -> Response:
             "db_path": cairn.store.where,
             "embed": embed,
             "week_total": sum(b.value for b in day_bars[-7:]),
+            "month_total": sum(b.value for b in day_bars),
+            "days": DAYS,
             "has_observations": data["counts"].get("observations", 0) > 0,
             "import_progress": await import_progress(cairn),
         },
