@@ -126,7 +126,7 @@ def test_summary_caps_and_keeps_tests_visible() -> None:
     )
     assert len(draft.completed) == 10
     assert "Ran `pytest -q` (succeeded)" in draft.completed
-    assert draft.completed[-1] == "… and 31 more files edited"
+    assert draft.completed[-1] == "… and 32 more files edited"  # 8 of the 40 shown
     assert len(draft.files) == 20 and draft.files[0] == "src/m0.py"
 
 
@@ -136,8 +136,9 @@ def test_summary_learned_facts_exclude_exploration() -> None:
         {"type": "web", "title": "WebSearch: sqlite wal", "body": "WAL allows readers"},
     ]
     draft = build_summary([{"text": "look into WAL"}], observations, root=ROOT)
-    assert draft.learned == ["Looked up: WebSearch: sqlite wal", "Explored a.py"]
-    assert draft.facts == []
+    # What was looked at is done, not learned (it read as knowledge in summaries and reports).
+    assert draft.learned == [] and draft.facts == []
+    assert draft.completed == ["Explored a.py", "Looked up: WebSearch: sqlite wal"]
     concluded = build_summary(
         [], observations, last_assistant_message="It turns out WAL lets readers run during writes."
     )
@@ -255,5 +256,46 @@ def test_a_search_over_the_project_root_is_not_an_explored_file() -> None:
     grep = {"type": "research", "title": "Grep 'def get' in .", "files": ["."], "tool_name": "Grep"}
     read = {"type": "research", "title": "Read http.py", "files": ["http.py"], "tool_name": "Read"}
     draft = build_summary([{"text": "where is get defined?"}], [grep, read])
-    assert "Explored http.py" in draft.learned
-    assert not any(item.endswith(", .") for item in draft.learned)
+    assert "Explored http.py" in draft.completed
+    assert not any(item.endswith(", .") for item in draft.completed)
+
+
+def test_a_labelled_line_is_its_section_without_its_label() -> None:
+    """`Learned: ...` was missed (only 'I learned that...' was), or kept its prefix."""
+    message = (
+        "Learned: Alpine images have no bash, so the entrypoint uses /bin/sh.\n"
+        "**Next:** pin the base image digest in the Dockerfile.\n"
+        "Note: this is not a section label, so it stays where it was."
+    )
+    parts = message_parts(message)
+    assert parts["learned"] == ["Alpine images have no bash, so the entrypoint uses /bin/sh."]
+    assert parts["next"] == ["pin the base image digest in the Dockerfile."]
+    draft = build_summary([{"text": "fix the container"}], [], last_assistant_message=message)
+    assert draft.facts == ["Alpine images have no bash, so the entrypoint uses /bin/sh."]
+    assert not any(item.lower().startswith("learned") for item in draft.learned)
+    assert "pin the base image digest in the Dockerfile." in draft.next_steps
+
+
+def test_a_failure_the_session_then_edited_code_for_is_not_a_next_step() -> None:
+    failed_then_edited = [cmd("pytest -q", 1), edit(f"{ROOT}/src/calc.py")]
+    draft = build_summary([{"text": "fix add()"}], failed_then_edited, root=ROOT)
+    assert not any("pytest" in step for step in draft.next_steps)
+    still_failing = [edit(f"{ROOT}/src/calc.py"), cmd("pytest -q", 1)]
+    draft = build_summary([{"text": "fix add()"}], still_failing, root=ROOT)
+    assert draft.next_steps == ["Fix the failing `pytest -q` (exit 1)"]
+
+
+def test_completed_is_in_the_order_things_happened() -> None:
+    observations = [
+        edit(f"{ROOT}/src/a.py"),
+        cmd("pytest -q", 0),
+        edit(f"{ROOT}/src/b.py"),
+        cmd("make lint", 0),
+    ]
+    draft = build_summary([{"text": "do it"}], observations, root=ROOT)
+    assert draft.completed == [
+        "Edited src/a.py",
+        "Ran `pytest -q` (succeeded)",
+        "Edited src/b.py",
+        "Ran `make lint` (succeeded)",
+    ]

@@ -352,6 +352,29 @@ def compact_summary_message(text: object) -> str | None:
     return "\n".join(lines).strip() or None
 
 
+# `Learned: Alpine images have no bash.`, `**Next:** run the migration`: a section named at the
+# head of its one line. Only a label that is exactly a section's name counts ("Note: x" is not).
+_INLINE_LABEL_RE = re.compile(
+    r"^\s*(?:[-*+•]\s+)?(?:\*\*|__)?([A-Za-z][A-Za-z' -]{1,28}?)(?:\*\*|__)?:(?:\*\*|__)?\s+(\S.*)$"
+)
+_INLINE_EXTRA = {"next": "next", "learnt": "learned", "lesson": "learned", "finding": "learned"}
+
+
+def _inline_label(line: str) -> tuple[str, str] | None:
+    """(section, text) of a `Label: text` line whose label names a section, else None."""
+    match = _INLINE_LABEL_RE.match(line)
+    if not match:
+        return None
+    label = match.group(1).strip().lower()
+    section = _INLINE_EXTRA.get(label)
+    if section is None:
+        section = next((sec for sec, names in _SECTION_WORDS if label in names), None)
+    if section is None or section == "other":
+        return None
+    text = _strip_markdown(match.group(2)).strip()
+    return (section, text) if len(text) >= 8 else None
+
+
 def _classify_heading(line: str) -> str | None:
     stripped = line.strip()
     if not stripped or _BULLET_RE.match(stripped):
@@ -398,6 +421,12 @@ def message_parts(message: str) -> dict[str, list[str]]:
         if not raw.strip():
             if seen_content:
                 loose_in_section = False
+            continue
+        labelled = _inline_label(raw)
+        if labelled is not None:
+            section, text = labelled
+            parts["questions" if text.endswith("?") else section].append(text)
+            seen_content, loose_in_section = True, False
             continue
         heading = _classify_heading(raw)
         if heading is not None:

@@ -24,6 +24,8 @@ from worker.memory.activity import (
 )
 
 REQUEST_PROMPTS = 3
+# One thing done: where it first happened in the session (-1: a plan item), and its line.
+Done = tuple[int, str]
 _EDIT_VERBS = {"Write": "Wrote", "NotebookEdit": "Edited notebook"}
 _SIGNIFICANT_COMMAND_WORDS = (
     "test",
@@ -66,29 +68,34 @@ class SummaryDraft:
     facts: list[str] = field(default_factory=list)
 
 
-def _file_edits(observations: Sequence[Mapping[str, Any]], root: str | None) -> list[str]:
-    """One line per changed file, in order of first change: 'Edited a.py (3 changes)'."""
+def _file_edits(observations: Sequence[Mapping[str, Any]], root: str | None) -> list[Done]:
+    """One line per changed file, at its first change: 'Edited a.py (3 changes)'."""
     counts: dict[str, int] = {}
     verbs: dict[str, str] = {}
-    for obs in observations:
+    first: dict[str, int] = {}
+    for index, obs in enumerate(observations):
         if obs.get("type") != "file_write":
             continue
         verb = _EDIT_VERBS.get(str(obs.get("tool_name") or ""), "Edited")
         for path in observation_files(obs, root):
             counts[path] = counts.get(path, 0) + 1
             verbs.setdefault(path, verb)
+            first.setdefault(path, index)
     lines = []
     for path, n in counts.items():
         verb = "Edited" if n > 1 and verbs[path] == "Wrote" else verbs[path]
-        lines.append(f"{verb} {path}" + (f" ({n} changes)" if n > 1 else ""))
+        lines.append((first[path], f"{verb} {path}" + (f" ({n} changes)" if n > 1 else "")))
     return lines
 
 
-def _commands_done(observations: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
-    """(significant, other) commands that did not fail, de-duplicated, in order."""
-    significant: list[str] = []
-    other: list[str] = []
-    for obs in observations:
+def _commands_done(
+    observations: Sequence[Mapping[str, Any]],
+) -> tuple[list[Done], list[Done]]:
+    """(significant, other) commands that did not fail, each at its first run, in order."""
+    significant: list[Done] = []
+    other: list[Done] = []
+    seen: set[str] = set()
+    for index, obs in enumerate(observations):
         if obs.get("type") != "command":
             continue
         command = command_text(obs)
@@ -96,21 +103,26 @@ def _commands_done(observations: Sequence[Mapping[str, Any]]) -> tuple[list[str]
         if not command or ok is False or is_looking_command(command):
             continue
         line = f"Ran `{clip(command, 120)}`" + (" (succeeded)" if ok else "")
+        if line in seen:
+            continue
+        seen.add(line)
         lowered = command.lower()
-        if any(word in lowered for word in _SIGNIFICANT_COMMAND_WORDS):
-            significant.append(line)
-        else:
-            other.append(line)
-    return unique(significant), unique(other)
+        group = significant if any(w in lowered for w in _SIGNIFICANT_COMMAND_WORDS) else other
+        group.append((index, line))
+    return significant, other
 
 
-def _other_actions(observations: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Delegations, MCP calls and notes, by their titles ("Delegate to reviewer: ...")."""
-    return unique(
-        str(obs.get("title") or "")
-        for obs in observations
-        if obs.get("type") in ("delegation", "mcp", "note")
-    )
+def _other_actions(observations: Sequence[Mapping[str, Any]]) -> list[Done]:
+    """Delegations, MCP calls and notes, by their titles ("Delegate to reviewer: ..."); then
+    what was looked at (files read, pages fetched): done, not learned."""
+    out: list[Done] = []
+    seen: set[str] = set()
+    for index, obs in enumerate(observations):
+        title = str(obs.get("title") or "")
+        if obs.get("type") in ("delegation", "mcp", "note") and title and title not in seen:
+            seen.add(title)
+            out.append((index, title))
+    return out
 
 
 def completed_items(
@@ -120,23 +132,26 @@ def completed_items(
     limit: int,
     item_chars: int = 300,
 ) -> list[str]:
-    """Up to `limit` things done: plan items completed, then builds/tests, edits, other actions.
+    """Up to `limit` things done, in the order they happened (completed plan items first):
+    builds/tests, edits, other actions, what was looked at.
 
     Each group gets a fair share first so a session of 40 edits still shows its passing tests;
-    edits beyond their share collapse into one "... and N more files edited" line.
+    edits beyond their share collapse into one "... and N more files edited" line at the end.
     """
-    plan_done = unique(plan_items(plan, "completed"))
+    plan_done = [(-1, item) for item in unique(plan_items(plan, "completed"))]
     significant, other_commands = _commands_done(observations)
     edits = _file_edits(observations, root)
     actions = _other_actions(observations)
-    groups: list[tuple[list[str], int]] = [
+    looked = _looked_at(observations, root)
+    groups: list[tuple[list[Done], int]] = [
         (plan_done, 5),
         (significant, 3),
         (edits, 4),
         (actions, 2),
         (other_commands, 2),
+        (looked, 1),
     ]
-    chosen: list[list[str]] = [items[:share] for items, share in groups]
+    chosen: list[list[Done]] = [items[:share] for items, share in groups]
     room = limit - sum(len(c) for c in chosen)
     for index, (items, share) in enumerate(groups):
         if room <= 0:
@@ -146,13 +161,13 @@ def completed_items(
         room -= len(extra)
     edit_index = 2
     hidden_edits = len(edits) - len(chosen[edit_index])
-    out = [clip(item, item_chars) for group in chosen for item in group][:limit]
+    if hidden_edits > 0 and chosen[edit_index] and sum(map(len, chosen)) >= limit:
+        chosen[edit_index].pop()  # room for the "... more files edited" line
+        hidden_edits += 1
+    ordered = sorted((item for group in chosen for item in group), key=lambda done: done[0])
+    out = [clip(text, item_chars) for _, text in ordered][:limit]
     if hidden_edits > 0 and chosen[edit_index]:
-        line = f"… and {hidden_edits} more file{'s' if hidden_edits > 1 else ''} edited"
-        if len(out) >= limit:
-            out[-1] = line
-        else:
-            out.append(line)
+        out.append(f"… and {hidden_edits} more file{'s' if hidden_edits > 1 else ''} edited")
     return out
 
 
@@ -168,27 +183,51 @@ def changed_files(
     return list(seen)[:limit]
 
 
-def _explored_line(observations: Sequence[Mapping[str, Any]], root: str | None) -> str | None:
+def _looked_at(observations: Sequence[Mapping[str, Any]], root: str | None) -> list[Done]:
+    """What was looked at: one 'Explored a.py, b.py' line at the first file read, then the web
+    searches and fetches by title ('Looked up: WebSearch: sqlite wal'). Activity, not knowledge:
+    it is no fact worth keeping, so it never goes under Learned."""
+    first = -1
+    for index, obs in enumerate(observations):
+        if obs.get("type") == "research" and observation_files(obs, root):
+            first = index
+            break
     explored = unique(
         path
         for obs in observations
         if obs.get("type") == "research"
         for path in observation_files(obs, root)
     )
-    if not explored:
-        return None
-    shown = ", ".join(explored[:5])
-    more = len(explored) - 5
-    return f"Explored {shown}" + (f" (+{more} more)" if more > 0 else "")
+    out: list[Done] = []
+    if explored:
+        shown = ", ".join(explored[:5])
+        more = len(explored) - 5
+        out.append((first, f"Explored {shown}" + (f" (+{more} more)" if more > 0 else "")))
+    seen: set[str] = set()
+    for index, obs in enumerate(observations):
+        title = obs.get("title")
+        if obs.get("type") == "web" and title and f"Looked up: {title}" not in seen:
+            seen.add(f"Looked up: {title}")
+            out.append((index, f"Looked up: {title}"))
+    return out
 
 
-def _looked_up(observations: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Web searches and fetches, by title: what was looked into (not itself a fact)."""
-    return unique(
-        f"Looked up: {obs.get('title')}"
-        for obs in observations
-        if obs.get("type") == "web" and obs.get("title")
-    )
+def unfixed_failures(observations: Sequence[Mapping[str, Any]]) -> list[tuple[str, int]]:
+    """Commands whose latest run failed (failing_commands) and after which no file was changed:
+    a failure the session went on to edit code for is not left as a next step on its own word
+    (the agent's own "Next:" says what remains)."""
+    last_run: dict[str, int] = {}
+    last_write = -1
+    for index, obs in enumerate(observations):
+        if obs.get("type") == "command":
+            last_run[command_text(obs)] = index
+        elif obs.get("type") == "file_write":
+            last_write = index
+    return [
+        (cmd, code)
+        for cmd, code in failing_commands(observations)
+        if last_run.get(cmd, -1) > last_write
+    ]
 
 
 def build_summary(
@@ -212,16 +251,12 @@ def build_summary(
     # up is context for the summary, not knowledge worth keeping as a memory.
     facts = unique([clip(s, chars) for s in parts["learned"]])
     learned = list(facts)
-    learned += [clip(item, chars) for item in _looked_up(observations)[:3]]
-    explored = _explored_line(observations, root)
-    if explored:
-        learned.append(clip(explored, chars))
 
     next_steps = [f"Continue: {item}" for item in plan_items(plan, "in_progress")]
     next_steps += plan_items(plan, "pending")
     next_steps += [
         f"Fix the failing `{clip(cmd, 120)}` (exit {code})"
-        for cmd, code in failing_commands(observations)
+        for cmd, code in unfixed_failures(observations)
     ]
     next_steps += parts["next"] + parts["questions"]
 
