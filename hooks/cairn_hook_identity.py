@@ -101,8 +101,11 @@ def _azure(host: str, segments: list[str]) -> tuple[str, list[str]]:
 
 # --------------------------------------------------------------------------- author
 def author(root: str | None) -> str:
-    """Who a row is by: git `user.email` (the repository's, else the user's global setting, as
-    git itself ranks them), else the OS user name."""
+    """Who a row is by: CAIRN_AUTHOR if set (the worker's rule too), else git `user.email` (the
+    repository's, else the user's global setting, as git itself ranks them), else the OS user."""
+    chosen = "".join(ch for ch in os.environ.get("CAIRN_AUTHOR", "") if ch.isprintable()).strip()
+    if chosen:
+        return chosen[:MAX_AUTHOR_CHARS]
     for path in _author_configs(root):
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:

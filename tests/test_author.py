@@ -216,3 +216,52 @@ def test_the_dashboard_shows_who_wrote_each_row(isolated_home: Path, backend: st
         assert "<dt>Author</dt><dd>ann@acme.dev</dd>" in session
         page = client.get(f"/memories/{memory['id']}", headers={"accept": "text/html"}).text
         assert f"<dt>Author</dt><dd>{WORKER_AUTHOR}</dd>" in page
+
+
+def test_one_rule_names_the_author_on_every_path(
+    isolated_home: Path,
+    backend: str,
+    tmp_path: Path,
+    user_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """REST and dashboard saves were by the OS user, hooks by the checkout's git email, facts
+    taken from summaries by nobody: now each is by the checkout's author (CAIRN_AUTHOR, else
+    git's user.email for it, else the OS user), and a session's rows by the session's."""
+    monkeypatch.delenv("CAIRN_AUTHOR", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.setenv("USER", "os-user")
+    monkeypatch.setenv("LOGNAME", "os-user")
+    repo = tmp_path / "shop"
+    _write(repo / ".git" / "config", "[user]\n\temail = ann@work.example\n")
+    settings = load_settings()
+    assert settings.author == ""
+    with TestClient(create_app(settings), base_url=BASE_URL) as api:
+        api.headers["Authorization"] = f"Bearer {settings.token_path.read_text().strip()}"
+        memory = api.post("/api/memories", json={"project": str(repo), "content": "Use uv"})
+        assert memory.json()["author"] == "ann@work.example"  # was the OS user
+        loose = api.post(
+            "/api/observations",
+            json={"project": str(repo), "session_id": "no-start", "type": "note", "title": "x"},
+        )
+        assert loose.json()["author"] == "ann@work.example"  # a session with no SessionStart
+        assert api.get("/api/sessions/no-start").json()["author"] == "ann@work.example"
+        elsewhere = api.post("/api/memories", json={"scope": "global", "content": "Be kind"})
+        assert elsewhere.json()["author"] == "os-user"  # no checkout: the worker's own
+        api.post("/api/sessions", json={"session_id": "s2", "project": str(repo), "author": "bo@x"})
+        summary = api.post(
+            "/api/sessions/s2/summarize",
+            json={"last_assistant_message": "Learned: the CI runners have no IPv6 at all."},
+        )
+        assert summary.status_code in (200, 201), summary.text
+        facts = api.get("/api/memories", params={"project": str(repo), "kind": "fact"}).json()
+        (fact,) = [m for m in facts["items"] if "IPv6" in m["content"]]
+        assert fact["author"] == "bo@x"  # a fact the summary took: by the session's author
+    monkeypatch.setenv("CAIRN_AUTHOR", "team-bot@acme.dev")  # set: it wins everywhere
+    assert hooks.author(str(repo)) == "team-bot@acme.dev"
+    chosen = load_settings()
+    with TestClient(create_app(chosen), base_url=BASE_URL) as api:
+        api.headers["Authorization"] = f"Bearer {chosen.token_path.read_text().strip()}"
+        memory = api.post("/api/memories", json={"project": str(repo), "content": "Pin ruff"})
+        assert memory.json()["author"] == "team-bot@acme.dev"

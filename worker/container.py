@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -91,6 +92,22 @@ class Cairn:
     status_probes: anyio.CapacityLimiter | None = None
     # What GET /metrics reports (the middleware counts requests into the same object).
     metrics: Metrics = field(default_factory=Metrics)
+    # Each checkout's author, read once (author_for).
+    _authors: dict[str, str] = field(default_factory=dict)
+
+    def author_for(self, project: str | None) -> str:
+        """Who a row about `project` is by, when the request names nobody: the one authorship
+        rule (docs/team.md, Authors): CAIRN_AUTHOR if set; else git's user.email for that
+        checkout (its own config, then the global one, as git ranks them); else the OS user.
+        A project key that is no local folder (a team remote) takes the worker's own."""
+        if self.settings.author or not project or not os.path.isdir(project):
+            return self.author
+        found = self._authors.get(project)
+        if found is None:
+            from worker.project_identity import author  # reads git config files: once each
+
+            found = self._authors[project] = author(project)
+        return found
 
     @property
     def services(self) -> dict[str, Service]:

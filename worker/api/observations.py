@@ -38,7 +38,7 @@ def create_schema(s: Settings) -> Schema:
 def _prepare(item: dict[str, Any], author: str) -> dict[str, Any]:
     out = dict(item)
     out["created_at_ms"] = time_ms(item, "created_at")
-    # Absent: the session's author (insert_many looks it up), else the worker's own.
+    # Absent: the session's author (insert_many looks it up), else the project's (author_for).
     out["default_author"] = author
     return out
 
@@ -52,12 +52,13 @@ async def create_observations(call: Call) -> Any:
         for i, raw in enumerate(body["observations"]):
             if not isinstance(raw, dict):
                 raise BadRequest(f"'observations[{i}]' must be object", field=f"observations[{i}]")
-            items.append(_prepare(validate(schema, raw, f"observations[{i}]"), call.cairn.author))
+            item = validate(schema, raw, f"observations[{i}]")
+            items.append(_prepare(item, call.cairn.author_for(item.get("project"))))
     else:
         # The body passed create_schema, which holds every item property with the same rules:
         # only the item's required fields are left to check.
         check_required(schema, body)
-        items = [_prepare(body, call.cairn.author)]
+        items = [_prepare(body, call.cairn.author_for(body.get("project")))]
 
     if s.team.share_observations:  # on a team database, seen by teammates too
         items = [{**item, "shared": True} for item in items]

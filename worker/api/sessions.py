@@ -58,7 +58,7 @@ async def start_session(call: Call) -> Any:
             parent_id=b.get("parent_id"),
             started_at=started,
             meta=b.get("meta"),
-            author=b.get("author") or call.cairn.author,
+            author=b.get("author") or call.cairn.author_for(b["project"]),
         )
         received.record(conn, b.get("event_id"), "session", b["session_id"])
         row = sessions.get(conn, b["session_id"])
@@ -164,12 +164,14 @@ async def create_prompt(call: Call) -> Any:
                     f"session {b['session_id']!r} is unknown: send 'project' to create it",
                     field="project",
                 )
-            author = b.get("author") or call.cairn.author
+            author = b.get("author") or call.cairn.author_for(b["project"])
             pid = projects.ensure(conn, b["project"])
             sessions.ensure(conn, b["session_id"], pid, author=author)
         else:
             # Absent: by the session's author (the hooks name it once, at SessionStart).
-            author = b.get("author") or session["author"] or call.cairn.author
+            author = (
+                b.get("author") or session["author"] or call.cairn.author_for(session["project"])
+            )
             pid = projects.ensure(conn, session["project"])
         prompt = sessions.add_prompt(
             conn,

@@ -137,6 +137,8 @@ def _remember_facts(
                 "project": session["project"],
                 "session_id": session["id"],
                 "meta": {"source": "session_summary", "session_id": session["id"]},
+                # The agent's conclusion, by whoever ran the session (it was by nobody).
+                "author": session.get("author"),
                 # Imported history keeps its date (and does not supersede newer memories).
                 "created_at_ms": at,
             },

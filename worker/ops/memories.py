@@ -222,7 +222,8 @@ async def create(cairn: Cairn, body: dict[str, Any]) -> dict[str, Any]:
     if item["scope"] == "project":
         given = str(item["project"])
         item["project"] = await cairn.store.read(lambda c: resolve_project(c, given))
-    item["author"] = body.get("author") or cairn.author
+    project = item.get("project") if item["scope"] == "project" else None
+    item["author"] = body.get("author") or cairn.author_for(project)
     settings = cairn.settings
     similar = await similar_memories(cairn, item)
     saved = await cairn.store.write(lambda conn: save(conn, item, settings, similar))
