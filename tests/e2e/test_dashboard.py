@@ -271,6 +271,35 @@ def test_feed_is_live_filterable_pausable(page: Any, live_worker: WorkerProcess)
     shot(page, "feed")
 
 
+def test_a_failed_command_stands_out_in_the_feed(page: Any, live_worker: WorkerProcess) -> None:
+    failed = observation("/work/red", "Run: npm test (exit 1)", body="exit code: 1")
+    passed = observation("/work/red", "Run: npm run lint")
+    api(live_worker, "POST", "/api/observations", {"observations": [failed, passed]})
+    login(page, live_worker, "/?project=/work/red")
+    red = page.locator("li.feed-item.failed")
+    red.first.wait_for()
+    assert red.count() == 1 and "npm test" in red.inner_text()
+    badge = red.locator(".badge.failed")
+    assert badge.inner_text() == "failed" and badge.get_attribute("title") == (
+        "The command exited with 1"
+    )
+    colour = badge.evaluate("e => getComputedStyle(e).color")
+    assert colour != page.locator("li.feed-item:not(.failed) .badge").first.evaluate(
+        "e => getComputedStyle(e).color"
+    )
+
+
+def test_login_messages_read_as_a_person_would(page: Any, live_worker: WorkerProcess) -> None:
+    page.goto(live_worker.url + "/login/link/a-link-long-gone")
+    alert = page.get_by_role("alert")
+    assert "`" not in alert.inner_text()
+    assert alert.locator("code", has_text="cairn open").count() == 1
+    login(page, live_worker, "/stats")
+    page.goto(live_worker.url + "/login/link/a-link-long-gone")  # old link, logged in
+    page.wait_for_url(live_worker.url + "/")
+    assert page.locator("h1").first.inner_text() != "Log in to Cairn"
+
+
 def test_feed_loads_older_pages(page: Any, live_worker: WorkerProcess) -> None:
     project = "/work/many"
     api(
