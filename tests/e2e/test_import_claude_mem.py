@@ -46,13 +46,14 @@ def test_claude_mem_import_maps_rows_and_is_idempotent(
     )
     assert digest(db) == before and not list(tmp_path.glob("claude-mem.db-*"))  # never written
     first_counts = counts(worker, backend)
-    # Each summary is kept as a summary and as a note observation (4 + 2 observations).
+    # Each summary is kept as a summary and as a note observation (4 + 2 observations); its
+    # "Learned:" field becomes a fact memory, as a Cairn session's learned items do (1 + 2).
     assert first_counts == {
         "sessions": 3,
         "prompts": 4,
         "observations": 6,
         "summaries": 2,
-        "memories": 1,
+        "memories": 3,
     }
 
     _, listed = worker.request("GET", "/api/observations?project=invoicer&limit=50")
@@ -76,6 +77,8 @@ def test_claude_mem_import_maps_rows_and_is_idempotent(
     assert [m["content"][:44] for m in memories["items"]] == [
         "Export CSV as UTF-8 with a byte-order mark: "
     ]
+    _, facts = worker.request("GET", "/api/memories?scope=all&kind=fact")
+    assert any(m["content"].startswith("TileCache never evicted") for m in facts["items"])
 
     assert main(["import", "claude-mem", str(db)]) == 0
     again = capsys.readouterr().out

@@ -357,7 +357,16 @@ def compact_summary_message(text: object) -> str | None:
 _INLINE_LABEL_RE = re.compile(
     r"^\s*(?:[-*+•]\s+)?(?:\*\*|__)?([A-Za-z][A-Za-z' -]{1,28}?)(?:\*\*|__)?:(?:\*\*|__)?\s+(\S.*)$"
 )
-_INLINE_EXTRA = {"next": "next", "learnt": "learned", "lesson": "learned", "finding": "learned"}
+# The labels that name a section inline: the plain ones (a heading's wider list, e.g. "Notes" or
+# "Why", would turn any remark into a fact memory).
+_INLINE_LABELS = {
+    **dict.fromkeys(("learned", "learnt", "what i learned", "lesson", "lessons"), "learned"),
+    **dict.fromkeys(("finding", "findings", "key findings", "root cause", "discovered"), "learned"),
+    **dict.fromkeys(("next", "next step", "next steps", "todo", "to do", "remaining"), "next"),
+    **dict.fromkeys(("follow-up", "follow up", "follow-ups"), "next"),
+    **dict.fromkeys(("open question", "open questions", "questions"), "questions"),
+    **dict.fromkeys(("done", "completed", "what i did", "changes"), "done"),
+}
 
 
 def _inline_label(line: str) -> tuple[str, str] | None:
@@ -365,11 +374,8 @@ def _inline_label(line: str) -> tuple[str, str] | None:
     match = _INLINE_LABEL_RE.match(line)
     if not match:
         return None
-    label = match.group(1).strip().lower()
-    section = _INLINE_EXTRA.get(label)
+    section = _INLINE_LABELS.get(match.group(1).strip().lower())
     if section is None:
-        section = next((sec for sec, names in _SECTION_WORDS if label in names), None)
-    if section is None or section == "other":
         return None
     text = _strip_markdown(match.group(2)).strip()
     return (section, text) if len(text) >= 8 else None
