@@ -25,7 +25,7 @@ run: $(STAMP_RUN)
 test: $(STAMP_DEV) claude-code
 	$(BIN)/python -m pytest
 
-# The unit tier alone (no real processes, no real model): see "Two commands" in the README.
+# The unit tier alone (no real processes, no real model): see the README and docs/testing.md.
 # Each pytest worker (one per core) imports every test module it collects: tests/e2e/
 # holds only e2e tests, so it is not even collected, and compiled modules (assertion rewriting
 # included) are cached even where PYTHONDONTWRITEBYTECODE is set, rather than redone per process.

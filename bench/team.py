@@ -11,7 +11,7 @@ prompt context p95 on a worker for its teammate's items. PostgreSQL is a throwaw
 
     python bench/team.py [--workers 4] [--sessions 2] [--events 100] [--feed 20]
 
-Not measured here (README, Team memory): search p95 at 100k and 1M items in the team database
+Not measured here (docs/team.md): search p95 at 100k and 1M items in the team database
 (bench/search_backends.py measures search on both backends at a chosen size).
 """
 

@@ -32,7 +32,7 @@ except (ImportError, AttributeError):  # pragma: no cover - non-CPython
 
 WS = " \t\n\r"
 
-# Limits, overridable through the environment (documented in the README's hooks section).
+# Limits, overridable through the environment (documented in docs/hooks.md).
 DEFAULT_SPOOL_MAX_BYTES = 50 * 1024 * 1024
 LOG_MAX_BYTES = 1024 * 1024
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024

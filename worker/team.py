@@ -1,8 +1,8 @@
 """Team memory settings: the team database URL, which is only ever shown redacted.
 
 The URL comes from CAIRN_DATABASE_URL, else "database_url" in `CAIRN_HOME/config.json` (the
-file the hooks read too): with it the worker stores memory in that PostgreSQL database (README,
-"Team memory"), and the hooks key projects by their git remote (worker/project_identity.py).
+file the hooks read too): with it the worker stores memory in that PostgreSQL database
+(docs/team.md), and the hooks key projects by their git remote (worker/project_identity.py).
 A worker that cannot use it (no driver, the server unreachable) does not start rather than keep
 a local database no teammate sees; the hooks spool their events until one can.
 """

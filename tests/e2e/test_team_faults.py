@@ -1,7 +1,7 @@
 """Faults of a team on one real PostgreSQL database: two real workers (ann, bob), each driven by
 sessions of real hook processes posting events with unique markers, through kill -9 of one worker
 during writes and a restart of the database server under load. After the spools drain, every
-event is stored exactly once in the shared database (README, "Team memory", faults). And with
+event is stored exactly once in the shared database (docs/team.md, faults). And with
 the database down or silent, status still answers, degraded, while the hooks spool.
 
 CI size: 2 sessions per worker x CAIRN_TEAM_FAULT_EVENTS (default 20) events.

@@ -1,7 +1,7 @@
 """A team database gone silent (every process of the test's own server stopped with SIGSTOP: the
 kernel accepts, nothing answers) under a real worker driven by real hook processes. The first
 hook meets the silence and waits out its budget; once the worker knows, every later hook is
-answered 503 at once and spools (README, "Team memory", faults); back (SIGCONT), the spool
+answered 503 at once and spools (docs/team.md, faults); back (SIGCONT), the spool
 replays by itself and every event is stored exactly once.
 
 "At once" is asserted as what the hook saw, never as a duration: a hook logs "answered 503" only

@@ -1,6 +1,6 @@
 """Two real workers on one real PostgreSQL database, each driven by real hook processes from its
 own checkout of the same repository: they share decisions (in context and in the live feed)
-and keep prompts and tool observations private (README, "Team memory")."""
+and keep prompts and tool observations private (docs/team.md)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@ database (PostgreSQL), choosing what to share.
 
 What goes: the projects' sessions (the frame the rest hangs on), their memories, session
 summaries and checkpoints (shared with the team, as the team worker shares them); prompts and
-tool observations only when asked, and then private to their author unless `share` (README,
-"Team memory"). Memories with no project (one person's own preferences) stay local.
+tool observations only when asked, and then private to their author unless `share`
+(docs/team.md). Memories with no project (one person's own preferences) stay local.
 
 What maps: a project's local key (its checkout's path) becomes the team's key, its normalised
 `origin` remote (worker/project_identity.py; a path with no network remote stays a path). Row ids

@@ -11,7 +11,7 @@ first, each term's rows read and scored whole; once the terms not yet read could
 less than the current `limit`-th score, a row holding only those cannot enter, and reading stops.
 A term in many rows (a query of common words only, at 1M items) is read at most `scan_rows`
 rows, the newest first: past that the hits are the best of those rows, not of every row
-(README, "Team memory", says so with the figures).
+(docs/team.md says so with the figures).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ re-reads the rows changed since it last looked, so a search sees every committed
 path (or, on PostgreSQL, whichever worker) wrote it. Removed rows are only marked dead; `load()` (at worker start) builds a compact copy.
 A search that comes before the first load waits for it (`ensure_loaded`). FTS5 stays the truth
 the copy is built from (the triggers analyse and store every write); its bm25() is no longer on
-the search path (README, "How it works", Retrieval, says why).
+the search path (docs/how-it-works.md says why).
 """
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ def forget_traces(conn: AnyDb, kind: str, ids: list[int]) -> None:
     db = as_db(conn)
     marks = placeholders(len(ids))
     db.execute(f"DELETE FROM embeddings WHERE item_kind = ? AND item_id IN ({marks})", (kind, *ids))
-    if _has_table(db, "context_injections"):  # not on PostgreSQL yet (README, Team memory)
+    if _has_table(db, "context_injections"):  # not on PostgreSQL yet (docs/team.md)
         db.execute(
             f"DELETE FROM context_injections WHERE item_kind = ? AND item_id IN ({marks})",
             (kind, *ids),

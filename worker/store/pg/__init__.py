@@ -12,7 +12,7 @@ A database that does not answer opens the pool's circuit breaker (pg/breaker.py)
 finds it answering again, every read and write is refused at once with StoreUnavailable (503),
 so a hook spools its event at once instead of waiting out its budget.
 
-Every store module runs here (README, "Team memory"). psycopg is imported where a PgStore is
+Every store module runs here (docs/team.md). psycopg is imported where a PgStore is
 opened.
 """
 
