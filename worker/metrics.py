@@ -92,9 +92,13 @@ class Metrics:
                 "route",
                 self.durations,
             )
-            _family(out, "cairn_hook_events_total", "counter", "Requests from the hooks, by event")
-            for event, n in sorted(self.hook_events.items()):
-                out.append(f"cairn_hook_events_total{_labels(event=event)} {n}")
+            _counters(
+                out,
+                "cairn_hook_events_total",
+                "Requests from the hooks, by event",
+                "event",
+                self.hook_events,
+            )
             _histograms(
                 out,
                 "cairn_context_build_seconds",
@@ -102,12 +106,20 @@ class Metrics:
                 "kind",
                 self.context_seconds,
             )
-            _family(out, "cairn_injected_tokens_total", "counter", "Tokens of context injected")
-            for kind, n in sorted(self.injected_tokens.items()):
-                out.append(f"cairn_injected_tokens_total{_labels(kind=kind)} {n}")
-            _family(out, "cairn_injections_total", "counter", "Contexts that injected something")
-            for kind, n in sorted(self.injections.items()):
-                out.append(f"cairn_injections_total{_labels(kind=kind)} {n}")
+            _counters(
+                out,
+                "cairn_injected_tokens_total",
+                "Tokens of context injected",
+                "kind",
+                self.injected_tokens,
+            )
+            _counters(
+                out,
+                "cairn_injections_total",
+                "Contexts that injected something",
+                "kind",
+                self.injections,
+            )
             _family(
                 out, "cairn_prompt_silences_total", "counter", "Prompts given nothing (refused)"
             )
@@ -135,6 +147,14 @@ def _number(value: float) -> str:
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
     return repr(float(value)) if not float(value).is_integer() else str(int(value))
+
+
+def _counters(
+    out: list[str], name: str, help_text: str, label: str, series: dict[str, int]
+) -> None:
+    _family(out, name, "counter", help_text)
+    for key, n in sorted(series.items()):
+        out.append(f"{name}{_labels(**{label: key})} {n}")
 
 
 def _histograms(
@@ -175,11 +195,11 @@ class MetricsMiddleware:
         finally:
             route = scope.get("route")
             template = str(getattr(route, "path", "")) or "other"
-            agent = dict(scope.get("headers") or []).get(b"user-agent", b"")
+            hook = (b"user-agent", b"cairn-hook") in (scope.get("headers") or [])
             self.metrics.request(
                 str(scope.get("method", "")),
                 template,
                 status[0],
                 time.perf_counter() - started,
-                agent == b"cairn-hook",
+                hook,
             )

@@ -339,7 +339,8 @@ async def _judged(
         else distinct_top(ranked, items, depth)
     )
     refs = [c.ref for c in top]
-    sessions = [str(items[r].get("session_id") or "") for r in refs]
+    # Only the relevance model reads what each item's session went on to do.
+    sessions = [] if query_vector is None else [str(items[r].get("session_id") or "") for r in refs]
 
     def evidence(conn: AnyDb) -> tuple[dict[Ref, str], dict[str, int]]:
         return q.indexed_terms(conn, refs), q.session_activity(conn, sessions)
