@@ -39,7 +39,9 @@ import numpy.typing as npt
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import logistic_fit  # noqa: E402
 from bench.coding_memory import SHOWN, objective, summarise  # noqa: E402
+from bench.logistic_fit import Fitted  # noqa: E402
 from worker.retrieval.relevance import FEATURES, MODEL_FILE  # noqa: E402
 from worker.retrieval.tokens import estimate_tokens  # noqa: E402
 
@@ -102,22 +104,9 @@ def load(paths: list[Path], max_items: int) -> list[Probe]:
     return probes
 
 
-@dataclass
-class Model:
-    columns: list[int]
-    mean: Array
-    scale: Array
-    weights: Array
-    bias: float
-
-    def probability(self, x: Array) -> Array:
-        z = self.bias + ((x[:, self.columns] - self.mean) / self.scale) @ self.weights
-        return 1.0 / (1.0 + np.exp(-z))
-
-
-def fit(probes: list[Probe], columns: list[int], penalty: float) -> Model:
-    """L2-penalised logistic regression by Newton's method; each probe weighs the same."""
-    x = np.concatenate([p.x[:, columns] for p in probes])
+def fit(probes: list[Probe], columns: list[int], penalty: float) -> Fitted:
+    """The regression on these probes' candidates; each probe weighs the same."""
+    x = np.concatenate([p.x for p in probes])
     y = np.concatenate([p.good for p in probes]).astype(np.float64)
     w_row = np.concatenate(
         [
@@ -125,23 +114,7 @@ def fit(probes: list[Probe], columns: list[int], penalty: float) -> Model:
             for p in probes
         ]
     )
-    w_row *= len(w_row) / w_row.sum()
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale < 1e-9] = 1.0
-    z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
-    beta = np.zeros(z.shape[1])
-    reg = np.full(z.shape[1], penalty)
-    reg[0] = 0.0
-    for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-(z @ beta)))
-        grad = z.T @ (w_row * (p - y)) + reg * beta
-        hess = (z * (w_row * p * (1 - p))[:, None]).T @ z + np.diag(reg + 1e-9)
-        step = np.linalg.solve(hess, grad)
-        beta -= step
-        if np.max(np.abs(step)) < 1e-8:
-            break
-    return Model(columns, mean, scale, beta[1:], float(beta[0]))
+    return logistic_fit.fit(x, y, w_row, columns, penalty)
 
 
 def compose(probe: Probe, prob: Array, cut: float, limit: int, budget: int) -> dict[str, Any]:
@@ -292,12 +265,7 @@ def main() -> int:
     if args.write:
         doc = {
             "note": "fitted by bench/train_relevance.py; do not edit by hand",
-            "features": [FEATURES[c] for c in columns],
-            "mean": [round(float(v), 6) for v in model.mean],
-            "scale": [round(float(v), 6) for v in model.scale],
-            "weights": [round(float(v), 6) for v in model.weights],
-            "bias": round(model.bias, 6),
-            "threshold": cut,
+            **model.document(list(FEATURES), cut),
             "training": {
                 "results": [p.name for p in args.results],
                 "projects": len(projects),

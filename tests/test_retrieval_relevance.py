@@ -86,15 +86,15 @@ def test_the_shipped_model_names_only_known_features_and_a_cut_inside_0_1() -> N
 
 def test_a_model_file_with_unknown_features_or_mismatched_lengths_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown features"):
-        RelevanceModel.from_dict(_doc(features=["cosine", "vibes"]))
+        RelevanceModel.read(_doc(features=["cosine", "vibes"]))
     with pytest.raises(ValueError, match="differ in length"):
-        RelevanceModel.from_dict(_doc(weights=[1.0]))
+        RelevanceModel.read(_doc(weights=[1.0]))
     with pytest.raises(ValueError, match="threshold"):
-        RelevanceModel.from_dict(_doc(threshold=1.0))
+        RelevanceModel.read(_doc(threshold=1.0))
 
 
 def test_probability_is_the_logistic_of_standardised_features() -> None:
-    model = RelevanceModel.from_dict(_doc())
+    model = RelevanceModel.read(_doc())
     z = -1.0 + 2.0 * (0.5 - 0.3) / 0.1 + 1.0 * (1.0 - 0.1) / 0.3
     assert model.probability({"cosine": 0.5, "name": 1.0}) == pytest.approx(1 / (1 + math.exp(-z)))
     # A feature the candidate lacks counts as 0.
@@ -103,7 +103,7 @@ def test_probability_is_the_logistic_of_standardised_features() -> None:
 
 
 def test_strictness_half_is_the_fitted_cut_and_more_strictness_needs_more() -> None:
-    model = RelevanceModel.from_dict(_doc())
+    model = RelevanceModel.read(_doc())
     assert model.cut(0.5) == pytest.approx(0.4)
     cuts = [model.cut(s / 10) for s in range(11)]
     assert cuts == sorted(cuts) and cuts[0] < 0.4 < cuts[-1]

@@ -24,6 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from worker.logistic import Logistic, sigmoid
 from worker.retrieval import judgment, ranking
 from worker.retrieval.keyword_judgment import Evidence
 from worker.retrieval.ranking import Candidate, Ref
@@ -137,63 +138,21 @@ FEATURES: tuple[str, ...] = tuple(
 )
 
 
-@dataclass(frozen=True)
-class RelevanceModel:
-    """A logistic regression over standardised features: p = sigmoid(bias + w . (x - mean) / scale)."""
-
-    features: tuple[str, ...]
-    mean: tuple[float, ...]
-    scale: tuple[float, ...]
-    weights: tuple[float, ...]
-    bias: float
-    threshold: float
+class RelevanceModel(Logistic):
+    """The fitted regression over `FEATURES`, with the user's strictness moving its cut."""
 
     @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> RelevanceModel:
-        names = tuple(str(n) for n in doc["features"])
-        unknown = [n for n in names if n not in FEATURES]
-        if unknown:
-            raise ValueError(f"relevance model names unknown features: {unknown}")
-        model = cls(
-            features=names,
-            mean=tuple(float(v) for v in doc["mean"]),
-            scale=tuple(float(v) or 1.0 for v in doc["scale"]),
-            weights=tuple(float(v) for v in doc["weights"]),
-            bias=float(doc["bias"]),
-            threshold=float(doc["threshold"]),
-        )
-        if not len(model.mean) == len(model.scale) == len(model.weights) == len(names):
-            raise ValueError("relevance model: features, mean, scale and weights differ in length")
-        if not 0.0 < model.threshold < 1.0:
-            raise ValueError("relevance model: threshold must be inside (0, 1)")
-        return model
-
-    def logit(self, values: Mapping[str, float]) -> float:
-        total = self.bias
-        for name, mean, scale, weight in zip(
-            self.features, self.mean, self.scale, self.weights, strict=True
-        ):
-            total += weight * (values.get(name, 0.0) - mean) / scale
-        return total
-
-    def probability(self, values: Mapping[str, float]) -> float:
-        return _sigmoid(self.logit(values))
+    def read(cls, doc: Mapping[str, Any]) -> RelevanceModel:
+        return cls.from_dict(doc, FEATURES, "relevance model")
 
     def cut(self, strictness: float) -> float:
         """The probability an item needs: the model's own cut at strictness 0.5, moved by
         `STRICTNESS_LOGIT` log-odds per half unit towards 0 (more given) or 1 (less)."""
         t = min(max(self.threshold, 1e-6), 1 - 1e-6)
-        return _sigmoid(math.log(t / (1 - t)) + STRICTNESS_LOGIT * 2 * (strictness - 0.5))
-
-
-def _sigmoid(z: float) -> float:
-    if z >= 0:
-        return 1.0 / (1.0 + math.exp(-z))
-    e = math.exp(z)
-    return e / (1.0 + e)
+        return sigmoid(math.log(t / (1 - t)) + STRICTNESS_LOGIT * 2 * (strictness - 0.5))
 
 
 @cache
 def load_model(path: Path = MODEL_FILE) -> RelevanceModel:
     """The model in `path` (read once per process: the file ships with the package)."""
-    return RelevanceModel.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    return RelevanceModel.read(json.loads(path.read_text(encoding="utf-8")))
