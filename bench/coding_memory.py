@@ -469,6 +469,61 @@ def by_category(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------- one run
+def replay(
+    data: dict[str, Any],
+    hooks: Hooks,
+    worker: WorkerProcess,
+    base: Path,
+    home: Path,
+    via: str = "hooks",
+    pad: int = 0,
+    mode: str = "hybrid",
+) -> tuple[dict[str, Path], int, dict[str, int]]:
+    """Each project's history into a repo of its own, through the hooks (or written as
+    transcripts for `cairn import`, `via="import"`), padded first with `pad` routine items:
+    the repos, the memories saved, the padding written."""
+    repos: dict[str, Path] = {}
+    memories = 0
+    total = sum(len(s["events"]) for p in data["projects"] for s in p["sessions"])
+    clock = [time.time() - 2 * total - 60]  # transcript times: just before now, in order
+    padded: dict[str, int] = {}
+    for project in data["projects"]:
+        repo = base / "repos" / project["id"].replace("/", "_")
+        make_repo(project, repo)
+        repos[project["id"]] = repo
+        if pad:
+            padded[project["id"]] = write_padding(project, repo, home, pad)
+    if pad:
+        print(f"{mode}: padding: {import_history(hooks, home)}", flush=True)
+    for project in data["projects"]:
+        repo = repos[project["id"]]
+        events = substitute(project["sessions"], project["root"], str(repo))
+        for session in events:
+            name = f"{project['id']}:{session['id']}"
+            live = Session(hooks, repo, base / "transcripts", name)
+            written = Transcript(
+                home / ".claude" / "projects" / transcript_folder(repo),
+                str(uuid.uuid5(uuid.NAMESPACE_URL, name)),
+                str(repo),
+                clock,
+            )
+            for event in session["events"]:
+                if event["hook_event_name"] == "CairnSaveMemory":
+                    body = {"kind": event["kind"], "content": event["content"]}
+                    body.update({"project": str(repo), "scope": "project"})
+                    status, answer = worker.request("POST", "/api/memories", body)
+                    if status not in (200, 201):
+                        raise SystemExit(f"POST /api/memories answered {status}: {answer}")
+                    memories += 1
+                elif via == "import":
+                    written.add(event)
+                else:
+                    live.fire(event)
+            if via == "import":
+                written.save()
+    return repos, memories, padded
+
+
 def run_mode(
     data: dict[str, Any],
     mode: str,
@@ -498,46 +553,8 @@ def run_mode(
     start_rows: list[dict[str, Any]] = []
     try:
         started = time.monotonic()
-        repos: dict[str, Path] = {}
-        memories = 0
-        total = sum(len(s["events"]) for p in data["projects"] for s in p["sessions"])
-        clock = [time.time() - 2 * total - 60]  # transcript times: just before now, in order
+        repos, memories, padded = replay(data, hooks, worker, base, home, via, pad, mode)
         imported = ""
-        padded: dict[str, int] = {}
-        for project in data["projects"]:
-            repo = base / "repos" / project["id"].replace("/", "_")
-            make_repo(project, repo)
-            repos[project["id"]] = repo
-            if pad:
-                padded[project["id"]] = write_padding(project, repo, home, pad)
-        if pad:
-            print(f"{mode}: padding: {import_history(hooks, home)}", flush=True)
-        for project in data["projects"]:
-            repo = repos[project["id"]]
-            events = substitute(project["sessions"], project["root"], str(repo))
-            for session in events:
-                name = f"{project['id']}:{session['id']}"
-                live = Session(hooks, repo, base / "transcripts", name)
-                written = Transcript(
-                    home / ".claude" / "projects" / transcript_folder(repo),
-                    str(uuid.uuid5(uuid.NAMESPACE_URL, name)),
-                    str(repo),
-                    clock,
-                )
-                for event in session["events"]:
-                    if event["hook_event_name"] == "CairnSaveMemory":
-                        body = {"kind": event["kind"], "content": event["content"]}
-                        body.update({"project": str(repo), "scope": "project"})
-                        status, answer = worker.request("POST", "/api/memories", body)
-                        if status not in (200, 201):
-                            raise SystemExit(f"POST /api/memories answered {status}: {answer}")
-                        memories += 1
-                    elif via == "import":
-                        written.add(event)
-                    else:
-                        live.fire(event)
-                if via == "import":
-                    written.save()
         if via == "import":
             imported = import_history(hooks, home)
             print(f"{mode}: {imported}", flush=True)

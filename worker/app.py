@@ -31,6 +31,7 @@ from worker.api import search as search_api
 from worker.api import spool as spool_api
 from worker.api import summaries as session_summaries
 from worker.api import timeline as timeline_api
+from worker.api import use as use_api
 from worker.api.direct import DirectDispatch
 from worker.api.endpoint import Endpoint, make_route
 from worker.auth import DashboardLogins, SecurityMiddleware, TokenKeeper, wants_html
@@ -87,6 +88,7 @@ def all_endpoints(settings: Settings) -> list[Endpoint]:
         *memories.endpoints(settings),
         *lifecycle_api.endpoints(settings),
         *session_summaries.endpoints(settings),
+        *use_api.endpoints(settings),
         *project_profile.endpoints(settings),
         *portability.endpoints(settings),
         *report_api.endpoints(settings),

@@ -324,6 +324,19 @@ class CairnTools:
             f"Archived {what} {id}: hidden from search and context (restorable in the dashboard)."
         )
 
+    async def report_use(
+        self,
+        id: Annotated[int, Field(ge=1, description="The item's id (memory:ID, #ID)")],
+        outcome: Literal["used", "ignored", "contradicted"],
+        what: Literal["memory", "observation", "summary", "prompt"] = "memory",
+        evidence: Annotated[str | None, Field(max_length=200)] = None,
+    ) -> str:
+        body: dict[str, Any] = {"outcome": outcome}
+        if evidence:
+            body["evidence"] = evidence
+        found = await self.gateway.acall("POST", f"/api/use/{what}/{int(id)}", body)
+        return f"Recorded: {what} {id} {found['outcome']} ({found['evidence']})."
+
     async def get_context(
         self,
         query: Annotated[str | None, Field(max_length=2000)] = None,
@@ -423,6 +436,11 @@ TOOLS: tuple[tuple[str, str], ...] = (
         "forget",
         "Forget a memory or an observation: archived (hidden from search and context, "
         "restorable) by default, deleted for good with permanent=true.",
+    ),
+    (
+        "report_use",
+        "Tell Cairn what became of something it injected: used (it helped), ignored, or "
+        "contradicted (it is wrong or outdated). Cairn ranks what helps higher next time.",
     ),
     (
         "get_context",

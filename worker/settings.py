@@ -209,6 +209,18 @@ class JudgmentSettings:
 
 
 @dataclass(frozen=True)
+class LearningSettings:
+    """Learning from use (worker/memory/use.py, usefulness.py): each injection's outcome is
+    judged when the turn ends, and what an item proved worth moves its relevance."""
+
+    enabled: bool = setting("CAIRN_LEARNING", True)
+    # Evidence of use fades by half in this many days (an item drifts back to neutral).
+    half_life_days: float = setting("CAIRN_LEARNING_HALF_LIFE_DAYS", 30.0)
+    # How many injections of evidence the neutral prior is worth.
+    prior_strength: float = setting("CAIRN_LEARNING_PRIOR_STRENGTH", 2.0)
+
+
+@dataclass(frozen=True)
 class ContextSettings:
     """The injected blocks: session start and per prompt, and the project profile in them."""
 
@@ -317,6 +329,7 @@ class Settings:
     search: SearchSettings = field(default_factory=SearchSettings)
     ranking: RankingSettings = field(default_factory=RankingSettings)
     judgment: JudgmentSettings = field(default_factory=JudgmentSettings)
+    learning: LearningSettings = field(default_factory=LearningSettings)
     context: ContextSettings = field(default_factory=ContextSettings)
     sessions: SessionSettings = field(default_factory=SessionSettings)
     team: TeamSettings = field(default_factory=TeamSettings)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from worker.api.endpoint import Call, Endpoint, with_status
+from worker.clock import now_ms
 from worker.errors import BadRequest, NotFound
+from worker.ops import use as use_ops
 from worker.ops.fields import (
     AUTHOR,
     DATETIME,
@@ -184,6 +186,11 @@ async def create_prompt(call: Call) -> Any:
             shared=call.cairn.settings.team.share_prompts,
         )
         received.record(conn, b.get("event_id"), "prompt", prompt["id"])
+        # What the session's earlier turns were given: judged now if no Stop did (an older
+        # client, an interrupted turn), and corrected if this prompt says so.
+        at = created_at or now_ms()
+        use_ops.judge_turn(conn, b["session_id"], None, None, at)
+        use_ops.judge_correction(conn, b["session_id"], b["text"], at)
         return prompt, True
 
     prompt, created = await call.cairn.store.write(write)

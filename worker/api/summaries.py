@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from worker.api.endpoint import Call, Endpoint, with_status
+from worker.clock import now_ms
 from worker.errors import NotFound
 from worker.memory.activity import compact_summary_message
 from worker.memory.activity import unique as unique_texts
@@ -15,6 +16,7 @@ from worker.memory.checkpoint import build_checkpoint
 from worker.memory.merge import save as save_memory
 from worker.memory.profile import refresh_profile
 from worker.memory.summary import SummaryLimits, build_summary
+from worker.ops import use as use_ops
 from worker.ops.fields import (
     DATETIME,
     EVENT_ID,
@@ -200,6 +202,8 @@ async def summarize(call: Call) -> Any:
             conn, s, activity, trigger="stop", last_assistant_message=message, at=at
         )
         changed, new_ids = _remember_facts(conn, s, session, draft.facts, previous_facts, at)
+        # The turn is over: what it was given and what it did with it (learning from use).
+        use_ops.judge_turn(conn, sid, activity["observations"], message, at or now_ms())
         received.record(conn, body.get("event_id"), "summary", sid)
         # Warm the profile cache now so the next SessionStart finds it fresh.
         try:

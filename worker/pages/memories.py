@@ -16,6 +16,7 @@ from starlette.routing import BaseRoute, Route
 from worker.errors import BadRequest, CairnError, NotFound
 from worker.ops import memories as ops
 from worker.ops.relations import memory_relations
+from worker.ops.use import item_use
 from worker.pages.forms import read_form
 from worker.pages.render import is_htmx, render
 from worker.schema import validate
@@ -113,6 +114,7 @@ async def memory_detail(request: Request) -> Response:
             status=404,
         )
     links = await memory_relations(cairn, mid)
+    use = await item_use(cairn, "memory", mid)
     return render(
         request,
         "memory.html",
@@ -125,6 +127,7 @@ async def memory_detail(request: Request) -> Response:
             "relations": links.get("relations", []),
             "chain": links.get("chain", []),
             "latest_id": links.get("latest_id", mid),
+            "use": use,
         },
     )
 

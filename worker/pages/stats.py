@@ -16,6 +16,7 @@ from worker.pages.charts import Bar, bar_chart, column_chart, gauge
 from worker.pages.render import render
 from worker.settings import Settings
 from worker.store import feed, lifecycle, stats
+from worker.store import use as use_store
 from worker.store.rows import ms
 
 DAYS = 30
@@ -78,6 +79,23 @@ def retention_histogram(
     return [Bar(_bucket(i), int(c)) for i, c in enumerate(counts)]
 
 
+def use_rate(
+    rows: list[tuple[int, int, int]], days: int, today: datetime
+) -> tuple[list[Bar], int, int]:
+    """Per day (UTC) of the last `days`, the percentage of judged injections that were used
+    (a day with none judged shows no bar), and the totals."""
+    by_day = {
+        datetime.fromtimestamp(day / 1000, tz=UTC).strftime("%Y-%m-%d"): (used, judged)
+        for day, used, judged in rows
+    }
+    bars = []
+    for offset in range(days - 1, -1, -1):
+        day = (today - timedelta(days=offset)).strftime("%Y-%m-%d")
+        used, judged = by_day.get(day, (0, 0))
+        bars.append(Bar(day, round(100 * used / judged) if judged else 0, f" of {judged}"))
+    return bars, sum(u for u, _ in by_day.values()), sum(j for _, j in by_day.values())
+
+
 def _bucket(i: int) -> str:
     return f"{i * 100 // BUCKETS}-{(i + 1) * 100 // BUCKETS}%"
 
@@ -92,6 +110,7 @@ async def stats_page(request: Request) -> Response:
             "coverage": feed.embedding_coverage(conn),
             "memories": feed.retention_inputs(conn, "memories", RETENTION_SAMPLE),
             "days": lifecycle.active_days(conn),
+            "use": use_store.daily_rate(conn, now_ms() - DAYS * use_store.DAY_MS),
         }
 
     # Three independent scans on separate read connections (SQLite runs them in parallel).
@@ -114,8 +133,14 @@ async def stats_page(request: Request) -> Response:
 
     breakdown = data["breakdown"]
     day_bars = per_day([(d["day"], d["count"]) for d in breakdown["by_day"]], DAYS, today)
+    use_bars, used, judged = use_rate(data["use"], DAYS, today)
     charts = {
         "per_day": column_chart(day_bars, title=f"Observations per day, last {DAYS} days"),
+        "use_rate": (
+            column_chart(use_bars, title=f"Share of injected items used, per day, last {DAYS} days")
+            if judged
+            else None
+        ),
         "by_type": bar_chart(
             [Bar(t, n) for t, n in breakdown["by_type"].items()],
             title="Observations by type",
@@ -170,6 +195,7 @@ async def stats_page(request: Request) -> Response:
             "days": DAYS,
             "has_observations": data["counts"].get("observations", 0) > 0,
             "import_progress": await import_progress(cairn),
+            "use": {"used": used, "judged": judged},
         },
     )
 

@@ -15,6 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from worker.clock import now_ms
+from worker.logistic import sigmoid
+from worker.memory import usefulness
 from worker.retrieval import clauses, judgment, keyword_judgment, ranking, relevance
 from worker.retrieval.db_keywords import KeywordScorer
 from worker.retrieval.ranking import Candidate, Ref, Weights
@@ -24,6 +26,7 @@ from worker.settings import Settings
 from worker.store import items as item_rows
 from worker.store import projects
 from worker.store import search as q
+from worker.store import use as use_store
 from worker.store.backend import Backend
 from worker.store.db import AnyDb
 from worker.store.errors import StoreError
@@ -31,6 +34,8 @@ from worker.store.m002_retrieval import KIND_CODES, KIND_NAMES
 from worker.terms import query_groups, query_terms
 
 Mode = Literal["hybrid", "keyword", "semantic"]
+# Each item's judged injections: (outcome, decided_at, prompt id) (store/use.py).
+UseHistory = dict[Ref, list[tuple[str, int, int | None]]]
 MODES: tuple[Mode, ...] = ("hybrid", "keyword", "semantic")
 # Keyword hits whose coverage is checked for the refusal rule.
 COVERAGE_DEPTH = 10
@@ -342,10 +347,18 @@ async def _judged(
     # Only the relevance model reads what each item's session went on to do.
     sessions = [] if query_vector is None else [str(items[r].get("session_id") or "") for r in refs]
 
-    def evidence(conn: AnyDb) -> tuple[dict[Ref, str], dict[str, int]]:
-        return q.indexed_terms(conn, refs), q.session_activity(conn, sessions)
+    now = now_ms()
 
-    indexed, activity = await store.read(evidence)
+    learning = query_vector is not None and settings.learning.enabled
+
+    def evidence(conn: AnyDb) -> tuple[dict[Ref, str], dict[str, int], UseHistory, float]:
+        # What each item's earlier injections became (learning from use): the model's decision
+        # only; keyword-only mode keeps its rules.
+        history = use_store.history(conn, refs) if learning else {}
+        rate = usefulness.install_rate(conn, now) if history else 0.5
+        return q.indexed_terms(conn, refs), q.session_activity(conn, sessions), history, rate
+
+    indexed, activity, history, rate = await store.read(evidence)
     if query_vector is None and kw.scope is not None:  # judged on its words alone
         scope = kw.scope
         kept: list[Candidate] = []
@@ -375,6 +388,13 @@ async def _judged(
         if kw.scope is not None:
             scoped[cand.ref] = keyword_judgment.evidence(kw.groups, terms, kw.scope)
     clause = await _clause_cosines(service, query_vector, top, items)
+    proved: dict[Ref, float] = {}
+    if history and query_vector is not None and service is not None:
+        asked = [("prompt", p) for rows in history.values() for _, _, p in rows if p is not None]
+        vector = query_vector
+        alike = await anyio.to_thread.run_sync(lambda: service.plain_cosines(vector, asked))
+        likeness = {ref[1]: cos for ref, cos in alike.items()}
+        proved = usefulness.shifts(history, items, rate, settings, now, likeness)
     model = relevance.load_model()
     rows = kw.scope.rows if kw.scope is not None else 0
     view = relevance.prompt_view(top, clause, names, scoped, rows)
@@ -384,7 +404,12 @@ async def _judged(
         cand.features = relevance.features(
             cand, item, clause.get(cand.ref), scoped.get(cand.ref), view, worked
         )
-        cand.relevance = model.probability(cand.features)
+        # Usefulness enters as log-odds with a known weight (one): an item used more than most
+        # clears the cut more easily, one given often and never used needs more evidence.
+        shift = proved.get(cand.ref, 0.0)
+        if shift:
+            cand.features["usefulness"] = round(shift, 4)
+        cand.relevance = sigmoid(model.logit(cand.features) + shift)
     cut = model.cut(settings.judgment.prompt_strictness)
     kept = [c for c in top if (c.relevance or 0.0) >= cut]
     kept.sort(key=lambda c: -(c.relevance or 0.0))

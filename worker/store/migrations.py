@@ -18,6 +18,7 @@ from worker.store import (
     m013_memory_dated,
     m014_author,
     m015_shared,
+    m016_use,
 )
 
 # (version, name, statements). Append only; never edit a released step.
@@ -34,6 +35,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (13, "memory_dated", m013_memory_dated.STATEMENTS),
     (14, "author", m014_author.STATEMENTS),
     (15, "shared", m015_shared.STATEMENTS),
+    (16, "use", m016_use.STATEMENTS),
 ]
 
 

@@ -20,6 +20,7 @@ from worker.store.pg import (
     m004_search,
     m005_relations,
     m006_keyword_terms,
+    m007_use,
 )
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ MIGRATIONS: list[tuple[int, str, Sequence[Statement]]] = [
     (4, "search", m004_search.STATEMENTS),
     (5, "relations_kv", m005_relations.STATEMENTS),
     (6, "keyword_terms", [*m006_keyword_terms.STATEMENTS, m006_keyword_terms.analyse_stored]),
+    (7, "use", m007_use.STATEMENTS),
 ]
 # pg_advisory_lock keys (64-bit): one for migrating, taken by every worker that opens the store.
 MIGRATION_LOCK = 0x636169726E_0001  # "cairn", 1

@@ -1,0 +1,254 @@
+"""Learning from use: does what the agent acted on rank higher, and what it ignored fade?
+
+Two passes over the coding-memory corpus, each project's history replayed first through the
+hooks into a real worker (as bench/coding_memory.py does):
+
+1. **Use.** Each probe's prompt in a session of its own: SessionStart, UserPromptSubmit, then a
+   scripted agent that acts as a careful engineer would on what it was handed: for each injected
+   line that holds one of the probe's markers (the benchmark's own rule for a line that matters)
+   it reads the file the line names (a PostToolUse Read), else runs the command the line gives in
+   backticks (a PostToolUse Bash), else repeats the line in its closing message; every other
+   line it ignores. Then Stop (its closing message) and SessionEnd. The worker judges each
+   injection when the turn ends (worker/memory/use.py).
+2. **Paraphrases.** Each probe asked again in other words (bench/data/learning-paraphrases.json,
+   written without reading the worker or the markers), SessionStart + UserPromptSubmit +
+   SessionEnd, scored as bench/coding_memory.py scores a probe; asked twice, by a worker with
+   learning off (`CAIRN_LEARNING=0`: outcomes kept, not used) and on, over the same store.
+
+Prints both passes' figures and the difference; the last line is one JSON object with
+`precision_gain`, `silence_gain`, `recall_change` (on minus off) and the figures.
+
+Run: `.venv/bin/python bench/learning.py [--corpus all] [--quick]` (needs the model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.coding_memory import (  # noqa: E402
+    DATA,
+    MORE,
+    OBSERVATION_LINE,
+    Hooks,
+    Session,
+    context_of,
+    flat,
+    injected_lines,
+    load_corpus,
+    observation_text,
+    replay,
+    score_probe,
+    substitute,
+    summarise,
+    wait_settled,
+)
+from tests.e2e.worker_process import WorkerProcess, free_port  # noqa: E402
+
+PARAPHRASES = ROOT / "bench" / "data" / "learning-paraphrases.json"
+RESULTS = ROOT / "bench" / "results" / "learning.json"
+FIGURES = ("recall", "hit_rate", "false_silence", "silence_on_none", "precision")
+_FILE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]*[A-Za-z][\w-]*\.[A-Za-z][A-Za-z0-9]{0,7})\b")
+_BACKTICKS = re.compile(r"`([^`\n]{3,200})`")
+
+
+def start_worker(cairn_home: Path, port: int, models: Path, learning: bool) -> WorkerProcess:
+    env = {
+        "CAIRN_EMBED_ENABLED": "1",
+        "CAIRN_MODELS_DIR": str(models),
+        "CAIRN_LEARNING": "1" if learning else "0",
+    }
+    return WorkerProcess(home=cairn_home, port=port, env_extra=env).start(timeout=120)
+
+
+def act(
+    line: str, repo: Path, worker: WorkerProcess, cache: dict[int, str]
+) -> tuple[dict[str, Any] | None, str]:
+    """What the scripted agent does about one line that matters: a tool event, else words for
+    its closing message."""
+    text = line
+    match = OBSERVATION_LINE.match(line)
+    if match:
+        text += " " + observation_text(worker, int(match.group(1)), cache)
+    for name in _FILE.findall(text):
+        path = repo / name.strip("./")
+        if path.is_file():
+            read = {"file_path": str(path)}
+            response = {"type": "text", "file": {"filePath": str(path), "content": "..."}}
+            event = {"tool_name": "Read", "tool_input": read, "tool_response": response}
+            return {"hook_event_name": "PostToolUse", **event}, ""
+    commands = [c for c in _BACKTICKS.findall(line) if len(c.split()) >= 2]
+    if commands:
+        bash = {"command": commands[0], "description": ""}
+        response = {"stdout": "ok", "stderr": "", "interrupted": False}
+        event = {"tool_name": "Bash", "tool_input": bash, "tool_response": response}
+        return {"hook_event_name": "PostToolUse", **event}, ""
+    return None, flat(line)
+
+
+def opened(live: Session, prompt: str) -> str:
+    """A new session's start and its first prompt: the context the prompt was given."""
+    live.fire({"hook_event_name": "SessionStart", "source": "startup"})
+    return context_of(live.fire({"hook_event_name": "UserPromptSubmit", "prompt": prompt}))
+
+
+def use_pass(
+    data: dict[str, Any],
+    repos: dict[str, Path],
+    hooks: Hooks,
+    worker: WorkerProcess,
+    base: Path,
+) -> list[dict[str, Any]]:
+    rows = []
+    cache: dict[int, str] = {}
+    for project in data["projects"]:
+        repo = repos[project["id"]]
+        for probe in substitute(project["probes"], project["root"], str(repo)):
+            live = Session(hooks, repo, base / "transcripts", f"use:{probe['id']}")
+            context = opened(live, probe["prompt"])
+            row = score_probe(probe, context, worker, cache)
+            padding = set(row["padding"])
+            said = []
+            for line in injected_lines(context):
+                if line in padding:
+                    continue  # the careful engineer leaves what does not concern the task
+                event, words = act(line, repo, worker, cache)
+                if event is not None:
+                    live.fire(event)
+                if words:
+                    said.append(words)
+            # Lines without their "- [kind]" mark, as an agent would say what it followed.
+            plain = [re.sub(r"^[-*]\s*(?:\[\w+\]\s*)?", "", line) for line in said]
+            answer = "I followed what I was given: " + " ".join(plain) if plain else "All set."
+            live.fire({"hook_event_name": "Stop", "last_assistant_message": answer})
+            live.fire({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
+            rows.append(row)
+    return rows
+
+
+def ask_pass(
+    data: dict[str, Any],
+    repos: dict[str, Path],
+    hooks: Hooks,
+    worker: WorkerProcess,
+    base: Path,
+    paraphrases: dict[str, str],
+    label: str,
+) -> list[dict[str, Any]]:
+    rows = []
+    cache: dict[int, str] = {}
+    for project in data["projects"]:
+        repo = repos[project["id"]]
+        for probe in substitute(project["probes"], project["root"], str(repo)):
+            asked = dict(probe, prompt=paraphrases.get(probe["id"], probe["prompt"]))
+            live = Session(hooks, repo, base / "transcripts", f"{label}:{probe['id']}")
+            context = opened(live, asked["prompt"])
+            live.fire({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
+            row = score_probe(asked, context, worker, cache)
+            row["project"] = project["id"]
+            rows.append(row)
+    return rows
+
+
+def use_counts(worker: WorkerProcess) -> dict[str, int]:
+    """How the first pass's injections were judged (from the store the worker writes)."""
+    import sqlite3
+
+    conn = sqlite3.connect(worker.home / "cairn.db")
+    try:
+        rows = conn.execute(
+            "SELECT COALESCE(outcome, 'pending'), COUNT(*) FROM context_injections GROUP BY 1"
+        ).fetchall()
+    finally:
+        conn.close()
+    return {str(k): int(v) for k, v in rows}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", choices=("shared", "all"), default="shared")
+    parser.add_argument("--quick", action="store_true", help="the first three projects only")
+    parser.add_argument("--json", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    paths = [Path(os.environ.get("CAIRN_CODING_DATA", DATA))]
+    if args.corpus == "all":
+        paths.append(MORE)
+    if not paths[0].exists():
+        print(f"learning: no data at {paths[0]}", file=sys.stderr)
+        return 2
+    data = load_corpus(paths)
+    if args.quick:
+        data["projects"] = data["projects"][:3]
+    paraphrases: dict[str, str] = json.loads(PARAPHRASES.read_text())["paraphrases"]
+    models = Path(os.environ.get("CAIRN_MODELS_DIR") or ROOT / ".cache" / "models")
+    base = Path(tempfile.mkdtemp(prefix="cairn-bench-learning-"))
+    home, cairn_home = base / "home", base / "cairn"
+    port = free_port()
+    hooks = Hooks(home, cairn_home, port)
+    try:
+        worker = start_worker(cairn_home, port, models, learning=True)
+        try:
+            repos, _, _ = replay(data, hooks, worker, base, home)
+            wait_settled(worker, True, 7200)
+            first = use_pass(data, repos, hooks, worker, base)
+            wait_settled(worker, True, 7200)
+            judged = use_counts(worker)
+        finally:
+            worker.stop()
+        # Each second pass starts from the store the first one left (its prompts are history).
+        snapshot = base / "after-first-pass"
+        shutil.copytree(cairn_home, snapshot)
+        second: dict[str, list[dict[str, Any]]] = {}
+        for label, learning in (("off", False), ("on", True)):
+            shutil.rmtree(cairn_home)
+            shutil.copytree(snapshot, cairn_home)
+            worker = start_worker(cairn_home, port, models, learning)
+            try:
+                second[label] = ask_pass(data, repos, hooks, worker, base, paraphrases, label)
+            finally:
+                worker.stop()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    figures = {
+        "first_pass": summarise(first),
+        "off": summarise(second["off"]),
+        "on": summarise(second["on"]),
+    }
+    print(f"{len(first)} probes in {len(data['projects'])} projects; first pass judged: {judged}")
+    print(f"{'figure':<18}{'first pass':>12}{'2nd, off':>10}{'2nd, on':>10}{'on - off':>10}")
+    for name in FIGURES:
+        a, b, c = (figures[k].get(name) for k in ("first_pass", "off", "on"))
+        diff = "" if b is None or c is None else f"{c - b:+.3f}"
+        print(f"{name:<18}{a!s:>12}{b!s:>10}{c!s:>10}{diff:>10}")
+
+    def gain(name: str) -> float | None:
+        off, on = figures["off"].get(name), figures["on"].get(name)
+        return None if off is None or on is None else round(on - off, 3)
+
+    result = {
+        "precision_gain": gain("precision"),
+        "silence_gain": gain("silence_on_none"),
+        "recall_change": gain("recall"),
+        "hit_rate_change": gain("hit_rate"),
+        "judged": judged,
+        "figures": figures,
+        "probes": {"first_pass": first, "off": second["off"], "on": second["on"]},
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k != "probes"}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
