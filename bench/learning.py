@@ -13,7 +13,9 @@ hooks into a real worker (as bench/coding_memory.py does):
 2. **Paraphrases.** Each probe asked again in other words (bench/data/learning-paraphrases.json,
    written without reading the worker or the markers), SessionStart + UserPromptSubmit +
    SessionEnd, scored as bench/coding_memory.py scores a probe; asked twice, by a worker with
-   learning off (`CAIRN_LEARNING=0`: outcomes kept, not used) and on, over the same store.
+   learning off (`CAIRN_LEARNING=0`: outcomes kept, not used) and on, over copies of one store:
+   the history and the first pass's outcomes and prompts, without the rest of the first pass's
+   own sessions (their reads and summaries would hand each question its earlier self).
 
 Prints both passes' figures and the difference; the last line is one JSON object with
 `precision_gain`, `silence_gain`, `recall_change` (on minus off) and the figures.
@@ -160,6 +162,28 @@ def ask_pass(
     return rows
 
 
+# The first pass's own sessions leave items (the scripted reads, summaries, memories drawn from
+# its closing messages) that would hand a later pass in other words its own earlier session,
+# with learning on or off alike. They are taken out (the worker stopped; triggers drop their
+# index terms and vectors) so the second pass measures what the outcomes changed. The prompts
+# stay: what each item was given for is what its record is weighed by.
+TRACES = ("observations", "summaries", "checkpoints", "memories")
+
+
+def drop_first_pass_traces(cairn_home: Path) -> int:
+    import sqlite3
+
+    conn = sqlite3.connect(cairn_home / "cairn.db")
+    try:
+        with conn:
+            return sum(
+                conn.execute(f"DELETE FROM {table} WHERE session_id LIKE 'use:%'").rowcount
+                for table in TRACES
+            )
+    finally:
+        conn.close()
+
+
 def use_counts(worker: WorkerProcess) -> dict[str, int]:
     """How the first pass's injections were judged (from the store the worker writes)."""
     import sqlite3
@@ -205,7 +229,8 @@ def main() -> int:
             judged = use_counts(worker)
         finally:
             worker.stop()
-        # Each second pass starts from the store the first one left (its prompts are history).
+        dropped = drop_first_pass_traces(cairn_home)
+        # Each second pass starts from the same store.
         snapshot = base / "after-first-pass"
         shutil.copytree(cairn_home, snapshot)
         second: dict[str, list[dict[str, Any]]] = {}
@@ -224,7 +249,10 @@ def main() -> int:
         "off": summarise(second["off"]),
         "on": summarise(second["on"]),
     }
-    print(f"{len(first)} probes in {len(data['projects'])} projects; first pass judged: {judged}")
+    print(
+        f"{len(first)} probes in {len(data['projects'])} projects; first pass judged: {judged};"
+        f" its {dropped} own items set aside"
+    )
     print(f"{'figure':<18}{'first pass':>12}{'2nd, off':>10}{'2nd, on':>10}{'on - off':>10}")
     for name in FIGURES:
         a, b, c = (figures[k].get(name) for k in ("first_pass", "off", "on"))
@@ -241,6 +269,7 @@ def main() -> int:
         "recall_change": gain("recall"),
         "hit_rate_change": gain("hit_rate"),
         "judged": judged,
+        "first_pass_items_dropped": dropped,
         "figures": figures,
         "probes": {"first_pass": first, "off": second["off"], "on": second["on"]},
     }

@@ -54,6 +54,12 @@ def test_selective_terms_drop_words_found_in_most_items_but_keep_the_rarest() ->
     assert selective_terms(["a"], df, 100, 0.2) == ["a"]
 
 
+def test_in_a_small_project_no_word_is_too_common_to_match() -> None:
+    # Six items: a word in two of them is no word "found in most" (the cut is for speed).
+    assert selective_terms(["calc", "touch"], {"calc": 2, "touch": 1}, 6, 0.2) == ["calc", "touch"]
+    assert selective_terms(["the"], {"the": 900, "calc": 2}, 1000, 0.2) == ["the"]  # the rarest
+
+
 # ---------------------------------------------------------------- on both backends
 def _hits(store: Any, settings: Settings, searcher: Any, **request: Any) -> Any:
     keywords, service = searcher

@@ -67,6 +67,16 @@ class Setup:
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.loads(response.read())
 
+    def post(self, path: str, body: dict[str, Any]) -> Any:
+        info = json.loads((self.home / "worker.json").read_text())
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{info['port']}{path}", data=json.dumps(body).encode(), method="POST"
+        )
+        request.add_header("Authorization", "Bearer " + (self.home / "token").read_text().strip())
+        request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read())
+
     def observations(self, session_id: str) -> list[dict[str, Any]]:
         self.settle()
         items: list[dict[str, Any]] = self.get(
@@ -309,3 +319,38 @@ def test_f_task_tools_make_the_plan_and_agent_results_are_not_prompts(setup: Set
     assert delegations, titles
     if any(t.endswith("(in the background)") for t in delegations):  # 2.1.332: async agents
         assert any(t == 'Agent "Find callers" finished' for t in titles), titles
+
+
+def test_g_a_memory_the_model_acts_on_is_recorded_as_used(setup: Setup) -> None:
+    """Learning from use with the real CLI: the memory Cairn injects names a file, the scripted
+    model reads that file and answers; when the turn ends Cairn records the memory as used,
+    with the read as its evidence."""
+    setup.settle()
+    project = str(setup.repo)
+    for other in (
+        "Releases are tagged from main",
+        "The docs are built with mkdocs",
+        "CI runs on GitHub Actions",
+    ):
+        setup.post("/api/memories", {"kind": "fact", "content": other, "project": project})
+    lesson = "calc.add is checked by check_calc.py: read calc.py before changing add"
+    memory = setup.post("/api/memories", {"kind": "lesson", "content": lesson, "project": project})
+    setup.api.script(
+        [
+            [ToolUse("Read", {"file_path": str(setup.repo / "calc.py")})],
+            [Text("calc.add adds one too many; the check in check_calc.py catches it.")],
+        ]
+    )
+    events = setup.claude("-p", "before I touch calc.py: how is calc.add checked?")
+    session_id = next(e["session_id"] for e in events if e.get("session_id"))
+    first = setup.api.agent_requests()[0].text()
+    assert cairn_context(first) and "read calc.py before changing add" in first, first[-3000:]
+    setup.settle()
+    record = setup.get(f"/api/use/memory/{memory['id']}")
+    assert (record["shown"], record["used"]) == (1, 1), record
+    assert record["last_used"]["evidence"] == "read calc.py"
+    assert record["last_used"]["session_id"] == session_id
+    given = setup.get(f"/api/sessions/{session_id}")["given"]
+    assert [(g["id"], g["outcome"]) for g in given if g["kind"] == "memory"] == [
+        (memory["id"], "used")
+    ]

@@ -115,6 +115,14 @@ def _keyword_pass(
     terms = query_terms(req.query, s.search.max_query_terms)
     wanted = sorted({t for g in groups for t in g} | set(terms))
     df, index_rows = index.frequencies(conn, wanted)
+    if req.exclude_session_prompts is not None:
+        # The session's own prompts (the one being answered among them) are never hits: their
+        # words must not make the project's look common (keyword_judgment.without).
+        asked = q.session_prompts(conn, req.exclude_session_prompts, project_id)
+        for text in q.indexed_terms(conn, asked).values():
+            for term in set(wanted) & set(text.split()):
+                df[term] = max(0, df.get(term, 0) - 1)
+            index_rows = max(0, index_rows - 1)
     terms = one_stem_per_part(terms, groups, df)
     n_docs = index_rows if terms else 0
     chosen = selective_terms(terms, df, n_docs, s.search.common_term_share)
@@ -169,6 +177,9 @@ def one_stem_per_part(
     return [t for t in terms if t in keep or t not in alternatives]
 
 
+COMMON_FLOOR = 50
+
+
 def selective_terms(
     terms: list[str], df: dict[str, int], n_docs: int, common_share: float
 ) -> list[str]:
@@ -176,7 +187,9 @@ def selective_terms(
     everywhere barely moves BM25 but makes the index score every row). If every term is common,
     the rarest few still match."""
     present = [t for t in terms if df.get(t, 0) > 0]
-    limit = max(1.0, common_share * n_docs)
+    # The cut is for speed: a term held by a few dozen rows costs nothing to score, however
+    # large a share of a small project that is (in a project of 6 items, 2 is not "most").
+    limit = max(COMMON_FLOOR, common_share * n_docs)
     chosen = [t for t in present if df[t] <= limit]
     if not chosen:
         chosen = sorted(present, key=lambda t: df[t])[:3]
@@ -489,6 +502,10 @@ async def search(
             kw.scope = keyword_judgment.scope_frequencies(
                 keywords, kw.groups, project_id, kw.df, conn
             )
+            if req.exclude_session_prompts is not None:
+                asked = q.session_prompts(conn, req.exclude_session_prompts, project_id)
+                texts = list(q.indexed_terms(conn, asked).values())
+                kw.scope = keyword_judgment.without(kw.scope, kw.groups, texts, kw.df)
         return refs, items, q.indexed_terms(conn, top_keyword), stale_refs(conn, items)
 
     # The refusal rule's plain cosines of the closest vector hits are read while the candidates

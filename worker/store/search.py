@@ -12,6 +12,16 @@ from worker.store.m002_retrieval import KIND_CODES, KIND_NAMES
 from worker.store.rows import placeholders
 
 
+def session_prompts(conn: AnyDb, session_id: str, project_id: int | None) -> list[Ref]:
+    """The prompts a session has stored in the project (the search scope), newest first."""
+    where, args = ("", ()) if project_id is None else (" AND project_id = ?", (project_id,))
+    rows = as_db(conn).execute(
+        f"SELECT id FROM prompts WHERE session_id = ?{where} ORDER BY id DESC LIMIT 50",
+        (session_id, *args),
+    )
+    return [("prompt", int(r[0])) for r in rows]
+
+
 def indexed_terms(conn: AnyDb, refs: list[Ref]) -> dict[Ref, str]:
     """The analysed title+body text of items, as stored in the index."""
     db = as_db(conn)
