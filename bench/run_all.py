@@ -28,7 +28,16 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 RESULTS = BENCH / "results"
-NOT_BENCHES = {"run_all", "common", "__init__"}
+# Modules the scripts share, and a trainer that needs recorded runs as its input.
+NOT_BENCHES = {
+    "run_all",
+    "common",
+    "__init__",
+    "padding",
+    "logistic_fit",
+    "supersession_features",
+    "train_relevance",
+}
 PACKAGES = (
     "cairn",
     "starlette",

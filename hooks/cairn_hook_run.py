@@ -518,6 +518,11 @@ def plan_requests(
     elif event == "Stop":
         body = {"event_id": ev.event_id("stop", payload)}
         message = payload.get("last_assistant_message")
+        if not (isinstance(message, str) and message.strip()):
+            # Older builds send no closing message: the transcript's last answer is it.
+            from cairn_hook_transcript import last_assistant_text
+
+            message = last_assistant_text(payload.get("transcript_path"), MAX_MESSAGE_CHARS * 2)
         if isinstance(message, str) and message.strip():
             body["last_assistant_message"] = ev.head(message, MAX_MESSAGE_CHARS)
         hook.pending.append(Request("POST", session_path(payload, "/summarize"), body))

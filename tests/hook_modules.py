@@ -17,6 +17,7 @@ import cairn_hook_io as hook_io  # noqa: E402
 import cairn_hook_privacy as privacy  # noqa: E402
 import cairn_hook_run as run  # noqa: E402
 import cairn_hook_tasks as tasks  # noqa: E402
+import cairn_hook_transcript as transcript  # noqa: E402
 
 __all__ = [
     "HOOKS_DIR",
@@ -28,4 +29,5 @@ __all__ = [
     "privacy",
     "run",
     "tasks",
+    "transcript",
 ]

@@ -79,3 +79,30 @@ def test_the_turn_end_records_what_the_agent_used(worker: WorkerProcess, project
     assert status == 200, session
     mine = [g for g in session["given"] if (g["kind"], g["id"]) == ("memory", used)]
     assert mine[0]["outcome"] == "contradicted" and "utf-8" in mine[0]["evidence"]
+
+
+def test_an_answer_read_from_the_transcript_counts_as_use(
+    worker: WorkerProcess, project: Path, tmp_path: Path
+) -> None:
+    """A Stop without `last_assistant_message` (older Claude Code builds): the hook reads the
+    closing message from the transcript, and an answer that names the memory's setting is use."""
+    env = hook_env(worker.home, CAIRN_PORT=str(worker.port))
+    for other in ("Deploys go out through GitHub Actions", "Emails are sent with Postmark"):
+        remember(worker, project, other)
+    mid = remember(worker, project, "Invoice exports set EXPORT_CHARSET to utf-8-sig for Excel")
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text("")
+    sid = "sess-use-transcript"
+    prompt = {
+        **base(sid, project, "UserPromptSubmit", transcript),
+        "prompt": "Which charset do the invoice exports use for Excel?",
+    }
+    assert "EXPORT_CHARSET" in given(run_hook("user-prompt-submit", prompt, env).stdout)
+    answer = {"type": "text", "text": "They use EXPORT_CHARSET=utf-8-sig, so Excel reads it."}
+    record = {"type": "assistant", "message": {"content": [answer], "stop_reason": "end_turn"}}
+    transcript.write_text(json.dumps(record) + "\n")
+    stop = {**base(sid, project, "Stop", transcript), "stop_hook_active": False}
+    assert run_hook("stop", stop, env).returncode == 0
+    status, found = worker.request("GET", f"/api/use/memory/{mid}")
+    assert status == 200, found
+    assert found["used"] == 1 and found["last_used"]["evidence"] == "the answer says EXPORT_CHARSET"
