@@ -20,7 +20,12 @@ hooks into a real worker (as bench/coding_memory.py does):
 Prints both passes' figures and the difference; the last line is one JSON object with
 `precision_gain`, `silence_gain`, `recall_change` (on minus off) and the figures.
 
-Run: `.venv/bin/python bench/learning.py [--corpus all] [--quick]` (needs the model).
+`--evidence V1,V2,...` asks the second pass with learning on once per `CAIRN_LEARNING_EVIDENCE`
+value and reports, for each project, the value the other projects scored best with (leave one
+project out; bench/coding_memory.py's objective), so the figure is not fitted to the corpus.
+
+Run: `.venv/bin/python bench/learning.py [--corpus all] [--quick] [--evidence 0.7,1.1,1.6]`
+(needs the model).
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from bench.coding_memory import (  # noqa: E402
     Hooks,
     Session,
     context_of,
+    cross_validate,
     flat,
     injected_lines,
     load_corpus,
@@ -64,12 +70,16 @@ _FILE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]*[A-Za-z][\w-]*\.[A-Za-z][A-
 _BACKTICKS = re.compile(r"`([^`\n]{3,200})`")
 
 
-def start_worker(cairn_home: Path, port: int, models: Path, learning: bool) -> WorkerProcess:
+def start_worker(
+    cairn_home: Path, port: int, models: Path, learning: bool, evidence: str = ""
+) -> WorkerProcess:
     env = {
         "CAIRN_EMBED_ENABLED": "1",
         "CAIRN_MODELS_DIR": str(models),
         "CAIRN_LEARNING": "1" if learning else "0",
     }
+    if evidence:
+        env["CAIRN_LEARNING_EVIDENCE"] = evidence
     return WorkerProcess(home=cairn_home, port=port, env_extra=env).start(timeout=120)
 
 
@@ -203,7 +213,15 @@ def main() -> int:
     parser.add_argument("--corpus", choices=("shared", "all"), default="shared")
     parser.add_argument("--quick", action="store_true", help="the first three projects only")
     parser.add_argument("--json", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--evidence",
+        default="",
+        metavar="V1,V2,...",
+        help="second passes with learning on at each CAIRN_LEARNING_EVIDENCE value, the one "
+        "reported chosen for each project on the others (default: the setting's default only)",
+    )
     args = parser.parse_args()
+    values = [v.strip() for v in args.evidence.split(",") if v.strip()] or [""]
     paths = [Path(os.environ.get("CAIRN_CODING_DATA", DATA))]
     if args.corpus == "all":
         paths.append(MORE)
@@ -234,30 +252,55 @@ def main() -> int:
         snapshot = base / "after-first-pass"
         shutil.copytree(cairn_home, snapshot)
         second: dict[str, list[dict[str, Any]]] = {}
-        for label, learning in (("off", False), ("on", True)):
+        runs = [("off", False, "")] + [(f"on {v}".strip(), True, v) for v in values]
+        for label, learning, value in runs:
             shutil.rmtree(cairn_home)
             shutil.copytree(snapshot, cairn_home)
-            worker = start_worker(cairn_home, port, models, learning)
+            worker = start_worker(cairn_home, port, models, learning, value)
             try:
-                second[label] = ask_pass(data, repos, hooks, worker, base, paraphrases, label)
+                tag = label.replace(" ", "-")
+                second[label] = ask_pass(data, repos, hooks, worker, base, paraphrases, tag)
             finally:
                 worker.stop()
     finally:
         shutil.rmtree(base, ignore_errors=True)
+    ons = {label: rows for label, rows in second.items() if label != "off"}
+    chosen: dict[str, str] = {}
+    if len(ons) > 1:  # each project judged at the value the other projects chose
+        cv = cross_validate(ons)
+        chosen = cv["chosen"]
+        second["on"] = [
+            row
+            for project, label in chosen.items()
+            for row in ons[label]
+            if row["project"] == project
+        ]
+    else:
+        second["on"] = next(iter(ons.values()))
     figures = {
         "first_pass": summarise(first),
         "off": summarise(second["off"]),
         "on": summarise(second["on"]),
+        **{label: summarise(rows) for label, rows in ons.items() if len(ons) > 1},
     }
     print(
         f"{len(first)} probes in {len(data['projects'])} projects; first pass judged: {judged};"
         f" its {dropped} own items set aside"
     )
-    print(f"{'figure':<18}{'first pass':>12}{'2nd, off':>10}{'2nd, on':>10}{'on - off':>10}")
+    extra = [label for label in ons if len(ons) > 1]
+    head = f"{'figure':<18}{'first pass':>12}{'2nd, off':>10}"
+    head += "".join(f"{label:>10}" for label in extra)
+    print(head + f"{'2nd, on':>10}{'on - off':>10}")
     for name in FIGURES:
         a, b, c = (figures[k].get(name) for k in ("first_pass", "off", "on"))
         diff = "" if b is None or c is None else f"{c - b:+.3f}"
-        print(f"{name:<18}{a!s:>12}{b!s:>10}{c!s:>10}{diff:>10}")
+        cells = "".join(f"{figures[label].get(name)!s:>10}" for label in extra)
+        print(f"{name:<18}{a!s:>12}{b!s:>10}{cells}{c!s:>10}{diff:>10}")
+    if chosen:
+        print(
+            "on: each project at the evidence the other projects chose:",
+            sorted(set(chosen.values())),
+        )
 
     def gain(name: str) -> float | None:
         off, on = figures["off"].get(name), figures["on"].get(name)
@@ -270,8 +313,9 @@ def main() -> int:
         "hit_rate_change": gain("hit_rate"),
         "judged": judged,
         "first_pass_items_dropped": dropped,
+        "evidence_chosen": chosen,
         "figures": figures,
-        "probes": {"first_pass": first, "off": second["off"], "on": second["on"]},
+        "probes": {"first_pass": first, **second},
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=1) + "\n")

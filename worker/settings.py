@@ -216,8 +216,9 @@ class LearningSettings:
     enabled: bool = setting("CAIRN_LEARNING", True)
     # Evidence of use fades by half in this many days (an item drifts back to neutral).
     half_life_days: float = setting("CAIRN_LEARNING_HALF_LIFE_DAYS", 30.0)
-    # How many injections of evidence the neutral prior is worth.
-    prior_strength: float = setting("CAIRN_LEARNING_PRIOR_STRENGTH", 2.0)
+    # Log-odds one injection moves an item at the same question: used +E, ignored -E,
+    # contradicted -2E (ln 3: the odds tripled or divided by three).
+    evidence: float = setting("CAIRN_LEARNING_EVIDENCE", 1.1)
 
 
 @dataclass(frozen=True)

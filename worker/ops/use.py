@@ -115,9 +115,8 @@ async def item_use(cairn: Cairn, kind: str, item_id: int) -> dict[str, Any]:
         # At no prompt in particular: every injection counts whole.
         now = now_ms()
         history = use_store.history(conn, [ref])
-        rate = usefulness.install_rate(conn, now)
         found["shift"] = round(
-            usefulness.shifts(history, items, rate, cairn.settings, now).get(ref, 0.0), 4
+            usefulness.shifts(history, items, cairn.settings, now).get(ref, 0.0), 4
         )
         return found
 

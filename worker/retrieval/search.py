@@ -364,14 +364,13 @@ async def _judged(
 
     learning = query_vector is not None and settings.learning.enabled
 
-    def evidence(conn: AnyDb) -> tuple[dict[Ref, str], dict[str, int], UseHistory, float]:
+    def evidence(conn: AnyDb) -> tuple[dict[Ref, str], dict[str, int], UseHistory]:
         # What each item's earlier injections became (learning from use): the model's decision
         # only; keyword-only mode keeps its rules.
         history = use_store.history(conn, refs) if learning else {}
-        rate = usefulness.install_rate(conn, now) if history else 0.5
-        return q.indexed_terms(conn, refs), q.session_activity(conn, sessions), history, rate
+        return q.indexed_terms(conn, refs), q.session_activity(conn, sessions), history
 
-    indexed, activity, history, rate = await store.read(evidence)
+    indexed, activity, history = await store.read(evidence)
     if query_vector is None and kw.scope is not None:  # judged on its words alone
         scope = kw.scope
         kept: list[Candidate] = []
@@ -407,7 +406,7 @@ async def _judged(
         vector = query_vector
         alike = await anyio.to_thread.run_sync(lambda: service.plain_cosines(vector, asked))
         likeness = {ref[1]: cos for ref, cos in alike.items()}
-        proved = usefulness.shifts(history, items, rate, settings, now, likeness)
+        proved = usefulness.shifts(history, items, settings, now, likeness)
     model = relevance.load_model()
     rows = kw.scope.rows if kw.scope is not None else 0
     view = relevance.prompt_view(top, clause, names, scoped, rows)

@@ -100,20 +100,6 @@ def history(conn: AnyDb, refs: Sequence[Ref]) -> dict[Ref, list[tuple[str, int, 
     return out
 
 
-def totals(conn: AnyDb, since: int) -> tuple[int, int]:
-    """(used, judged) injections judged since `since`: the install's own rate of use."""
-    row = (
-        as_db(conn)
-        .execute(
-            "SELECT COUNT(*), SUM(CASE WHEN outcome = 'used' THEN 1 ELSE 0 END) "
-            "FROM context_injections WHERE outcome IS NOT NULL AND decided_at >= ?",
-            (since,),
-        )
-        .fetchone()
-    )
-    return int(row[1] or 0), int(row[0] or 0)
-
-
 def item_use(conn: AnyDb, kind: str, item_id: int) -> dict[str, Any]:
     """For the item's page: shown (judged sessions), used, ignored, contradicted, and the last
     evidence of use."""
