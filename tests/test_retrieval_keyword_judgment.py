@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-from worker.retrieval.keyword_judgment import (
-    ScopeFrequencies,
-    evidence,
-    item_relevant,
-    refuse,
-    without,
-)
+from worker.retrieval.keyword_judgment import ScopeFrequencies, evidence, item_relevant, refuse
 from worker.settings import load_settings
 
 
@@ -44,15 +38,3 @@ def test_a_small_scope_lowers_the_strength_bar() -> None:
     assert item_relevant("observation", found, s, 3)
     assert not item_relevant("observation", found, s, 500)
     assert refuse(0.1, s) and not refuse(0.5, s)
-
-
-def test_the_session_s_own_prompts_do_not_count_in_the_project_s_frequencies() -> None:
-    """The prompt being answered is stored first: counted, its words would look twice as common
-    in the project as they are ("bom" in one memory and in the question about it)."""
-    scope = ScopeFrequencies({"bom": 2, "export": 5}, 40, {"bom": 3, "export": 9})
-    groups = [("bom",), ("export",)]
-    alone = without(scope, groups, ["do export need bom"], {"bom": 2, "export": 8})
-    assert alone == ScopeFrequencies({"bom": 1, "export": 4}, 39, {"bom": 2, "export": 8})
-    memory = {"bom", "export"}
-    assert evidence(groups, memory, alone).strength > evidence(groups, memory, scope).strength
-    assert without(scope, groups, [], {}) is scope

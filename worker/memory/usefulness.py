@@ -2,8 +2,8 @@
 
 Each judged injection of an item (worker/memory/use.py) is evidence about whether the item
 matters for the kind of question it was given at: used multiplies the odds by e^E, ignored
-divides them by e^E, contradicted by e^2E (E = `CAIRN_LEARNING_EVIDENCE`, ln 3: an injection
-used at the same question triples the odds). Each counts
+divides them by e^E, contradicted by e^2E (E = `CAIRN_LEARNING_EVIDENCE`, 2.2 ~ ln 9: an
+injection used at the same question multiplies the odds by nine). Each counts
 
 - by how alike the prompt it was given at is to the prompt asked now: (cos - c) / (1 - c) with
   `c` the refusal cosine (`CAIRN_REFUSAL_MIN_COSINE`, below which the model finds nothing

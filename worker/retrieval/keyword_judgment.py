@@ -59,27 +59,6 @@ def scope_frequencies(
     return ScopeFrequencies(df, rows, everywhere)
 
 
-def without(
-    scope: ScopeFrequencies,
-    groups: list[tuple[str, ...]],
-    texts: list[str],
-    everywhere: Mapping[str, int],
-) -> ScopeFrequencies:
-    """The frequencies with some stored rows taken out (their analysed texts): the prompts of
-    the session being answered, the one just asked among them, are the conversation itself and
-    never a hit; counted, the prompt's own words would look twice as common as they are in the
-    project ("BOM" in one memory and in the question about it). `everywhere`: the frequencies
-    over every project, already without them (the keyword pass took them out)."""
-    if not texts:
-        return scope
-    asked = {t for group in groups for t in group}
-    df = dict(scope.df)
-    for text in texts:
-        for term in asked & set(text.split()):
-            df[term] = max(0, df.get(term, 0) - 1)
-    return ScopeFrequencies(df, max(0, scope.rows - len(texts)), everywhere)
-
-
 def evidence(
     groups: list[tuple[str, ...]], doc_terms: set[str], scope: ScopeFrequencies
 ) -> Evidence:

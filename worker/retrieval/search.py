@@ -115,17 +115,21 @@ def _keyword_pass(
     terms = query_terms(req.query, s.search.max_query_terms)
     wanted = sorted({t for g in groups for t in g} | set(terms))
     df, index_rows = index.frequencies(conn, wanted)
+    # Which words are worth matching, counted without the session's own prompts (the one being
+    # answered among them, never a hit): a word must not look too common to match for being in
+    # the question itself (in a small project, the question's one memory and the question made
+    # each of its words "common"). The frequencies the judgment weighs (`df`, and the project's)
+    # still count them, as the relevance model and the keyword rules were fitted on.
+    rare, rows = dict(df), index_rows
     if req.exclude_session_prompts is not None:
-        # The session's own prompts (the one being answered among them) are never hits: their
-        # words must not make the project's look common (keyword_judgment.without).
         asked = q.session_prompts(conn, req.exclude_session_prompts, project_id)
         for text in q.indexed_terms(conn, asked).values():
             for term in set(wanted) & set(text.split()):
-                df[term] = max(0, df.get(term, 0) - 1)
-            index_rows = max(0, index_rows - 1)
+                rare[term] = max(0, rare.get(term, 0) - 1)
+            rows = max(0, rows - 1)
     terms = one_stem_per_part(terms, groups, df)
     n_docs = index_rows if terms else 0
-    chosen = selective_terms(terms, df, n_docs, s.search.common_term_share)
+    chosen = selective_terms(terms, rare, rows if terms else 0, s.search.common_term_share)
     hits: list[tuple[Ref, float]] = []
     if chosen and want_keyword:
         hits = _memory_hits(conn, index, chosen, req, s, project_id)
@@ -501,10 +505,6 @@ async def search(
             kw.scope = keyword_judgment.scope_frequencies(
                 keywords, kw.groups, project_id, kw.df, conn
             )
-            if req.exclude_session_prompts is not None:
-                asked = q.session_prompts(conn, req.exclude_session_prompts, project_id)
-                texts = list(q.indexed_terms(conn, asked).values())
-                kw.scope = keyword_judgment.without(kw.scope, kw.groups, texts, kw.df)
         return refs, items, q.indexed_terms(conn, top_keyword), stale_refs(conn, items)
 
     # The refusal rule's plain cosines of the closest vector hits are read while the candidates
