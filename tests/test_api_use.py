@@ -129,3 +129,24 @@ def test_bad_reports_are_clear_errors(client: TestClient) -> None:
     assert kind.status_code == 400 and kind.json()["error"]["field"] == "kind"
     assert client.post(f"/api/use/thing/{mid}", json={"outcome": "used"}).status_code == 400
     assert client.get("/api/use/memory/999999").status_code == 404
+
+
+def test_a_teammate_s_evidence_stays_private_on_a_team_database(
+    client: TestClient, backend: str
+) -> None:
+    """The evidence names a session's files and commands, private to its author on a team
+    database: another reader sees that the item was used, not what the session touched."""
+    mid = remember(client)
+    body = {"session_id": "mate", "project": P, "text": PROMPT, "context": {}, "author": "mate@x"}
+    r = client.post("/api/prompts", json=body)
+    assert r.status_code == 201 and ("memory", mid) in given(r.json()["context"])
+    observe(client, "Read billing/exports.py", ["billing/exports.py"], session="mate")
+    stop(client, "Done.", session="mate")
+    found = record(client, mid)
+    assert found["used"] == 1
+    session = client.get("/api/sessions/mate").json()
+    mine = next(g for g in session["given"] if g["id"] == mid)
+    if backend == "postgres":  # a team database: this worker reads as its own author
+        assert found["last_used"]["evidence"] == mine["evidence"] == "in a teammate's session"
+    else:  # one user's SQLite store: nothing is private
+        assert found["last_used"]["evidence"] == mine["evidence"] == "read billing/exports.py"

@@ -203,7 +203,10 @@ async def summarize(call: Call) -> Any:
         )
         changed, new_ids = _remember_facts(conn, s, session, draft.facts, previous_facts, at)
         # The turn is over: what it was given and what it did with it (learning from use).
-        use_ops.judge_turn(conn, sid, activity["observations"], message, at or now_ms())
+        # (Every observation of the session, a teammate's private ones included: the judgment is
+        # the worker's own; what it shows of the evidence is filtered where it is read.)
+        seen_all = activity["observations"] if call.cairn.reader is None else None
+        use_ops.judge_turn(conn, sid, seen_all, message, at or now_ms())
         received.record(conn, body.get("event_id"), "summary", sid)
         # Warm the profile cache now so the next SessionStart finds it fresh.
         try:

@@ -8,6 +8,7 @@ from typing import Any
 from worker.clock import to_iso
 from worker.container import Cairn
 from worker.errors import NotFound
+from worker.ops.use import shown_evidence
 from worker.store import checkpoints, observations, sessions, summaries, use
 from worker.store.items import load_items
 
@@ -29,7 +30,7 @@ async def session_detail(cairn: Cairn, sid: str) -> dict[str, Any]:
         row["observations"] = list(reversed(obs))
         row["summary"] = summaries.as_written(conn, sid)
         row["checkpoint"] = checkpoints.latest_as_written(conn, sid)
-        row["given"] = given_items(conn, sid)
+        row["given"] = given_items(conn, sid, cairn.reader)
         return row
 
     row = await cairn.store.read(read)
@@ -38,11 +39,14 @@ async def session_detail(cairn: Cairn, sid: str) -> dict[str, Any]:
     return row
 
 
-def given_items(conn: sqlite3.Connection, sid: str) -> list[dict[str, Any]]:
+def given_items(
+    conn: sqlite3.Connection, sid: str, reader: str | None = None
+) -> list[dict[str, Any]]:
     """What Cairn's prompt context gave the session, oldest first, each with what became of it
     (`outcome` None until its turn ended; learning from use)."""
     given = use.session_outcomes(conn, sid)
     found = load_items(conn, list(given))
+    author = sessions.authors(conn, [sid]).get(sid)
     out = []
     for ref, row in sorted(given.items(), key=lambda entry: (entry[1]["injected_at"], entry[0])):
         item = found.get(ref)
@@ -50,5 +54,15 @@ def given_items(conn: sqlite3.Connection, sid: str) -> list[dict[str, Any]]:
             continue  # forgotten since
         title = item.get("title") or item.get("body") or ""
         when = {k: to_iso(row[k]) for k in ("injected_at", "decided_at")}
-        out.append({"kind": ref[0], "id": ref[1], "title": str(title)[:200], **row, **when})
+        evidence = shown_evidence(row["evidence"], author, reader)
+        out.append(
+            {
+                "kind": ref[0],
+                "id": ref[1],
+                "title": str(title)[:200],
+                **row,
+                **when,
+                "evidence": evidence,
+            }
+        )
     return out

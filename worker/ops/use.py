@@ -13,7 +13,7 @@ from worker.memory import usefulness
 from worker.memory.use import EVIDENCE_CHARS, OUTCOMES, corrects, judge
 from worker.schema import Schema
 from worker.settings import Settings
-from worker.store import summaries
+from worker.store import sessions, summaries
 from worker.store import use as use_store
 from worker.store.db import AnyDb
 from worker.store.items import KINDS, Ref, load_items
@@ -106,8 +106,11 @@ async def item_use(cairn: Cairn, kind: str, item_id: int) -> dict[str, Any]:
 
     def read(conn: AnyDb) -> dict[str, Any]:
         found = use_store.item_use(conn, kind, item_id)
-        if found["last_used"] is not None:
-            found["last_used"]["at"] = to_iso(found["last_used"]["at"])
+        last = found["last_used"]
+        if last is not None:
+            last["at"] = to_iso(last["at"])
+            author = sessions.authors(conn, [last["session_id"]]).get(last["session_id"])
+            last["evidence"] = shown_evidence(last["evidence"], author, cairn.reader)
         ref: Ref = (kind, item_id)
         items = load_items(conn, [ref])
         if ref not in items:
@@ -121,6 +124,15 @@ async def item_use(cairn: Cairn, kind: str, item_id: int) -> dict[str, Any]:
         return found
 
     return await cairn.store.read(read)
+
+
+def shown_evidence(evidence: str | None, author: str | None, reader: str | None) -> str | None:
+    """Evidence names files and commands of the session's observations, which on a team
+    database are private to their author (store/privacy.py): another reader sees only that it
+    was used."""
+    if reader is None or author is None or author == reader:
+        return evidence
+    return "in a teammate's session"
 
 
 def report_schema(s: Settings) -> Schema:
