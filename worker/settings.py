@@ -217,8 +217,9 @@ class LearningSettings:
     # Evidence of use fades by half in this many days (an item drifts back to neutral).
     half_life_days: float = setting("CAIRN_LEARNING_HALF_LIFE_DAYS", 30.0)
     # Log-odds one injection moves an item at the same question: used +E, ignored -E,
-    # contradicted -2E (2.2 ~ ln 9: the odds multiplied or divided by nine; chosen by
-    # bench/learning.py --evidence, each project left out in turn).
+    # contradicted -2E (2.2 ~ ln 9: the odds multiplied or divided by nine; bench/learning.py
+    # --evidence favours any larger value, its scripted agent never ignoring what it needs:
+    # docs/how-it-works.md says why the default stays here).
     evidence: float = setting("CAIRN_LEARNING_EVIDENCE", 2.2)
 
 
