@@ -150,3 +150,14 @@ def test_a_teammate_s_evidence_stays_private_on_a_team_database(
         assert found["last_used"]["evidence"] == mine["evidence"] == "in a teammate's session"
     else:  # one user's SQLite store: nothing is private
         assert found["last_used"]["evidence"] == mine["evidence"] == "read billing/exports.py"
+
+
+def test_a_correction_concerns_the_turn_before_it_only(client: TestClient) -> None:
+    mid = remember(client)
+    assert ("memory", mid) in given(ask(client, PROMPT))
+    stop(client, "Looked into it.")
+    later = given(ask(client, "Does the test suite run with pytest -x in CI?"))
+    assert ("memory", mid) not in later and later  # another item, another turn
+    stop(client, "Yes.")
+    ask(client, "No, that's outdated: invoice exports are plain UTF-8 now, without a BOM")
+    assert record(client, mid)["contradicted"] == 0  # two turns back: not what it corrects

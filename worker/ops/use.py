@@ -48,11 +48,14 @@ def judge_turn(
 
 
 def judge_correction(conn: AnyDb, session_id: str, prompt: str, at: int) -> int:
-    """A new prompt of the session that corrects an item it was given earlier: contradicted."""
+    """A new prompt of the session that corrects an item the turn before it was given:
+    contradicted (items of earlier turns are not the prompt's subject)."""
     given = use_store.session_outcomes(conn, session_id)
-    judged = [ref for ref, row in given.items() if row["outcome"] in ("used", "ignored")]
-    if not judged:
+    open_ = {ref: row for ref, row in given.items() if row["outcome"] in ("used", "ignored")}
+    if not open_:
         return 0
+    last = max(int(row["decided_at"] or 0) for row in open_.values())
+    judged = [ref for ref, row in open_.items() if int(row["decided_at"] or 0) == last]
     items = load_items(conn, judged)
     decided = []
     for ref in judged:
