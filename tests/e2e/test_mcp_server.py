@@ -29,6 +29,7 @@ EXPECTED_TOOLS = {
     "get_context",
     "resume_session",
     "report",
+    "report_use",
 }
 
 
@@ -288,3 +289,45 @@ def test_starts_the_worker_when_it_is_down(
     assert not result.is_error, text_of(result)
     assert "No activity recorded yet" in text_of(result)
     assert started_on == backend
+
+
+def test_report_use_records_what_the_agent_did_with_an_injected_memory(
+    worker: WorkerProcess, project: Path
+) -> None:
+    """An editor's agent says a memory Cairn gave it helped: the record shows it used, with the
+    agent's words as evidence; a memory never given is a clear tool error."""
+    for other in ("Releases are tagged from main", "Docs are built with mkdocs"):
+        worker.request("POST", "/api/memories", {"content": other, "project": str(project)})
+    status, saved = worker.request(
+        "POST",
+        "/api/memories",
+        {"content": "Invoice exports are UTF-8 with a BOM for Excel", "project": str(project)},
+    )
+    assert status == 201, saved
+    prompt = {
+        "session_id": "mcp-use",
+        "project": str(project),
+        "text": "Are the invoice exports UTF-8 with a BOM?",
+        "context": {},
+    }
+    status, asked = worker.request("POST", "/api/prompts", prompt)
+    assert status == 201 and saved["id"] in [i["id"] for i in asked["context"]["items"]], asked
+
+    async def body(session: ClientSession) -> dict[str, Any]:
+        return {
+            "used": await session.call_tool(
+                "report_use",
+                {"id": saved["id"], "outcome": "used", "evidence": "kept the BOM in the fix"},
+            ),
+            "never": await session.call_tool("report_use", {"id": 987654, "outcome": "used"}),
+            "bad": await session.call_tool("report_use", {"id": saved["id"], "outcome": "meh"}),
+        }
+
+    out = run_with_session(worker.home, project, body)
+    assert text_of(out["used"]) == (
+        f"Recorded: memory {saved['id']} used (kept the BOM in the fix)."
+    )
+    status, record = worker.request("GET", f"/api/use/memory/{saved['id']}")
+    assert (record["used"], record["last_used"]["evidence"]) == (1, "kept the BOM in the fix")
+    assert out["never"].is_error and "never given" in text_of(out["never"])
+    assert out["bad"].is_error and "outcome" in text_of(out["bad"])
