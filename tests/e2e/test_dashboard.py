@@ -545,6 +545,57 @@ def test_stats_has_svg_charts_with_data(page: Any, live_worker: WorkerProcess) -
     shot(page, "stats-phone")
 
 
+def test_what_was_given_and_used_shows_on_the_memory_session_and_stats_pages(
+    page: Any, live_worker: WorkerProcess
+) -> None:
+    """Learning from use on the dashboard: a memory given at a prompt and acted on (its file
+    read) is 'used' on its page with the evidence, marked used on its session's page, and the
+    stats page charts the share of injected items used."""
+    project = "/work/use-dash"
+    for other in ("Deploys go out through GitHub Actions", "Emails are sent with Postmark"):
+        api(live_worker, "POST", "/api/memories", {"content": other, "project": project})
+    memory = api(
+        live_worker,
+        "POST",
+        "/api/memories",
+        {
+            "content": "Invoice exports are UTF-8 with a BOM, see billing/exports.py",
+            "project": project,
+        },
+    )
+    prompt = {
+        "session_id": "dash-use",
+        "project": project,
+        "text": "Are the invoice exports UTF-8 with a BOM?",
+        "context": {},
+    }
+    asked = api(live_worker, "POST", "/api/prompts", prompt)
+    assert memory["id"] in [i["id"] for i in asked["context"]["items"]], asked
+    read = {"session_id": "dash-use", "type": "research", "title": "Read billing/exports.py"}
+    api(
+        live_worker,
+        "POST",
+        "/api/observations",
+        {"project": project, "files": ["billing/exports.py"], **read},
+    )
+    api(live_worker, "POST", "/api/sessions/dash-use/summarize", {"last_assistant_message": "Yes."})
+
+    login(page, live_worker, f"/memories/{memory['id']}")
+    given = page.locator("dt", has_text="Given").locator("xpath=following-sibling::dd[1]")
+    text = given.inner_text()
+    assert text.startswith("shown 1 time, used 1; last used") and "read billing/exports.py" in text
+    given.get_by_role("link", name="session").click()
+    page.wait_for_url(re.compile(re.escape(live_worker.url + "/sessions/dash-use")))
+    row = page.locator("ul.given li.use-used")
+    assert row.count() == 1 and f"memory #{memory['id']}" in row.inner_text()
+    assert row.locator(".badge").inner_text() == "used"
+    page.goto(live_worker.url + "/stats")
+    caption = page.locator("#c-use + p").inner_text()
+    assert re.search(r"[\d,]+ of [\d,]+ injected items were used in the last 30 days", caption)
+    assert page.locator("#c-use ~ svg.chart rect.bar").count() == 30
+    shot(page, "stats-use")
+
+
 def test_settings_runs_decay_and_compression(page: Any, live_worker: WorkerProcess) -> None:
     login(page, live_worker, "/settings")
     assert live_worker.token not in page.content()
