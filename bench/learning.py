@@ -37,6 +37,7 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,16 @@ def act(
     return None, flat(line)
 
 
+def each_probe(
+    data: dict[str, Any], repos: dict[str, Path]
+) -> Iterator[tuple[str, Path, dict[str, Any]]]:
+    """(project id, its repo, probe) for every probe, paths in the repo's own."""
+    for project in data["projects"]:
+        repo = repos[project["id"]]
+        for probe in substitute(project["probes"], project["root"], str(repo)):
+            yield project["id"], repo, probe
+
+
 def opened(live: Session, prompt: str) -> str:
     """A new session's start and its first prompt: the context the prompt was given."""
     live.fire({"hook_event_name": "SessionStart", "source": "startup"})
@@ -123,28 +134,26 @@ def use_pass(
 ) -> list[dict[str, Any]]:
     rows = []
     cache: dict[int, str] = {}
-    for project in data["projects"]:
-        repo = repos[project["id"]]
-        for probe in substitute(project["probes"], project["root"], str(repo)):
-            live = Session(hooks, repo, base / "transcripts", f"use:{probe['id']}")
-            context = opened(live, probe["prompt"])
-            row = score_probe(probe, context, worker, cache)
-            padding = set(row["padding"])
-            said = []
-            for line in injected_lines(context):
-                if line in padding:
-                    continue  # the careful engineer leaves what does not concern the task
-                event, words = act(line, repo, worker, cache)
-                if event is not None:
-                    live.fire(event)
-                if words:
-                    said.append(words)
-            # Lines without their "- [kind]" mark, as an agent would say what it followed.
-            plain = [re.sub(r"^[-*]\s*(?:\[\w+\]\s*)?", "", line) for line in said]
-            answer = "I followed what I was given: " + " ".join(plain) if plain else "All set."
-            live.fire({"hook_event_name": "Stop", "last_assistant_message": answer})
-            live.fire({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
-            rows.append(row)
+    for _, repo, probe in each_probe(data, repos):
+        live = Session(hooks, repo, base / "transcripts", f"use:{probe['id']}")
+        context = opened(live, probe["prompt"])
+        row = score_probe(probe, context, worker, cache)
+        padding = set(row["padding"])
+        said = []
+        for line in injected_lines(context):
+            if line in padding:
+                continue  # the careful engineer leaves what does not concern the task
+            event, words = act(line, repo, worker, cache)
+            if event is not None:
+                live.fire(event)
+            if words:
+                said.append(words)
+        # Lines without their "- [kind]" mark, as an agent would say what it followed.
+        plain = [re.sub(r"^[-*]\s*(?:\[\w+\]\s*)?", "", line) for line in said]
+        answer = "I followed what I was given: " + " ".join(plain) if plain else "All set."
+        live.fire({"hook_event_name": "Stop", "last_assistant_message": answer})
+        live.fire({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
+        rows.append(row)
     return rows
 
 
@@ -159,16 +168,14 @@ def ask_pass(
 ) -> list[dict[str, Any]]:
     rows = []
     cache: dict[int, str] = {}
-    for project in data["projects"]:
-        repo = repos[project["id"]]
-        for probe in substitute(project["probes"], project["root"], str(repo)):
-            asked = dict(probe, prompt=paraphrases.get(probe["id"], probe["prompt"]))
-            live = Session(hooks, repo, base / "transcripts", f"{label}:{probe['id']}")
-            context = opened(live, asked["prompt"])
-            live.fire({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
-            row = score_probe(asked, context, worker, cache)
-            row["project"] = project["id"]
-            rows.append(row)
+    for project, repo, probe in each_probe(data, repos):
+        asked = dict(probe, prompt=paraphrases.get(probe["id"], probe["prompt"]))
+        live = Session(hooks, repo, base / "transcripts", f"{label}:{probe['id']}")
+        context = opened(live, asked["prompt"])
+        live.fire({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
+        row = score_probe(asked, context, worker, cache)
+        row["project"] = project
+        rows.append(row)
     return rows
 
 

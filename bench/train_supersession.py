@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import logistic_fit  # noqa: E402
 from bench.logistic_fit import Array, Fitted  # noqa: E402
-from bench.supersession_features import FEATURES, pair_features  # noqa: E402
+from bench.supersession_features import FEATURES, RULE, pair_features  # noqa: E402
 from tests.supersession_pairs import SETS, load_pairs  # noqa: E402
 from worker.memory.statement import features  # noqa: E402
 from worker.memory.supersession import judge  # noqa: E402
@@ -47,11 +47,11 @@ PENALTIES = (0.1, 1.0, 10.0)
 WRONG_COST = 3.0
 CUTS = tuple(round(c, 3) for c in np.arange(0.2, 0.91, 0.025))
 MIN_SIMILARITY = 0.5  # the setting's default (CAIRN_SUPERSEDE_MIN_SIMILARITY)
-# The word rule's own verdict (rule_update, rule_distinct) is a candidate feature only with
+# The word rule's own verdict (RULE: rule_update, rule_distinct) is a candidate feature only with
 # --with-rule: the rule was tuned on most of these sets, so its weight fitted on them says how
 # well it fits them, not how it holds on new pairs (left out, blind6 is caught 13/20 with it,
 # 19/20 without; see docs/how-it-works.md).
-RULE = ("rule_update", "rule_distinct")
+
 # --stack: the rule's update verdicts stand and the model decides the rest (fitted on the rest).
 STACK = [False]
 

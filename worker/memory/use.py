@@ -19,7 +19,7 @@ once per session (one injection row), and only by its own session's events. Pure
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,9 +83,14 @@ def judge(
     return Outcome("ignored", "not acted on in the turn")
 
 
+def is_correction(prompt: str) -> bool:
+    """The prompt opens as a correction ("no, ...", "that's outdated", "not any more")."""
+    return _CORRECTION.search(prompt) is not None
+
+
 def corrects(prompt: str, item: Mapping[str, Any]) -> str | None:
     """The words of `item` a correcting prompt names (None: not a correction of it)."""
-    if not _CORRECTION.search(prompt):
+    if not is_correction(prompt):
         return None
     mine = set(_words(item))
     named = [w for w in dict.fromkeys(content_words(prompt)) if w in mine]
@@ -165,12 +170,3 @@ def _squash(command: str) -> str:
 
 def _short(text: str) -> str:
     return text if len(text) <= EVIDENCE_CHARS else text[: EVIDENCE_CHARS - 1] + "…"
-
-
-def counts(outcomes: Iterable[str]) -> dict[str, int]:
-    """How many of each outcome (every outcome named, zero when absent)."""
-    out = dict.fromkeys(OUTCOMES, 0)
-    for o in outcomes:
-        if o in out:
-            out[o] += 1
-    return out

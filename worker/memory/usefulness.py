@@ -22,8 +22,8 @@ from typing import Any
 
 from worker.settings import Settings
 from worker.store.items import Ref
+from worker.store.stats import DAY_MS
 
-DAY_MS = 86_400_000
 # How much an outcome weighs, in units of the evidence E: a correction says more than silence.
 OUTCOME_WEIGHT = {"used": 1.0, "ignored": -1.0, "contradicted": -2.0}
 

@@ -10,7 +10,7 @@ from worker.clock import now_ms, to_iso
 from worker.container import Cairn
 from worker.errors import BadRequest, NotFound
 from worker.memory import usefulness
-from worker.memory.use import EVIDENCE_CHARS, OUTCOMES, corrects, judge
+from worker.memory.use import EVIDENCE_CHARS, OUTCOMES, corrects, is_correction, judge
 from worker.schema import Schema
 from worker.settings import Settings
 from worker.store import sessions, summaries
@@ -49,7 +49,10 @@ def judge_turn(
 
 def judge_correction(conn: AnyDb, session_id: str, prompt: str, at: int) -> int:
     """A new prompt of the session that corrects an item the turn before it was given:
-    contradicted (items of earlier turns are not the prompt's subject)."""
+    contradicted (items of earlier turns are not the prompt's subject). Most prompts correct
+    nothing: they cost no read."""
+    if not is_correction(prompt):
+        return 0
     given = use_store.session_outcomes(conn, session_id)
     open_ = {ref: row for ref, row in given.items() if row["outcome"] in ("used", "ignored")}
     if not open_:

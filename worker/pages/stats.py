@@ -110,7 +110,7 @@ async def stats_page(request: Request) -> Response:
             "coverage": feed.embedding_coverage(conn),
             "memories": feed.retention_inputs(conn, "memories", RETENTION_SAMPLE),
             "days": lifecycle.active_days(conn),
-            "use": use_store.daily_rate(conn, now_ms() - DAYS * use_store.DAY_MS),
+            "use": use_store.daily_rate(conn, now_ms() - DAYS * stats.DAY_MS),
         }
 
     # Three independent scans on separate read connections (SQLite runs them in parallel).

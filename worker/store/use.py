@@ -9,8 +9,7 @@ from typing import Any
 
 from worker.store.db import AnyDb, as_db
 from worker.store.items import Ref
-
-DAY_MS = 86_400_000
+from worker.store.stats import DAY_MS
 
 
 @dataclass(frozen=True)
