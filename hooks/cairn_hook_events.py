@@ -19,6 +19,9 @@ MAX_FILES = 50
 REDACT_MARGIN = 200  # redact a little past the cap so a secret cut in half is still caught
 
 FILE_WRITE = ("Write", "Edit", "MultiEdit", "NotebookEdit")
+# A patch in the `*** Begin Patch` form (Codex CLI's and Copilot CLI's apply_patch): a file write.
+PATCH = ("apply_patch",)
+_PATCH_HEADS = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
 RESEARCH = ("Read", "Grep", "Glob", "LS", "Skill")
 WEB = ("WebFetch", "WebSearch")
 # Agent (and Task before it) delegates; Workflow runs a scripted multi-agent job; SendMessage
@@ -321,6 +324,8 @@ def classify(tool_name: str) -> str | None:
         return None
     if tool_name in FILE_WRITE:
         return "file_write"
+    if tool_name in PATCH:
+        return "patch"
     if tool_name == "Bash":
         return "command"
     if tool_name in RESEARCH:
@@ -356,9 +361,14 @@ def exit_code(response: object, error: str) -> int | None:
 
 
 def observation(
-    payload: dict[str, object], project: str, cwd: str, field_chars: int = FIELD_CHARS
+    payload: dict[str, object],
+    project: str,
+    cwd: str,
+    field_chars: int = FIELD_CHARS,
+    source: str = "claude-code",
 ) -> dict[str, object] | None:
-    """A PostToolUse / PostToolUseFailure payload as an observation body, or None to skip."""
+    """A PostToolUse / PostToolUseFailure payload as an observation body, or None to skip;
+    `source` is the agent whose hook saw it (its payload already in Claude Code's shape)."""
     tool = payload.get("tool_name")
     if not isinstance(tool, str) or not tool:
         return None
@@ -377,7 +387,15 @@ def observation(
         if text:
             body.append(f"{label}: {text}")
 
-    if kind == "file_write":
+    if kind == "patch":
+        patch = _str(tin, "command") or _str(tin, "input") or _str(tin, "patch")
+        changed = patch_files(patch)
+        files.extend(relative_file(p, project, cwd) for p in changed)
+        kind = "file_write"
+        named = ", ".join(files[:3]) + (f" (+{len(files) - 3} more)" if len(files) > 3 else "")
+        title = f"Patch {named}" if named else "Patch"
+        add("patch", head(patch, n))
+    elif kind == "file_write":
         path = _str(tin, "file_path") or _str(tin, "notebook_path") or _str(tin, "path")
         rel = relative_file(path, project, cwd)
         if rel:
@@ -503,7 +521,7 @@ def observation(
         add("error", head(error, n))
         title += " (failed)"
 
-    meta: dict[str, object] = {"source": "claude-code"}
+    meta: dict[str, object] = {"source": source}
     for key in ("tool_use_id", "prompt_id", "agent_id", "agent_type", "duration_ms"):
         value = payload.get(key)
         if isinstance(value, (str, int)) and not isinstance(value, bool):
@@ -517,6 +535,18 @@ def observation(
         "tool_name": tool[:200],
         "meta": meta,
     }
+
+
+def patch_files(patch: str) -> list[str]:
+    """The files a `*** Begin Patch` patch adds, updates, deletes or moves to, in order."""
+    found: list[str] = []
+    for line in patch.splitlines():
+        for head_ in _PATCH_HEADS:
+            if line.startswith(head_):
+                name = line[len(head_) :].strip()
+                if name and name not in found:
+                    found.append(name)
+    return found[:MAX_FILES]
 
 
 def plan(payload: dict[str, object], field_chars: int = FIELD_CHARS) -> list[dict[str, str]] | None:

@@ -158,6 +158,21 @@ def log(home: str, message: str) -> None:
         pass
 
 
+def log_once(home: str, key: str, message: str) -> None:
+    """log() the first time `key` is seen (an unknown event a newer agent sends on every call
+    would fill the log): the keys seen are marker files in $CAIRN_HOME/logs/seen/."""
+    try:
+        folder = ensure_home(home, "logs", os.path.join("logs", "seen"))
+        name = "".join(c if c.isalnum() or c in "-_." else "_" for c in key)[:120]
+        fd = os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.close(fd)
+    except FileExistsError:
+        return
+    except Exception:
+        pass
+    log(home, message)
+
+
 # --------------------------------------------------------------------------- HTTP
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/")
 

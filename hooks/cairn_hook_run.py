@@ -86,6 +86,7 @@ class Hook:
         self.started = time.monotonic()
         self.deadline = self.started + BUDGETS.get(event, 1.0)
         self.pending: list[Request] = []
+        self.agent = "claude-code"  # whose hook this is (cairn_hook_agents)
         self.worker: io.Worker | None = None
         self.spawned = False
         # While the event is held nowhere yet (being read and built into requests) or is being
@@ -423,7 +424,7 @@ def plan_requests(
 
     event = hook.event
     sid = payload.get("session_id")
-    meta: dict[str, object] = {"source": "claude-code"}
+    meta: dict[str, object] = {"source": hook.agent}
     agent_id = payload.get("agent_id")
     if isinstance(agent_id, str) and agent_id:
         meta["agent_id"] = agent_id[:200]
@@ -494,7 +495,7 @@ def plan_requests(
                     }
                     hook.pending.append(Request("PUT", session_path(payload, "/plan"), body))
             return
-        obs = ev.observation(payload, root or project, cwd, chars)
+        obs = ev.observation(payload, root or project, cwd, chars, hook.agent)
         if obs is None:
             if not isinstance(tool, str) or not tool:
                 kind = type(tool).__name__ if tool is not None else "none"
@@ -554,7 +555,8 @@ def plan_requests(
         hook.pending.append(Request("POST", session_path(payload, "/end"), body))
 
 
-def wrap_context(event: str, text: str) -> str:
+def wrap_context(event: str, text: str, agent: str = "claude-code") -> str:
+    """The context as the JSON the agent reads from the hook (its adapter: cairn_hook_agents)."""
     from cairn_hook_fence import CONTEXT_CLOSE, CONTEXT_OPEN, neutralise
 
     if len(text) > MAX_CONTEXT_CHARS:
@@ -564,6 +566,10 @@ def wrap_context(event: str, text: str) -> str:
     # worker applies the same rule; this hook does not trust what it was sent).
     text = neutralise(text)
     context = f"{CONTEXT_OPEN}\n{text}\n{CONTEXT_CLOSE}"
+    if agent != "claude-code":
+        from cairn_hook_agents import render
+
+        return render(agent, event, context)
     return io.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}})
 
 
@@ -572,9 +578,17 @@ def run(argv: list[str]) -> str:
     if _truthy(os.environ.get("CAIRN_DISABLED")):
         return ""
     home = io.cairn_home()
+    agent = "claude-code"
+    if any(arg.startswith("--agent") for arg in argv):  # another agent's hook (cairn_hook_agents)
+        from cairn_hook_agents import agent_of, native_event
+
+        agent, argv = agent_of(argv)
     name = argv[0] if argv else ""
     event = EVENTS.get(name.lower(), name if name in BUDGETS else "")
+    if not event and agent != "claude-code":
+        event = native_event(agent, name)
     hook = Hook(event or "PostToolUse", home)
+    hook.agent = agent
     try:
         import _signal
 
@@ -608,16 +622,28 @@ def handle(hook: Hook, event: str) -> str:
     if payload is None:
         io.log(home, f"{event or '?'}: unreadable hook input ({len(raw)} bytes); ignored")
         return ""
+    agent = hook.agent
     if not event:
         named = payload.get("hook_event_name")
         event = named if isinstance(named, str) and named in BUDGETS else ""
+        if not event and agent != "claude-code":
+            from cairn_hook_agents import native_event
+
+            event = native_event(agent, named)
         if not event:
-            io.log(home, f"unknown hook event {named!r}; ignored")
+            shown = named if isinstance(named, str) else type(named).__name__
+            io.log_once(
+                home, f"event-{agent}-{shown}", f"{agent}: unknown hook event {shown!r}; ignored"
+            )
             return ""
         hook.event = event
         hook.deadline = hook.started + BUDGETS[event]
     if truncated:
         io.log(home, f"{event}: input over {cap} bytes; only its small fields were kept")
+    if agent != "claude-code":
+        from cairn_hook_agents import translate
+
+        payload = translate(agent, event, payload)
     sid = payload.get("session_id")
     if event == "SubagentStop":
         return ""
@@ -647,6 +673,10 @@ def handle(hook: Hook, event: str) -> str:
     plan_requests(hook, payload, project, cwd, field_chars(cfg), root)
     hook.release()
     injects = event in ("SessionStart", "UserPromptSubmit") and not payload.get("agent_id")
+    if injects and agent != "claude-code":
+        from cairn_hook_agents import injects as can_inject
+
+        injects = can_inject(agent, event)
     if not hook.pending and not injects:
         return ""
     query = ""
@@ -673,4 +703,4 @@ def handle(hook: Hook, event: str) -> str:
             return ""
         params["query"] = query
     text = hook.context(params, sent)
-    return wrap_context(event, text) if text else ""
+    return wrap_context(event, text, agent) if text else ""

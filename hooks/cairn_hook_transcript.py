@@ -13,10 +13,10 @@ import os
 TAIL_BYTES = 256 * 1024
 
 
-def last_assistant_text(path: object, limit: int) -> str:
-    """The text of the transcript's last assistant message with text, at most `limit` chars."""
+def tail_lines(path: object) -> list[str]:
+    """The whole lines in the last TAIL_BYTES of a JSON-lines transcript ([] when unreadable)."""
     if not isinstance(path, str) or not path:
-        return ""
+        return []
     try:
         with open(path, "rb") as handle:
             handle.seek(0, os.SEEK_END)
@@ -24,11 +24,16 @@ def last_assistant_text(path: object, limit: int) -> str:
             handle.seek(max(0, size - TAIL_BYTES))
             tail = handle.read(TAIL_BYTES)
     except OSError:
-        return ""
+        return []
     lines = tail.decode("utf-8", errors="replace").splitlines()
     if len(tail) == TAIL_BYTES and lines:
         lines = lines[1:]  # the first line may be cut
-    for line in reversed(lines):
+    return lines
+
+
+def last_assistant_text(path: object, limit: int) -> str:
+    """The text of the transcript's last assistant message with text, at most `limit` chars."""
+    for line in reversed(tail_lines(path)):
         if '"assistant"' not in line:
             continue
         try:

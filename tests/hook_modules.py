@@ -10,6 +10,7 @@ HOOK_SCRIPT = HOOKS_DIR / "cairn_hook.py"
 if str(HOOKS_DIR) not in sys.path:
     sys.path.insert(0, str(HOOKS_DIR))
 
+import cairn_hook_agents as agents  # noqa: E402
 import cairn_hook_events as events  # noqa: E402
 import cairn_hook_fence as fence  # noqa: E402
 import cairn_hook_identity as identity  # noqa: E402
@@ -22,6 +23,7 @@ import cairn_hook_transcript as transcript  # noqa: E402
 __all__ = [
     "HOOKS_DIR",
     "HOOK_SCRIPT",
+    "agents",
     "events",
     "fence",
     "hook_io",

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.hook_command import run_hook
-from worker.installer import claude_settings
+from worker.installer import agent_hooks, claude_settings
 from worker.installer import plan as installer
 from worker.installer.editors import (
     EDITORS,
@@ -21,7 +21,7 @@ from worker.installer.editors import (
     cline_settings_candidates,
     editor_targets,
 )
-from worker.installer.jsonfile import InstallError, parse_object, read_text, real_path
+from worker.installer.jsonfile import InstallError, TextFile, parse_object, read_text, real_path
 from worker.installer.mcp_config import portable_entry, server_entry
 from worker.installer.state import file_records, read_state, state_path, write_state
 from worker.paths import data_dir, hook_script
@@ -59,6 +59,34 @@ def _short(path: Path) -> str:
     return "~" + text[len(home) :] if text.startswith(home + os.sep) else text
 
 
+def chosen_agents(args: argparse.Namespace) -> list[str]:
+    """The agents to install hooks for: --agent (repeatable, `all`), else Claude Code and, asked
+    on a terminal, the other agents found on this machine."""
+    named = list(dict.fromkeys(getattr(args, "agent", None) or []))
+    if "all" in named:
+        return list(agent_hooks.AGENTS)
+    if named:
+        return named
+    found = agent_hooks.detected(Path.home(), shutil.which)
+    if not found or args.no_hooks:
+        return ["claude-code"]
+    names = ", ".join(agent_hooks.NAMES[a] for a in found)
+    if args.yes or (_interactive() and _ask(f"Also give {names} Cairn's memory? [y/N] ")):
+        return ["claude-code", *found]
+    print(f"found {names} too: `cairn install --agent all` gives them the same memory")
+    return ["claude-code"]
+
+
+def _agent_command(agent: str, shared: bool, python: str, script: Path, env: dict[str, str]) -> Any:
+    def command(arg: str) -> str:
+        full = arg if agent == "claude-code" else f"{arg} --agent {agent}"
+        if shared:
+            return claude_settings.portable_command(full)
+        return claude_settings.hook_command(python, script, full, env=env)
+
+    return command
+
+
 def plan_install(args: argparse.Namespace, settings: Settings) -> list[installer.FileChange]:
     """The changes `cairn install` makes. Files inside the project are committed and shared, so
     they get commands found on PATH (`cairn hook`, `cairn mcp`); only the user's own files and the
@@ -67,20 +95,31 @@ def plan_install(args: argparse.Namespace, settings: Settings) -> list[installer
     python = interpreter()
     env = home_env(settings)
     changes: list[installer.FileChange] = []
+    agents = args.agents if hasattr(args, "agents") else ["claude-code"]
     if not args.no_hooks:
         script = hook_script().resolve()
         if not script.is_file():
             raise InstallError(
                 f"the hook script {script} is missing from this Cairn install; reinstall Cairn"
             )
-        hooks_file = claude_settings_path(project, args.local)
-        shared = project is not None and not args.local
-        command = (
-            claude_settings.portable_command
-            if shared
-            else partial(claude_settings.hook_command, python, script, env=env)
-        )
-        changes.append(installer.install_hooks(hooks_file, command))
+        if "claude-code" in agents:
+            hooks_file = claude_settings_path(project, args.local)
+            shared = project is not None and not args.local
+            command = (
+                claude_settings.portable_command
+                if shared
+                else partial(claude_settings.hook_command, python, script, env=env)
+            )
+            changes.append(installer.install_hooks(hooks_file, command))
+        for agent in agents:
+            if agent == "claude-code":
+                continue
+            path = agent_hooks.hooks_file(agent, Path.home(), project)
+            command = _agent_command(agent, project is not None, python, script, env)
+            change = installer.install_agent_hooks(agent, path, command)
+            changes.append(change)
+            if agent == "codex":
+                changes.append(_codex_trust(change, settings))
 
     def entry_for(path: Path) -> dict[str, Any]:
         inside = project is not None and path.is_relative_to(project)
@@ -96,6 +135,43 @@ def plan_install(args: argparse.Namespace, settings: Settings) -> list[installer
         if rules is not None:
             changes.append(installer.install_rules(rules, body))
     return changes
+
+
+def _codex_files(settings: Settings) -> list[Path]:
+    """Codex CLI hooks files Cairn wrote (recorded), and the user's."""
+    records = file_records(read_state(settings.home))
+    paths = [Path(k) for k, r in records.items() if r.get("kind") == "codex-hooks"]
+    paths.append(agent_hooks.hooks_file("codex", Path.home(), None))
+    return list(dict.fromkeys(real_path(p) for p in paths))
+
+
+def _codex_trust(
+    change: installer.FileChange | None, settings: Settings, dropped: set[Path] | None = None
+) -> installer.FileChange:
+    """Codex CLI's config.toml trusting Cairn's handlers in every Codex hooks file of Cairn's:
+    `change`'s new content for its file, the others as they are (`dropped`: as uninstall leaves
+    them)."""
+    blocks: list[str] = []
+    for path in dict.fromkeys(_codex_files(settings) + ([change.path] if change else [])):
+        if change is not None and path == change.path:
+            text = change.new
+        else:
+            try:
+                text = read_text(path).text
+            except InstallError:
+                continue
+        if text is None or (dropped is not None and path in dropped):
+            continue
+        try:
+            data = parse_object(TextFile(path, text))
+        except InstallError:
+            continue
+        if claude_settings.registered_commands(data):
+            block = agent_hooks.codex_trust_block(path, data)
+            if block not in blocks:
+                blocks.append(block)
+    config = agent_hooks.codex_home(Path.home()) / "config.toml"
+    return installer.set_codex_trust(config, "\n\n".join(blocks) if blocks else None)
 
 
 def _say_where_rules_are_not(args: argparse.Namespace) -> None:
@@ -175,13 +251,15 @@ def plan_uninstall(args: argparse.Namespace, settings: Settings) -> list[install
         _, rules = editor_targets(editor, home, project)
         if rules is not None:
             candidates[rules.path] = "rules-file"
+    for agent, agent_kind in installer.AGENT_KINDS.items():
+        candidates[agent_hooks.hooks_file(agent, home, project)] = agent_kind
     records = file_records(read_state(settings.home))
     for key, record in records.items():
         path = Path(key)
         if project is not None and not path.is_relative_to(project):
             continue
         kind = record.get("kind")
-        if kind in ("claude-hooks", "mcp", "rules-file", "rules-block"):
+        if kind in installer.KINDS:
             candidates[path] = kind
     changes: list[installer.FileChange] = []
     seen: set[Path] = set()
@@ -192,9 +270,16 @@ def plan_uninstall(args: argparse.Namespace, settings: Settings) -> list[install
         seen.add(real)
         if kind.startswith("rules") and not path.exists():
             continue
+        if kind == "codex-trust":
+            continue  # below, once the hooks files are planned
         change = installer.uninstall_file(path, kind, records.get(str(real)))
         if change is not None:
             changes.append(change)
+    # Codex's trust goes with Cairn's handlers: kept for the Codex hooks files still holding them.
+    dropped = {c.path for c in changes if c.kind == "codex-hooks" and c.changed}
+    trust = _codex_trust(None, settings, dropped)
+    if trust.changed or trust.old is not None:
+        changes.append(trust)
     return changes
 
 
@@ -290,6 +375,7 @@ def offer_import(args: argparse.Namespace, settings: Settings, worker_up: bool) 
 
 def cmd_install(args: argparse.Namespace) -> int:
     settings = load_settings()
+    args.agents = chosen_agents(args)
     try:
         changes = plan_install(args, settings)
     except InstallError as exc:
@@ -317,7 +403,8 @@ def cmd_install(args: argparse.Namespace) -> int:
     _print_applied(done)
     print(f"recorded interpreter in {_short(state_path(settings.home))}")
     if not args.no_hooks:
-        print("Claude Code picks up the hooks in new sessions (restart running ones).")
+        names = ", ".join(agent_hooks.NAMES[a] for a in args.agents)
+        print(f"{names} pick up the hooks in new sessions (restart running ones).")
     if args.mcp and not args.project:
         entry = server_entry(interpreter(), home_env(settings))
         print(
@@ -330,7 +417,7 @@ def cmd_install(args: argparse.Namespace) -> int:
     if args.editor:
         print("Restart the editor (or reload its MCP servers) to connect to Cairn.")
     started = 1 if args.no_start else _start_worker(settings)
-    if not args.no_hooks:
+    if not args.no_hooks and "claude-code" in args.agents:
         imported = offer_import(args, settings, worker_up=started == 0)
         if imported != 0:
             return imported
@@ -392,7 +479,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         choices=EDITORS,
         help="write this editor's MCP config and a rules file (repeatable)",
     )
-    p.add_argument("--no-hooks", action="store_true", help="skip the Claude Code hooks")
+    p.add_argument(
+        "--agent",
+        action="append",
+        choices=(*agent_hooks.AGENTS, "all"),
+        help="the coding agent to give Cairn's hooks (repeatable; `all`); default: Claude Code, "
+        "and the other agents found here when you say so on a terminal (or --yes)",
+    )
+    p.add_argument("--no-hooks", action="store_true", help="skip the agents' hooks")
     p.add_argument(
         "--no-start",
         action="store_true",

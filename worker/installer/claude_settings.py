@@ -77,17 +77,21 @@ def portable_command(arg: str) -> str:
     exits 1 (a non-blocking error Claude Code shows once per session), the other events exit 0
     (no noise on every tool call). Never 2, which would block the agent.
     """
-    status = 1 if arg == "session-start" else 0
+    status = 1 if arg.split(" ", 1)[0] == "session-start" else 0
     return (
         f"command -v cairn >/dev/null 2>&1 && exec cairn hook {arg} || "
         f"{{ echo {shlex.quote(NOT_INSTALLED)} >&2; exit {status}; }}"
     )
 
 
-def desired_groups(command: Callable[[str], str]) -> dict[str, dict[str, Any]]:
-    """Event name -> the one group Cairn adds for it; `command(arg)` is its command line."""
+def desired_groups(
+    command: Callable[[str], str], events: Iterable[HookEvent] = EVENTS, timeout_scale: int = 1
+) -> dict[str, dict[str, Any]]:
+    """Event name -> the one group Cairn adds for it; `command(arg)` is its command line. Other
+    agents with Claude Code's file shape pass their own `events` (Gemini CLI counts timeouts in
+    milliseconds: `timeout_scale` 1000)."""
     groups: dict[str, dict[str, Any]] = {}
-    for event in EVENTS:
+    for event in events:
         group: dict[str, Any] = {}
         if event.matcher is not None:
             group["matcher"] = event.matcher
@@ -95,22 +99,30 @@ def desired_groups(command: Callable[[str], str]) -> dict[str, dict[str, Any]]:
             {
                 "type": "command",
                 "command": command(event.arg),
-                "timeout": event.timeout,
+                "timeout": event.timeout * timeout_scale,
             }
         ]
         groups[event.name] = group
     return groups
 
 
+def handler_command(handler: object) -> str | None:
+    """A handler's command line: `command`, or `bash` in Copilot CLI's hook files."""
+    if not isinstance(handler, dict):
+        return None
+    for key in ("command", "bash"):
+        if isinstance(handler.get(key), str):
+            return str(handler[key])
+    return None
+
+
+def is_cairn_command(command: str) -> bool:
+    return HOOK_MARKER in command or PORTABLE_MARKER.search(command) is not None
+
+
 def is_cairn_handler(handler: object) -> bool:
-    return (
-        isinstance(handler, dict)
-        and isinstance(handler.get("command"), str)
-        and (
-            HOOK_MARKER in handler["command"]
-            or PORTABLE_MARKER.search(handler["command"]) is not None
-        )
-    )
+    command = handler_command(handler)
+    return command is not None and is_cairn_command(command)
 
 
 def is_portable(command: str) -> bool:
@@ -231,6 +243,7 @@ def registered_commands(data: Mapping[str, Any]) -> dict[str, list[str]]:
         for group in groups:
             handlers = group.get("hooks") if isinstance(group, dict) else None
             for handler in handlers if isinstance(handlers, list) else []:
-                if is_cairn_handler(handler):
-                    found.setdefault(event, []).append(handler["command"])
+                command = handler_command(handler)
+                if command is not None and is_cairn_command(command):
+                    found.setdefault(event, []).append(command)
     return found

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import re
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from worker.installer import claude_settings, jsonedit, mcp_config, textblock
+from worker.installer import agent_hooks, claude_settings, jsonedit, mcp_config, textblock
 from worker.installer.editors import McpTarget, RulesTarget
 from worker.installer.jsonfile import (
     TextFile,
@@ -24,7 +25,24 @@ from worker.installer.jsonfile import (
 from worker.installer.state import file_records
 
 _EMPTY_OBJECT = re.compile(r"\s*(\{\s*\})?\s*")
-Kind = Literal["claude-hooks", "mcp", "rules-file", "rules-block"]
+Kind = Literal[
+    "claude-hooks",
+    "mcp",
+    "rules-file",
+    "rules-block",
+    "codex-hooks",
+    "gemini-hooks",
+    "copilot-hooks",
+    "cursor-hooks",
+    "codex-trust",
+]
+KINDS: tuple[Kind, ...] = typing.get_args(Kind)
+AGENT_KINDS: dict[str, Kind] = {
+    "codex": "codex-hooks",
+    "gemini": "gemini-hooks",
+    "copilot": "copilot-hooks",
+    "cursor": "cursor-hooks",
+}
 ContainerPath = tuple[str, ...]
 
 
@@ -86,6 +104,43 @@ def install_hooks(settings_file: Path, command: Callable[[str], str]) -> FileCha
     return _json_change(path, "claude-hooks", "Claude Code hooks", file, data, new_data, keep)
 
 
+def merged_agent_hooks(
+    agent: str, path: Path, command: Callable[[str], str]
+) -> tuple[TextFile, dict[str, Any], dict[str, Any]]:
+    """`path`'s file, its content, and its content with Cairn's hooks for `agent` merged in."""
+    spec = agent_hooks.SPECS[agent]
+    target, file, data = _load(path)
+    if spec.shape == "groups":
+        groups = claude_settings.desired_groups(command, spec.events, spec.timeout_scale)
+        return file, data, claude_settings.merge_hooks(data, groups, where=target)
+    wanted = agent_hooks.desired_flat(spec, command)
+    return file, data, agent_hooks.merge_flat(data, wanted, where=target)
+
+
+def install_agent_hooks(agent: str, path: Path, command: Callable[[str], str]) -> FileChange:
+    """Cairn's hooks for another agent (worker/installer/agent_hooks.py) in `path`."""
+    file, data, new_data = merged_agent_hooks(agent, path, command)
+    spec = agent_hooks.SPECS[agent]
+    keep = (
+        claude_settings.empty_containers(data)
+        if spec.shape == "groups"
+        else agent_hooks.empty_flat_containers(data)
+    )
+    label = f"{agent_hooks.NAMES[agent]} hooks"
+    return _json_change(real_path(path), AGENT_KINDS[agent], label, file, data, new_data, keep)
+
+
+def set_codex_trust(config: Path, block: str | None) -> FileChange:
+    """Codex CLI's config.toml with Cairn's trust block set to `block` (None: taken out)."""
+    path = real_path(config)
+    file = read_text(path)
+    if block is None:
+        new = textblock.remove_block(file.text, "#") if file.text is not None else None
+    else:
+        new = textblock.set_block(file.text, block, "#")
+    return FileChange(path, "codex-trust", "Codex CLI hook trust", file.text, new)
+
+
 def install_mcp(target: McpTarget, entry: Mapping[str, Any]) -> FileChange:
     path, file, data = _load(target.path)
     new_data = mcp_config.merge_server(data, entry, where=path, defaults=target.extra)
@@ -116,11 +171,22 @@ def uninstall_file(path: Path, kind: Kind, record: Mapping[str, Any] | None) -> 
     if file.text is None:
         return None
     keep = {tuple(p) for p in record.get("keep_empty", []) if isinstance(p, list)}
-    if kind in ("claude-hooks", "mcp"):
+    if kind == "codex-trust":
+        return FileChange(
+            target, kind, "Codex CLI hook trust", file.text, textblock.remove_block(file.text, "#")
+        )
+    if kind in ("claude-hooks", "mcp", *AGENT_KINDS.values()):
         data = parse_object(file)
+        agent = next((a for a, k in AGENT_KINDS.items() if k == kind), None)
         if kind == "claude-hooks":
             new_data = claude_settings.unmerge_hooks(data, keep, where=target)
             label = "Claude Code hooks"
+        elif agent is not None:
+            if agent_hooks.SPECS[agent].shape == "groups":
+                new_data = claude_settings.unmerge_hooks(data, keep, where=target)
+            else:
+                new_data = agent_hooks.unmerge_flat(data, keep, where=target)
+            label = f"{agent_hooks.NAMES[agent]} hooks"
         else:
             new_data = mcp_config.unmerge_server(data, keep, where=target)
             label = "MCP server"

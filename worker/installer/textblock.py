@@ -1,7 +1,9 @@
-"""Rules text in files the user also edits: a marked block we add, replace or remove.
+"""Text in files the user also edits: a marked block we add, replace or remove.
 
 The block is whole lines from BEGIN to END; removing it restores the file exactly when the file
 ended with a newline before the block was added (otherwise only that final newline stays).
+Markdown rules files mark it with HTML comments; TOML files (Codex CLI's config.toml) with `#`
+comments (`comment="#"`).
 """
 
 from __future__ import annotations
@@ -13,29 +15,38 @@ END = "<!-- cairn:end -->"
 MANAGED = "<!-- cairn:managed (written by `cairn install`; `cairn uninstall` deletes this file) -->"
 
 _BLOCK = re.compile(r"^<!-- cairn:begin[^\n]*-->\n.*?^<!-- cairn:end -->(?:\n|$)", re.S | re.M)
+HASH_BEGIN = "# cairn:begin (written by `cairn install`; `cairn uninstall` removes it)"
+HASH_END = "# cairn:end"
+_HASH_BLOCK = re.compile(r"^# cairn:begin[^\n]*\n.*?^# cairn:end[ \t]*(?:\n|$)", re.S | re.M)
 
 
-def render_block(body: str) -> str:
-    return f"{BEGIN}\n{body.strip()}\n{END}\n"
+def _markers(comment: str) -> tuple[str, str, re.Pattern[str]]:
+    return (HASH_BEGIN, HASH_END, _HASH_BLOCK) if comment == "#" else (BEGIN, END, _BLOCK)
 
 
-def has_block(text: str | None) -> bool:
-    return text is not None and _BLOCK.search(text) is not None
+def render_block(body: str, comment: str = "html") -> str:
+    begin, end, _ = _markers(comment)
+    return f"{begin}\n{body.strip()}\n{end}\n"
 
 
-def set_block(text: str | None, body: str) -> str:
+def has_block(text: str | None, comment: str = "html") -> bool:
+    return text is not None and _markers(comment)[2].search(text) is not None
+
+
+def set_block(text: str | None, body: str, comment: str = "html") -> str:
     """`text` with Cairn's block holding `body`: the old block replaced in place, or appended."""
-    block = render_block(body)
+    block = render_block(body, comment)
+    pattern = _markers(comment)[2]
     current = text or ""
-    if _BLOCK.search(current):
-        return _BLOCK.sub(lambda _m: block, current, count=1)
+    if pattern.search(current):
+        return pattern.sub(lambda _m: block, current, count=1)
     if current and not current.endswith("\n"):
         current += "\n"
     return current + block
 
 
-def remove_block(text: str) -> str:
-    return _BLOCK.sub("", text, count=1)
+def remove_block(text: str, comment: str = "html") -> str:
+    return _markers(comment)[2].sub("", text, count=1)
 
 
 def is_managed(text: str | None) -> bool:
