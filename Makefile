@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: run test test-fast lint bench clean claude-code
+.PHONY: run test test-fast lint bench clean claude-code agent-clis
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -22,7 +22,7 @@ $(STAMP_DEV): pyproject.toml | $(BIN)/python
 run: $(STAMP_RUN)
 	$(BIN)/cairn start --foreground
 
-test: $(STAMP_DEV) claude-code
+test: $(STAMP_DEV) claude-code agent-clis
 	$(BIN)/python -m pytest
 
 # The unit tier alone (no real processes, no real model): see the README and docs/testing.md.
@@ -50,6 +50,26 @@ claude-code:
 	    else \
 	      cp $(CLAUDE_DIR)/$$v.log $(CLAUDE_DIR)/$$v.unavailable; \
 	      echo "Claude Code $$v could not be installed (see $(CLAUDE_DIR)/$$v.unavailable)"; \
+	    fi; \
+	  fi; \
+	done
+
+# The other agents' real CLIs the end-to-end tests drive (tests/e2e/agent_clis.py), pinned, from
+# the npm registry, into .cache/<name>/<version>/; <version>.unavailable says why one could not be.
+AGENT_CLIS := codex=@openai/codex@0.169.0 gemini=@google/gemini-cli@0.61.0 copilot=@github/copilot@1.0.102
+
+agent-clis:
+	@for entry in $(AGENT_CLIS); do \
+	  name=$${entry%%=*}; spec=$${entry#*=}; package=$${spec%@*}; version=$${spec##*@}; \
+	  dir=.cache/$$name/$$version; \
+	  if [ ! -d $$dir/node_modules/$$package ]; then \
+	    mkdir -p $$dir; \
+	    echo "installing $$spec from the npm registry"; \
+	    if npm install --prefix $$dir --no-audit --no-fund --loglevel=error $$spec > $$dir.log 2>&1; then \
+	      rm -f $$dir.unavailable; \
+	    else \
+	      cp $$dir.log $$dir.unavailable; \
+	      echo "$$spec could not be installed (see $$dir.unavailable)"; \
 	    fi; \
 	  fi; \
 	done

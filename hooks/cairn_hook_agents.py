@@ -367,14 +367,37 @@ def codex_exit_code(path: object, call_id: object) -> int | None:
     return None
 
 
-def copilot_last_message(path: object) -> str:
-    """The last assistant message with text in Copilot CLI's events.jsonl."""
-    for line in reversed(tail_lines(path)):
-        if '"assistant.message"' not in line:
-            continue
-        record = _json(line)
-        data = record.get("data") if isinstance(record, dict) else None
-        content = data.get("content") if isinstance(data, dict) else None
-        if isinstance(content, str) and content.strip():
-            return content
-    return ""
+_COPILOT_TURN = ('"assistant.message"', '"user.message"', '"tool.execution_complete"')
+
+
+def copilot_last_message(path: object, wait: float = 1.0) -> str:
+    """The turn's closing message from Copilot CLI's events.jsonl: the last of its messages and
+    tool results, when that is an assistant message with text. Copilot CLI writes the file
+    behind the events: at agentStop the closing message may not be there yet, so the file is
+    read again for up to `wait` seconds (never an older turn's answer instead)."""
+    import time
+
+    deadline = time.monotonic() + wait
+    while True:
+        lines = tail_lines(path)
+        if not lines:
+            return ""  # no transcript to wait for
+        for line in reversed(lines):
+            if not any(kind in line for kind in _COPILOT_TURN):
+                continue
+            record = _json(line)
+            data = record.get("data") if isinstance(record, dict) else None
+            if not isinstance(record, dict) or not isinstance(data, dict):
+                continue
+            content = data.get("content")
+            if (
+                record.get("type") == "assistant.message"
+                and isinstance(content, str)
+                and content.strip()
+                and not data.get("toolRequests")
+            ):
+                return content
+            break  # the turn's answer is not written yet
+        if time.monotonic() >= deadline:
+            return ""
+        time.sleep(0.1)

@@ -287,18 +287,25 @@ def test_copilot_camel_case_payloads_read_the_same() -> None:
 
 def test_copilot_stop_reads_the_closing_message_from_its_events_file(tmp_path: Path) -> None:
     state = tmp_path / "events.jsonl"
-    records = [
+    earlier = [
         {"type": "user.message", "data": {"content": "read notes"}},
+        {"type": "assistant.message", "data": {"content": "Old answer.", "toolRequests": []}},
+        {"type": "user.message", "data": {"content": "and now?"}},
+        {"type": "assistant.message", "data": {"content": "", "toolRequests": [{"name": "bash"}]}},
+        {"type": "tool.execution_complete", "data": {"success": True}},
+    ]
+    state.write_text("\n".join(json.dumps(r) for r in earlier) + "\n")
+    stop = {**COPILOT, "transcript_path": str(state), "stop_reason": "end_turn"}
+    # Not written yet when the hook runs: nothing, never the older turn's answer.
+    assert agents.copilot_last_message(str(state), wait=0.2) == ""
+    closing = [
         {"type": "assistant.message", "data": {"content": "The notes say hello."}},
-        {"type": "assistant.message", "data": {"content": "", "toolRequests": []}},
+        {"type": "assistant.turn_end", "data": {}},
         {"type": "hook.start", "data": {"hookType": "agentStop"}},
     ]
-    state.write_text("\n".join(json.dumps(r) for r in records) + "\n")
-    shaped = agents.translate(
-        "copilot",
-        "Stop",
-        {**COPILOT, "transcript_path": str(state), "stop_reason": "end_turn"},
-    )
+    with state.open("a") as handle:
+        handle.write("\n".join(json.dumps(r) for r in closing) + "\n")
+    shaped = agents.translate("copilot", "Stop", stop)
     assert shaped["last_assistant_message"] == "The notes say hello."
     start = agents.translate("copilot", "SessionStart", {**COPILOT, "source": "new"})
     assert start["source"] == "startup"

@@ -49,6 +49,21 @@ def test_a_session_is_created_once_then_resumed(backend_store: AnyStore) -> None
     assert backend_store.read_sync(lambda c: sessions.get(c, "s-none")) is None
 
 
+def test_a_start_that_arrives_after_the_session_s_first_rows_still_names_its_agent(
+    backend_store: AnyStore,
+) -> None:
+    def bare(conn: Any) -> None:  # what a prompt arriving first makes (the start was spooled)
+        sessions.ensure_many(conn, {"s-late": projects.ensure(conn, APP)})
+
+    backend_store.write_sync(bare)
+    assert not start(backend_store, "s-late", source="startup", meta={"source": "codex"})
+    row = backend_store.read_sync(lambda c: sessions.get(c, "s-late"))
+    assert row is not None and row["meta"] == {"source": "codex"}
+    start(backend_store, "s-late", meta={"source": "gemini"})  # a known agent stays
+    row = backend_store.read_sync(lambda c: sessions.get(c, "s-late"))
+    assert row is not None and row["meta"] == {"source": "codex"}
+
+
 def test_end_plan_and_last_activity(backend_store: AnyStore) -> None:
     start(backend_store, "s-1", started_at=1_000_000)
     prompt(backend_store, "s-1", "first", at=5_000_000)

@@ -127,7 +127,8 @@ def ensure(
     author: str | None = None,
 ) -> bool:
     """Create the session if new (True) or refresh its source/cwd on resume (False); a
-    session made earlier without an author (by a row that named none) takes this one."""
+    session made earlier without an author or meta (by a prompt or tool call that reached the
+    worker before its start did, as a start spooled while the worker came up) takes these."""
     db = as_db(conn)
     row = db.execute("SELECT project_id FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if row is None:
@@ -149,6 +150,11 @@ def ensure(
     if author is not None:
         db.execute(
             "UPDATE sessions SET author = ? WHERE id = ? AND author IS NULL", (author, session_id)
+        )
+    if meta:
+        db.execute(
+            "UPDATE sessions SET meta = ? WHERE id = ? AND meta IS NULL",
+            (dump_json(meta), session_id),
         )
     if source is not None or cwd is not None:
         db.execute(
