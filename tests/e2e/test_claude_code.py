@@ -16,9 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.backends import process_store, value
+from tests.e2e.agent_clis import Worker
 from tests.e2e.claude_code import (
     CLAUDE_CODE_VERSIONS,
     claude_binary,
@@ -57,44 +55,24 @@ class Setup:
         assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-2000:])
         return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
+    @property
+    def worker(self) -> Worker:
+        return Worker(self.home)
+
     def get(self, path: str, **query: str) -> Any:
-        info = json.loads((self.home / "worker.json").read_text())
-        url = f"http://127.0.0.1:{info['port']}{path}"
-        if query:
-            url += "?" + urllib.parse.urlencode(query)
-        request = urllib.request.Request(url)
-        request.add_header("Authorization", "Bearer " + (self.home / "token").read_text().strip())
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return json.loads(response.read())
+        return self.worker.get(path, **query)
 
     def post(self, path: str, body: dict[str, Any]) -> Any:
-        info = json.loads((self.home / "worker.json").read_text())
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{info['port']}{path}", data=json.dumps(body).encode(), method="POST"
-        )
-        request.add_header("Authorization", "Bearer " + (self.home / "token").read_text().strip())
-        request.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return json.loads(response.read())
+        return self.worker.post(path, body)
 
     def observations(self, session_id: str) -> list[dict[str, Any]]:
-        self.settle()
-        items: list[dict[str, Any]] = self.get(
-            "/api/observations", session_id=session_id, limit="200"
-        )["items"]
-        return items
+        return self.worker.observations(session_id)
 
     def settle(self) -> None:
-        """Hooks may spool while the worker is busy: replay and wait until the spool is empty."""
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError, ValueError):
-                if self.get("/api/spool")["backlog"]["events"] == 0:
-                    return
-            time.sleep(0.3)
+        self.worker.settle()
 
     def worker_pid(self) -> int:
-        return int(json.loads((self.home / "worker.json").read_text())["pid"])
+        return self.worker.pid()
 
 
 def git_repo(path: Path) -> Path:
