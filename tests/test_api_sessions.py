@@ -126,3 +126,25 @@ def test_session_ids_containing_slashes_reach_every_session_route(client: TestCl
     ended = client.post("/api/sessions/team/alpha/42/end", json={"reason": "exit"})
     assert ended.status_code == 200 and ended.json()["id"] == sid
     assert client.get("/api/sessions/team/alpha").status_code == 404
+
+
+def test_each_session_names_its_agent_and_the_list_filters_by_it(client: TestClient) -> None:
+    start(client, "cc-1", meta={"source": "claude-code"})
+    start(client, "cx-1", meta={"source": "codex", "model": "gpt-5.5"})
+    start(client, "gm-1", meta={"source": "gemini"})
+    start(client, "none-1")  # no hook named one (a script, an older import)
+    start(client, "odd-1", meta={"source": "a-new-editor"})
+    every = {s["id"]: s["agent"] for s in client.get("/api/sessions").json()["items"]}
+    assert every == {
+        "cc-1": "claude-code",
+        "cx-1": "codex",
+        "gm-1": "gemini",
+        "none-1": None,
+        "odd-1": None,
+    }
+    codex = client.get("/api/sessions", params={"agent": "codex"}).json()["items"]
+    assert [s["id"] for s in codex] == ["cx-1"]
+    assert client.get("/api/sessions", params={"agent": "cursor"}).json()["items"] == []
+    bad = client.get("/api/sessions", params={"agent": "vim"})
+    assert bad.status_code == 400 and bad.json()["error"]["field"] == "agent"
+    assert client.get("/api/sessions/gm-1").json()["agent"] == "gemini"

@@ -132,7 +132,7 @@ def test_a_a_session_is_stored_with_its_agent_and_failing_command(agent: Agent) 
     failing_check(agent)
     assert (repo_of(agent) / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
     worker = Worker(agent.cairn_home)
-    sessions = worker.sessions(source=agent.name)
+    sessions = worker.sessions(agent=agent.name)
     assert len(sessions) == 1, worker.sessions()
     session = worker.get(f"/api/sessions/{sessions[0]['id']}")
     assert [p["text"] for p in session["prompts"]] == ["check_calc.py fails, please fix calc.add"]

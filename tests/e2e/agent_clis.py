@@ -205,12 +205,11 @@ class Worker:
                     return
             time.sleep(0.3)
 
-    def sessions(self, source: str | None = None) -> list[dict[str, Any]]:
+    def sessions(self, agent: str | None = None) -> list[dict[str, Any]]:
         self.settle()
-        items: list[dict[str, Any]] = self.get("/api/sessions", limit="100")["items"]
-        if source is None:
-            return items
-        return [s for s in items if (s.get("meta") or {}).get("source") == source]
+        query = {"limit": "100", **({"agent": agent} if agent else {})}
+        items: list[dict[str, Any]] = self.get("/api/sessions", **query)["items"]
+        return items
 
     def observations(self, session_id: str) -> list[dict[str, Any]]:
         self.settle()

@@ -23,6 +23,7 @@ from worker.ops.fields import (
 from worker.ops.sessions import session_detail
 from worker.settings import Settings
 from worker.store import projects, received, sessions
+from worker.store.sessions import AGENTS
 
 TAG = "sessions"
 
@@ -112,6 +113,7 @@ async def list_sessions(call: Call) -> Any:
             before=qp.get("cursor"),
             limit=qp.get("limit", s.limits.page_size),
             visible_to=call.cairn.reader,
+            agent=qp.get("agent"),
         )
     )
     return {"items": items, "next_cursor": cursor}
@@ -253,6 +255,7 @@ def endpoints(s: Settings) -> list[Endpoint]:
             query={
                 "project": project_field(s),
                 "status": {"type": "string", "enum": list(SESSION_STATUSES)},
+                "agent": {"type": "string", "enum": list(AGENTS)},
                 **page_query(s),
             },
         ),

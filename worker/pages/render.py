@@ -136,6 +136,21 @@ def code_spans(text: Any) -> Markup:
     return Markup(_CODE_SPAN.sub(r"<code>\1</code>", escaped))
 
 
+# The agents whose hooks record sessions, as the dashboard names them (store/sessions.AGENTS).
+AGENT_NAMES = {
+    "claude-code": "Claude Code",
+    "codex": "Codex CLI",
+    "gemini": "Gemini CLI",
+    "copilot": "Copilot CLI",
+    "cursor": "Cursor",
+}
+
+
+def agent_name(agent: object) -> str:
+    """An agent's name for a person ('' for none; an unknown id as it is)."""
+    return AGENT_NAMES.get(str(agent), str(agent)) if agent else ""
+
+
 def shorten(text: Any, limit: int = 160) -> str:
     value = " ".join(str(text or "").split())
     return value if len(value) <= limit else value[: limit - 1].rstrip() + "…"
@@ -159,6 +174,7 @@ def environment() -> jinja2.Environment:
         rich=rich,
     )
     env.filters["shorten"] = shorten
+    env.filters["agent_name"] = agent_name
     env.filters["failed_exit"] = failed_exit
     env.filters["code_spans"] = code_spans
     env.filters["config_groups"] = config_groups

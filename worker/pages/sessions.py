@@ -13,7 +13,7 @@ from starlette.routing import BaseRoute, Route
 from worker.clock import now_ms
 from worker.errors import CairnError, NotFound
 from worker.ops.sessions import session_detail as read_session
-from worker.pages.render import epoch_ms, is_htmx, parse_time, render
+from worker.pages.render import AGENT_NAMES, epoch_ms, is_htmx, parse_time, render
 from worker.schema import validate
 from worker.store import feed, projects, sessions
 from worker.store.errors import StoreError
@@ -39,6 +39,8 @@ async def sessions_page(request: Request) -> Response:
     project = request.query_params.get("project", "")[:1024]
     status = request.query_params.get("status", "")
     status = status if status in ("active", "ended") else ""
+    agent = request.query_params.get("agent", "")
+    agent = agent if agent in sessions.AGENTS else ""
     cursor = request.query_params.get("cursor") or None
     limit = cairn.settings.limits.page_size
     items, next_cursor = await cairn.store.read(
@@ -49,12 +51,13 @@ async def sessions_page(request: Request) -> Response:
             before=cursor,
             limit=limit,
             visible_to=cairn.reader,
+            agent=agent or None,
         )
     )
     more = None
     if next_cursor:
         more = urlencode(
-            {k: v for k, v in (("project", project), ("status", status)) if v}
+            {k: v for k, v in (("project", project), ("status", status), ("agent", agent)) if v}
             | {"cursor": next_cursor}
         )
     context: dict[str, Any] = {
@@ -64,6 +67,8 @@ async def sessions_page(request: Request) -> Response:
         "more_query": more,
         "project": project,
         "status": status,
+        "agent": agent,
+        "agents": AGENT_NAMES,
     }
     if is_htmx(request) and cursor:
         return render(request, "_session_rows.html", context)

@@ -95,6 +95,10 @@ class Dialect:
         """True when the text `expr` is JSON that `json_array_values` can read."""
         return f"json_valid({expr})"
 
+    def json_text(self, expr: str, key: str) -> str:
+        """The text of key `key` (a plain word) of the JSON object text `expr`; NULL when absent."""
+        return f"CASE WHEN json_valid({expr}) THEN json_extract({expr}, '$.{key}') END"
+
     def in_ids(self, column: str) -> str:
         """True when `column` is one of the ids in the next parameter (see `ids_parameter`)."""
         return f"{column} IN (SELECT value FROM json_each(?))"
@@ -165,6 +169,10 @@ class PostgresDialect(Dialect):
         # The writers store JSON arrays (the file_writes trigger refuses other text): an
         # element-wise read needs only the array check.
         return f"jsonb_typeof(({expr})::jsonb) = 'array'"
+
+    def json_text(self, expr: str, key: str) -> str:
+        # The writers store JSON objects (dump_json); anything else reads as NULL.
+        return f"CASE WHEN ({expr}) LIKE '{{%' THEN (({expr})::jsonb ->> '{key}') END"
 
     def in_ids(self, column: str) -> str:
         return f"{column} = ANY(?)"

@@ -16,6 +16,8 @@ from worker.store.keyword_terms import analyse
 from worker.store.rows import dump_json, insert_values, iso, load_json, placeholders
 from worker.terms import split_text
 
+AGENTS = ("claude-code", "codex", "gemini", "copilot", "cursor")
+
 
 def session_columns(
     dialect: Dialect, visible_to: str | None = None
@@ -50,6 +52,8 @@ def _seen(alias: str, visible_to: str | None) -> tuple[str, tuple[object, ...]]:
 
 def to_dict(row: Row) -> dict[str, Any]:
     started, ended = row["started_at"], row["ended_at"]
+    meta = load_json(row["meta"], field="sessions.meta", kind=dict)
+    agent = meta.get("source") if isinstance(meta, dict) else None
     return {
         "id": row["id"],
         "project": row["project"],
@@ -66,7 +70,9 @@ def to_dict(row: Row) -> dict[str, Any]:
         "prompt_count": row["prompt_count"],
         "observation_count": row["observation_count"],
         "last_activity_at": iso(row, "last_activity_at"),
-        "meta": load_json(row["meta"], field="sessions.meta", kind=dict),
+        "meta": meta,
+        # The coding agent whose hooks recorded it (claude-code, codex, gemini, copilot, cursor).
+        "agent": agent if agent in AGENTS else None,
         "author": row["author"],
     }
 
@@ -185,6 +191,7 @@ def list_page(
     before: str | None,
     limit: int,
     visible_to: str | None,
+    agent: str | None = None,
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Newest first, with the counts of the rows `visible_to` may see (store/privacy.py); the
     cursor is '<started_at>:<id>' of the last row."""
@@ -200,6 +207,9 @@ def list_page(
     if status is not None:
         where.append("s.status = ?")
         args.append(status)
+    if agent is not None:
+        where.append(f"{db.dialect.json_text('s.meta', 'source')} = ?")
+        args.append(agent)
     if before:
         ts, _, sid = before.partition(":")
         if ts.isdigit():
