@@ -254,8 +254,9 @@ def apply_uninstall(changes: Iterable[FileChange], state: dict[str, Any]) -> lis
     for change in changes:
         record = records.pop(str(change.path), None) or {}
         blank = change.new is not None and not change.new.strip()
-        if change.changed and blank and record.get("created") and change.kind == "rules-block":
-            change.new = None  # a rules file that only ever held our block
+        ours_only = change.kind in ("rules-block", "codex-trust")
+        if change.changed and blank and record.get("created") and ours_only:
+            change.new = None  # a file that only ever held our block
         if not change.changed:
             done.append(Applied(change, None))
             continue
