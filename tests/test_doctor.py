@@ -58,6 +58,7 @@ def test_json_output_lists_every_check(
         "token",
         "permissions",
         "hooks",
+        "agents",
         "interpreter",
         "mcp",
         "model",
@@ -313,3 +314,28 @@ def test_folders_0700_is_true_of_every_folder_and_the_worker_makes_it_so(
     for name in ("models", "cache"):
         assert (settings.home / name).stat().st_mode & 0o777 == 0o700
     assert checks(settings)["permissions"].status == "ok"
+
+
+def test_other_agents_hooks_are_checked(
+    user_home: Path, project_cwd: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def agents() -> dict[str, str]:
+        main(["doctor", "--json"])
+        report = json.loads(capsys.readouterr().out)
+        return next(c for c in report["checks"] if c["name"] == "agents")  # type: ignore[no-any-return]
+
+    assert agents()["status"] == "ok"
+    assert main(["install", "--no-start", "--agent", "codex", "--agent", "gemini"]) == 0
+    capsys.readouterr()
+    check = agents()
+    assert check["status"] == "ok", check
+    assert "Codex CLI (7 events" in check["detail"] and "Gemini CLI (5 events" in check["detail"]
+    # Codex skips hooks it was not told to trust: the trust block gone is a failure.
+    config = user_home / ".codex" / "config.toml"
+    config.write_text("")
+    check = agents()
+    assert check["status"] == "fail" and "not trusted" in check["detail"]
+    assert check["fix"] == "cairn install --agent NAME"
+    settings = user_home / ".gemini" / "settings.json"
+    settings.write_text("{not json")
+    assert "Gemini CLI" in agents()["detail"]

@@ -463,12 +463,20 @@ def check_team(ctx: Context) -> Check:
     return Check("team", "warn", detail + found["vector_search"], fix)
 
 
+def check_agents(ctx: Context) -> Check:
+    """Codex CLI, Gemini CLI, Copilot CLI and Cursor (worker/cli/doctor_agents.py)."""
+    from worker.cli.doctor_agents import agents_check
+
+    return agents_check(ctx)
+
+
 CHECKS: tuple[Callable[[Context], Check], ...] = (
     check_worker,
     check_port,
     check_token,
     check_permissions,
     check_hooks,
+    check_agents,
     check_install_record,
     check_mcp,
     check_model,
