@@ -42,6 +42,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,6 +55,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.agent_shapes import AGENTS, as_agent  # noqa: E402
 from bench.common import report  # noqa: E402
 from bench.padding import Padder  # noqa: E402
 from tests.e2e.worker_process import WorkerProcess, free_port  # noqa: E402
@@ -149,43 +151,59 @@ def make_repo(project: dict[str, Any], repo: Path) -> None:
 
 # --------------------------------------------------------------------------- the hooks
 class Hooks:
-    """The commands `cairn install` registered, run as Claude Code runs them."""
+    """The commands `cairn install` registered for `agent`, run as that agent runs them (its
+    hooks file; each event in the shape it sends: bench/agent_shapes.py)."""
 
-    def __init__(self, home: Path, cairn_home: Path, port: int) -> None:
+    def __init__(self, home: Path, cairn_home: Path, port: int, agent: str = "claude-code") -> None:
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("CAIRN_", "CLAUDE"))}
         self.env.update({"HOME": str(home), "CAIRN_HOME": str(cairn_home), "CAIRN_PORT": str(port)})
+        self.env.pop("CODEX_HOME", None)
+        self.agent = agent
         home.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            [sys.executable, "-P", "-m", "worker", "install", "--no-start"],
+            [sys.executable, "-P", "-m", "worker", "install", "--no-start", "--agent", agent],
             env=self.env,
             cwd=home,
             check=True,
             capture_output=True,
             timeout=300,
         )
-        settings = json.loads((home / ".claude" / "settings.json").read_text())
+        files = {
+            "claude-code": home / ".claude" / "settings.json",
+            "codex": home / ".codex" / "hooks.json",
+            "gemini": home / ".gemini" / "settings.json",
+        }
+        settings = json.loads(files[agent].read_text())
         self.commands: dict[str, list[str]] = {
             event: [h["command"] for group in groups for h in group["hooks"] if "command" in h]
             for event, groups in settings["hooks"].items()
         }
         self.calls = 0
         self.failures: list[str] = []
+        self.seconds: dict[str, list[float]] = {}  # wall time of each hook run, per event
 
-    def fire(self, payload: dict[str, Any], cwd: Path) -> str:
-        """Run every command registered for the event; the last non-empty stdout."""
+    def fire(self, payload: dict[str, Any], cwd: Path, transcript: Path | None = None) -> str:
+        """Run every command registered for the event (in the agent's shape); the last
+        non-empty stdout."""
+        shaped = as_agent(self.agent, payload, transcript or cwd / ".transcript")
+        if shaped is None:
+            return ""
         out = ""
-        for command in self.commands.get(str(payload["hook_event_name"]), []):
+        event = str(shaped["hook_event_name"])
+        for command in self.commands.get(event, []):
             self.calls += 1
+            started = time.perf_counter()
             proc = subprocess.run(
                 ["/bin/sh", "-c", command],
-                input=json.dumps(payload).encode(),
+                input=json.dumps(shaped).encode(),
                 env=self.env,
                 cwd=cwd,
                 capture_output=True,
                 timeout=60,
             )
+            self.seconds.setdefault(event, []).append(time.perf_counter() - started)
             if proc.returncode != 0:
-                self.failures.append(f"{payload['hook_event_name']}: exit {proc.returncode}")
+                self.failures.append(f"{event}: exit {proc.returncode}")
             if proc.stdout.strip():
                 out = proc.stdout.decode()
         return out
@@ -217,7 +235,7 @@ class Session:
         }
         if name in ("PostToolUse", "PostToolUseFailure"):
             payload["tool_use_id"] = f"toolu_{self.session_id}_{self.n}"
-        return self.hooks.fire(payload, self.repo)
+        return self.hooks.fire(payload, self.repo, self.transcript)
 
 
 # --------------------------------------------------------------------------- transcripts
@@ -347,7 +365,8 @@ def context_of(stdout: str) -> str:
         out = json.loads(stdout)
     except ValueError:
         return ""
-    return str((out.get("hookSpecificOutput") or {}).get("additionalContext") or "")
+    text = (out.get("hookSpecificOutput") or {}).get("additionalContext")
+    return str(text or out.get("additionalContext") or "")
 
 
 # --------------------------------------------------------------------------- waiting
@@ -533,12 +552,13 @@ def run_mode(
     explain: bool = False,
     via: str = "hooks",
     pad: int = 0,
+    agent: str = "claude-code",
 ) -> dict[str, Any]:
     embed = mode == "hybrid"
-    base = tmp / f"{mode}-{via}"
+    base = tmp / f"{mode}-{via}-{agent}"
     home, cairn_home = base / "home", base / "cairn"
     port = free_port()
-    hooks = Hooks(home, cairn_home, port)
+    hooks = Hooks(home, cairn_home, port, agent)
     worker = WorkerProcess(
         home=cairn_home,
         port=port,
@@ -596,8 +616,11 @@ def run_mode(
                 start_rows.append(score_probe(probe, start_context, worker, cache))
     finally:
         worker.stop()
+    label = mode if via == "hooks" else f"{mode} via import"
     return {
-        "mode": mode if via == "hooks" else f"{mode} via import",
+        "mode": label if agent == "claude-code" else f"{label} ({agent})",
+        "agent": agent,
+        "hook_ms": {e: round(statistics.median(v) * 1000, 1) for e, v in hooks.seconds.items()},
         "via": via,
         "imported": imported,
         "replay_seconds": round(replay_s, 1),
@@ -682,6 +705,46 @@ def rows_for(result: dict[str, Any]) -> list[tuple[str, Any, str, bool | None]]:
     return rows
 
 
+def bare_start_ms(runs: int = 15) -> float:
+    """A bare interpreter's start and exit (`python -c pass`), the floor of any hook's cost."""
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        times.append(time.perf_counter() - started)
+    return round(statistics.median(times) * 1000, 1)
+
+
+def agent_rows(results: list[dict[str, Any]]) -> list[tuple[str, Any, str, bool | None]]:
+    """Each other agent's figures against Claude Code's in the same mode, and hook costs."""
+    rows: list[tuple[str, Any, str, bool | None]] = []
+    if not any(r.get("agent", "claude-code") != "claude-code" for r in results):
+        return rows
+    base = {r["mode"]: r for r in results if r.get("agent") == "claude-code"}
+    for result in results:
+        agent = result.get("agent", "claude-code")
+        mode = str(result["mode"]).split(" (")[0]
+        ref = base.get(mode)
+        if agent != "claude-code" and ref is not None:
+            for figure in ("recall", "hit_rate", "false_silence", "silence_on_none", "precision"):
+                mine, theirs = result["overall"].get(figure), ref["overall"].get(figure)
+                if mine is None or theirs is None:
+                    continue
+                gap = round(mine - theirs, 3)
+                rows.append(
+                    (
+                        f"{mode}: {figure} {agent} - claude-code",
+                        gap,
+                        "|x| <= 0.02",
+                        abs(gap) <= 0.02,
+                    )
+                )
+        for event, ms in sorted(result.get("hook_ms", {}).items()):
+            rows.append((f"{result['mode']}: hook {event} median ms", ms, "", None))
+    rows.append(("bare `python -c pass` median ms", bare_start_ms(), "", None))
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -731,6 +794,14 @@ def main() -> int:
         help="how the histories arrive: the hooks, `cairn import claude-code` of the "
         "transcripts, or each (with the recall difference)",
     )
+    parser.add_argument(
+        "--agent",
+        choices=AGENTS,
+        action="append",
+        help="replay through this agent's installed hooks, in the shapes it sends "
+        "(bench/agent_shapes.py; repeatable; default claude-code): each agent's figures, their "
+        "differences from Claude Code's, and the hook cost per event beside a bare interpreter",
+    )
     args = parser.parse_args()
     paths = args.data or [Path(os.environ.get("CAIRN_CODING_DATA", DATA))]
     if args.corpus == "all":
@@ -756,9 +827,20 @@ def main() -> int:
             vias = ("hooks", "import") if args.via == "both" else (args.via,)
             for mode in args.mode or MODES:
                 for via in vias:
-                    results.append(
-                        run_mode(data, mode, tmp, models, overrides, args.explain, via, args.pad)
-                    )
+                    for agent in args.agent or ["claude-code"]:
+                        results.append(
+                            run_mode(
+                                data,
+                                mode,
+                                tmp,
+                                models,
+                                overrides,
+                                args.explain,
+                                via,
+                                args.pad,
+                                agent,
+                            )
+                        )
         else:
             # Every value is a full run: the table shows each, then the held-out figures.
             cv_mode = (args.mode or ["hybrid"])[0]
@@ -783,6 +865,7 @@ def main() -> int:
             gap = round(other["overall"]["recall"] - hooked["overall"]["recall"], 3)
             label = f"{hooked['mode']}: recall via import - via hooks"
             rows.append((label, gap, ">= -0.02", gap >= -0.02))
+    rows += agent_rows(results)
     if cv is not None:
         for value, figures in cv["runs"].items():
             shown = ", ".join(f"{k} {v}" for k, v in figures.items() if k in SHOWN)
