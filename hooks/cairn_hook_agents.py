@@ -190,6 +190,8 @@ def translate(agent: str, event: str, payload: dict[str, object]) -> dict[str, o
         _cursor_common(out)
     if isinstance(out.get("prompt"), str):
         out["prompt"] = _HOOK_CONTEXT.sub("", str(out["prompt"]), count=1).strip()
+        if agent == "codex" and isinstance(out.get("turn_id"), str):
+            out.setdefault("prompt_id", out["turn_id"])  # the id `cairn import codex` gives it
     if event in ("PostToolUse", "PostToolUseFailure"):
         _tool(agent, out)
     elif event == "Stop":

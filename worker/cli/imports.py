@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from worker.imports.claude_mem import Dialect
     from worker.imports.run import Totals
 
-SOURCES = ("claude-code", "claude-mem", "kiro-memory")
+SOURCES = ("claude-code", "codex", "claude-mem", "kiro-memory")
 RETRIES = 20
 
 
@@ -41,7 +41,10 @@ def parse_since(text: str) -> int:
 class Progress:
     """One line on stderr, redrawn in place on a terminal: files, events, rate, time left."""
 
-    def __init__(self, stream: IO[str] | None = None, *, enabled: bool = True) -> None:
+    def __init__(
+        self, stream: IO[str] | None = None, *, enabled: bool = True, source: str = "claude-code"
+    ) -> None:
+        self.source = source
         self.stream = stream if stream is not None else sys.stderr
         self.live = enabled and self.stream.isatty()
         self.started = time.monotonic()
@@ -53,7 +56,7 @@ class Progress:
         share = totals.bytes_done / totals.bytes_total if totals.bytes_total else 1.0
         left = elapsed * (1 - share) / share if share > 0 else 0.0
         return (
-            f"claude-code: {totals.files_done}/{totals.files} files {share * 100:5.1f}% · "
+            f"{self.source}: {totals.files_done}/{totals.files} files {share * 100:5.1f}% · "
             f"{totals.events:,} events · {rate:,.0f}/s · {int(left) // 60}:{int(left) % 60:02d} left"
         )
 
@@ -140,29 +143,33 @@ def run_import(
     dry_run: bool = False,
     quiet: bool = False,
     root: str | None = None,
+    source: str = "claude-code",
 ) -> Totals:
     from pathlib import Path
 
     from worker.imports.claude_code import projects_dir
+    from worker.imports.codex import sessions_dir
     from worker.imports.hook_builder import HookBuilder
     from worker.imports.run import ClaudeCodeImport, Options
     from worker.imports.state import ImportState
 
+    default = sessions_dir() if source == "codex" else projects_dir()
     options = Options(
-        root=Path(root) if root else projects_dir(),
+        root=Path(root) if root else default,
         project=project,
         since_ms=since_ms,
         dry_run=dry_run,
         batch_events=settings.limits.max_batch,
         batch_bytes=int(settings.limits.max_body_bytes * 0.75),
+        source=source,
     )
-    state = ImportState.load(settings.home / "imports" / "claude-code.json")
+    state = ImportState.load(settings.home / "imports" / f"{source}.json")
     send = None
     if not dry_run:
         ensure_worker(settings)
         send = sender(settings)
-    builder = HookBuilder(_hook_config(settings))
-    progress = Progress(enabled=not quiet)
+    builder = HookBuilder(_hook_config(settings), agent=source)
+    progress = Progress(enabled=not quiet, source=source)
     try:
         return ClaudeCodeImport(options, state, builder, send, progress).run()
     finally:
@@ -190,6 +197,7 @@ def cmd_claude_code(args: argparse.Namespace) -> int:
             dry_run=args.dry_run,
             quiet=args.quiet,
             root=args.transcripts,
+            source=args.source,
         )
     except (WorkerDown, ApiError) as exc:
         print(f"cairn: {exc}", file=sys.stderr)
@@ -286,6 +294,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "~/.claude/projects)",
     )
     cc.set_defaults(func=cmd_claude_code)
+    cx = sources.add_parser(
+        "codex",
+        help="Codex CLI's sessions ($CODEX_HOME/sessions or ~/.codex/sessions), stored as the "
+        "hooks would have",
+    )
+    cx.add_argument("--project", help="only the project at this path")
+    cx.add_argument("--since", type=parse_since, help="only events from this date (ISO 8601)")
+    cx.add_argument("--dry-run", action="store_true", help="count what would be stored")
+    cx.add_argument("--quiet", action="store_true", help="no progress line")
+    cx.add_argument(
+        "--transcripts",
+        metavar="DIR",
+        help="the sessions folder to read (default: $CODEX_HOME/sessions or ~/.codex/sessions)",
+    )
+    cx.set_defaults(func=cmd_claude_code)
     cm = sources.add_parser(
         "claude-mem",
         help="claude-mem's database (~/.claude-mem/claude-mem.db), read-only",

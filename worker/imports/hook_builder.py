@@ -56,7 +56,8 @@ class Request:
 class HookBuilder:
     """Builds requests for hook events, as the hook process would for each one."""
 
-    def __init__(self, config: dict[str, Any] | None = None) -> None:
+    def __init__(self, config: dict[str, Any] | None = None, agent: str = "claude-code") -> None:
+        self.agent = agent  # whose events: the rows record it, as the live hooks do
         mods = load_hook_modules()
         self.run = mods["cairn_hook_run"]
         self.ev = mods["cairn_hook_events"]
@@ -103,6 +104,7 @@ class HookBuilder:
         if not project:
             return []
         hook = self.run.Hook(event.name, self.home)
+        hook.agent = self.agent
         key = self._keys.get(project)
         if key is None:  # cached: on a team database it reads the repository's git config
             key = self._keys[project] = str(self.identity.project_key(project, self.team))

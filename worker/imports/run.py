@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from worker.imports.claude_code import HookEvent, SessionFiles, TranscriptEvents, discover
+from worker.imports import claude_code, codex
+from worker.imports.claude_code import HookEvent, SessionFiles
 from worker.imports.hook_builder import HookBuilder, Request
 from worker.imports.state import FileMark, ImportState
 from worker.imports.transcript import UNPAIRED, Line, Skips, read_lines
@@ -39,6 +40,14 @@ class Options:
     dry_run: bool = False
     batch_events: int = 500
     batch_bytes: int = 768 * 1024
+    source: str = "claude-code"  # whose session files: claude-code or codex (SOURCES)
+
+
+# Each agent's session files: how to find them, and the reader that turns one into hook events.
+SOURCES: dict[str, tuple[Callable[[Path], list[SessionFiles]], Any]] = {
+    "claude-code": (claude_code.discover, claude_code.TranscriptEvents),
+    "codex": (codex.discover, codex.RolloutEvents),
+}
 
 
 @dataclass
@@ -129,7 +138,9 @@ class ClaudeCodeImport:
             except OSError:
                 continue
             with handle:
-                reader = TranscriptEvents(path, self.totals.skips, agent=path != session.main)
+                reader = SOURCES[self.options.source][1](
+                    path, self.totals.skips, agent=path != session.main
+                )
                 tracked = _Tracked(read_lines(handle, 0, self.totals.skips), 0)
                 events.extend(reader.events(tracked))
                 readers.append(reader)
@@ -225,7 +236,7 @@ class ClaudeCodeImport:
 
     # ------------------------------------------------------------------ the run
     def run(self) -> Totals:
-        sessions = discover(self.options.root)
+        sessions = SOURCES[self.options.source][0](self.options.root)
         todo = [s for s in sessions if self.changed(s)]
         for session in todo:
             for path in session.paths():
