@@ -65,11 +65,19 @@ def _patch(kind: str, path: str, old: str = "", new: str = "") -> str:
     return f"*** Begin Patch\n*** Update File: {path}\n@@\n{minus}{plus}*** End Patch\n"
 
 
+def _relative(path: str, cwd: str) -> str:
+    """A path as Codex's model writes it in a command or patch: from the session's folder."""
+    prefix = cwd.rstrip("/") + "/"
+    return path[len(prefix) :] if cwd and path.startswith(prefix) else path
+
+
 def codex_tool(payload: dict[str, Any]) -> dict[str, Any] | None:
     """A tool event as Codex CLI's PostToolUse (None: Codex has no such tool)."""
     tool = payload.get("tool_name")
     tin = payload.get("tool_input") or {}
-    path = str(tin.get("file_path") or tin.get("path") or "")
+    path = _relative(
+        str(tin.get("file_path") or tin.get("path") or ""), str(payload.get("cwd") or "")
+    )
     if tool == "Bash":
         command = str(tin.get("command") or "")
     elif tool == "Read":

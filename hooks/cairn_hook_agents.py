@@ -272,6 +272,11 @@ def _tool(agent: str, out: dict[str, object]) -> None:
         response = out.get("tool_output")
     if isinstance(response, str) and agent == "cursor":
         response = _json(response) if response.lstrip().startswith("{") else response
+    if isinstance(response, dict) and not out.get("error"):
+        error = response.get("error")  # Gemini CLI: a tool that failed (not a shell exit code)
+        message = error.get("message") if isinstance(error, dict) else error
+        if isinstance(message, str) and message.strip():
+            out["error"] = message
     if out["tool_name"] == "Bash":
         out["tool_response"] = _command_response(agent, out, response)
     else:

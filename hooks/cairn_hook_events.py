@@ -389,12 +389,17 @@ def observation(
 
     if kind == "patch":
         patch = _str(tin, "command") or _str(tin, "input") or _str(tin, "patch")
-        changed = patch_files(patch)
-        files.extend(relative_file(p, project, cwd) for p in changed)
+        files.extend(relative_file(p, project, cwd) for p in patch_files(patch))
         kind = "file_write"
         named = ", ".join(files[:3]) + (f" (+{len(files) - 3} more)" if len(files) > 3 else "")
         title = f"Patch {named}" if named else "Patch"
-        add("patch", head(patch, n))
+        # As an Edit reads: what each file lost and gained, not the patch's own syntax.
+        changes = patch_changes(patch)
+        share = n // max(1, min(len(changes), 3))
+        for name, old, new in changes[:5]:
+            label = f"{relative_file(name, project, cwd)} " if len(changes) > 1 else ""
+            add(f"{label}old", head(old, share))
+            add(f"{label}new", head(new, share))
     elif kind == "file_write":
         path = _str(tin, "file_path") or _str(tin, "notebook_path") or _str(tin, "path")
         rel = relative_file(path, project, cwd)
@@ -435,6 +440,7 @@ def observation(
         elif interrupted:
             title += " (interrupted)"
         add("command", head(command, n))
+        files.extend(command_files(command, project, cwd))
         if code is not None:
             body.append(f"exit code: {code}")
         stdout = _str(resp, "stdout") if isinstance(resp, dict) else as_text(resp)
@@ -535,6 +541,51 @@ def observation(
         "tool_name": tool[:200],
         "meta": meta,
     }
+
+
+# A command's words checked as files: past these, a long command's tail is not looked at.
+COMMAND_WORDS = 24
+_SHELL_MARKS = frozenset("|&;<>()$`*?[]{}")
+
+
+def command_files(command: str, project: str, cwd: str) -> list[str]:
+    """The project's files a shell command names (`cat a.py`, `pytest tests/test_a.py`,
+    `sed -n 1,20p src/b.rs`): words that are paths of existing files (one stat each), so a
+    command that reads or runs a file is found by its file as a Read is. Agents that read
+    through the shell (Codex CLI) record their reads so."""
+    found: list[str] = []
+    for word in command.split()[:COMMAND_WORDS]:
+        word = word.strip("'\"")
+        if (
+            not word
+            or word.startswith("-")
+            or "=" in word
+            or not ("/" in word or "." in word)
+            or any(c in _SHELL_MARKS for c in word)
+        ):
+            continue
+        full = word if os.path.isabs(word) else os.path.join(cwd or project, word)
+        if os.path.isfile(full):
+            rel = relative_file(full, project, cwd)
+            if rel and rel not in found:
+                found.append(rel)
+    return found
+
+
+def patch_changes(patch: str) -> list[tuple[str, str, str]]:
+    """Per file of a `*** Begin Patch` patch: its name, the lines it removes and the lines it
+    adds (an added file's whole text is what it adds)."""
+    out: list[tuple[str, list[str], list[str]]] = []
+    for line in patch.splitlines():
+        head_ = next((h for h in _PATCH_HEADS if line.startswith(h)), None)
+        if head_ is not None:
+            if head_ != "*** Move to: ":
+                out.append((line[len(head_) :].strip(), [], []))
+        elif out and line.startswith("-"):
+            out[-1][1].append(line[1:])
+        elif out and line.startswith("+"):
+            out[-1][2].append(line[1:])
+    return [(f, "\n".join(o).strip(), "\n".join(n).strip()) for f, o, n in out][:MAX_FILES]
 
 
 def patch_files(patch: str) -> list[str]:

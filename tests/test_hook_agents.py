@@ -127,6 +127,22 @@ def test_codex_apply_patch_is_a_write_of_the_files_it_names() -> None:
     assert obs["type"] == "file_write"
     assert obs["files"] == ["hello.txt", "src/app.py"]
     assert obs["title"] == "Patch hello.txt, src/app.py"
+    # Read as an Edit reads: what each file lost and gained, not the patch syntax.
+    assert obs["body"] == "hello.txt new: hello\nsrc/app.py old: a\nsrc/app.py new: b"
+    single = observe(
+        "codex",
+        "PostToolUse",
+        {
+            "session_id": "S",
+            "cwd": ROOT,
+            "tool_name": "apply_patch",
+            "tool_input": {
+                "command": "*** Begin Patch\n*** Update File: calc.py\n@@\n-a + b + 1\n+a + b\n*** End Patch\n"
+            },
+            "tool_use_id": "call_10",
+        },
+    )
+    assert single is not None and single["body"] == "old: a + b + 1\nnew: a + b"
 
 
 def test_codex_stop_keeps_its_closing_message() -> None:
@@ -208,6 +224,21 @@ def test_gemini_file_tools_name_their_files() -> None:
         {**GEMINI_TOOL, "tool_name": "read_file", "tool_input": {"absolute_path": f"{ROOT}/a.md"}},
     )
     assert read is not None and read["title"] == "Read a.md"
+    missing = observe(
+        "gemini",
+        "PostToolUse",
+        {
+            **GEMINI_TOOL,
+            "tool_name": "read_file",
+            "tool_input": {"file_path": f"{ROOT}/gone.md"},
+            "tool_response": {
+                "llmContent": "File not found: gone.md",
+                "returnDisplay": "File not found.",
+                "error": {"message": "File not found: gone.md", "type": "file_not_found"},
+            },
+        },
+    )
+    assert missing is not None and missing["title"] == "Read gone.md (failed)"
     own = observe(
         "gemini",
         "PostToolUse",

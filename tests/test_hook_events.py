@@ -608,3 +608,35 @@ def test_a_hook_that_starts_late_still_spools_its_event(
     assert run.run(["post-tool-use"]) == ""
     lines = (tmp_path / "home" / "spool" / "events.jsonl").read_text().splitlines()
     assert len(lines) == 1 and "make lint" in lines[0]
+
+
+def test_a_command_names_the_project_files_it_reads_or_runs(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "calc.py").write_text("x = 1\n")
+    (tmp_path / "README.md").write_text("# r\n")
+    root = str(tmp_path)
+    assert events.command_files("cat src/calc.py", root, root) == ["src/calc.py"]
+    assert events.command_files(
+        "sed -n '1,20p' 'src/calc.py' && head -5 README.md ./src/calc.py", root, root
+    ) == ["src/calc.py", "README.md"]
+    assert events.command_files(f"python3 {root}/src/calc.py --out=x.py", root, root) == [
+        "src/calc.py"
+    ]
+    # Not files: flags, globs, missing paths, words without a dot or slash.
+    assert events.command_files("ls -la src/*.py missing.py make test", root, root) == []
+    obs = events.observation(
+        {
+            "tool_name": "Bash",
+            "tool_input": {"command": "cat src/calc.py"},
+            "tool_response": {"stdout": "x = 1"},
+        },
+        root,
+        str(tmp_path / "src"),  # relative to the command's cwd, recorded from the root
+    )
+    assert obs is not None and obs["files"] == []
+    obs = events.observation(
+        {"tool_name": "Bash", "tool_input": {"command": "cat calc.py"}, "tool_response": {}},
+        root,
+        str(tmp_path / "src"),
+    )
+    assert obs is not None and obs["files"] == ["src/calc.py"]
