@@ -52,7 +52,9 @@ def _output(payload: dict[str, Any]) -> str:
     response = payload.get("tool_response")
     if isinstance(response, dict):
         parts = [str(response.get(k) or "") for k in ("stdout", "stderr")]
-        return "\n".join(p for p in parts if p)
+        if any(parts):
+            return "\n".join(p for p in parts if p)
+        return json.dumps(response, ensure_ascii=False)  # a page fetched, a file's record
     return str(response or "")
 
 
