@@ -130,6 +130,7 @@ def test_install_hook_doctor_uninstall(
         "token": "ok",
         "permissions": "ok",
         "hooks": "ok",
+        "agents": "ok",
         "interpreter": "ok",
         "mcp": "ok",
         "model": "ok",

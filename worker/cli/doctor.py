@@ -467,7 +467,8 @@ def check_agents(ctx: Context) -> Check:
     """Codex CLI, Gemini CLI, Copilot CLI and Cursor (worker/cli/doctor_agents.py)."""
     from worker.cli.doctor_agents import agents_check
 
-    return agents_check(ctx)
+    status, detail, fix = agents_check(ctx.project, _command_problems)
+    return Check("agents", "ok" if status == "ok" else "fail", detail, fix)
 
 
 CHECKS: tuple[Callable[[Context], Check], ...] = (

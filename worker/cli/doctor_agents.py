@@ -1,10 +1,14 @@
-"""doctor's check of the other agents' hooks (Codex CLI, Gemini CLI, Copilot CLI, Cursor)."""
+"""doctor's check of the other agents' hooks (Codex CLI, Gemini CLI, Copilot CLI, Cursor).
+
+It answers in doctor's terms (status, detail, fix) without importing doctor (which calls it):
+`command_problems` is doctor's reader of a hook command line.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-from worker.cli.doctor import Check, Context, _command_problems
 from worker.installer import agent_hooks, textblock
 from worker.installer.claude_settings import registered_commands
 from worker.installer.jsonfile import InstallError, parse_object, read_text
@@ -30,13 +34,16 @@ def _codex_untrusted(path: Path, data: dict[str, object]) -> bool:
     return not textblock.has_block(config, "#") or any(line not in config for line in wanted)
 
 
-def agents_check(ctx: Context) -> Check:
+def agents_check(
+    project: Path, command_problems: Callable[[str], list[str]]
+) -> tuple[str, str, str]:
+    """(status, detail, fix) for the other agents' hooks of the user and of `project`."""
     found: list[str] = []
     problems: list[str] = []
     for agent in agent_hooks.OTHER_AGENTS:
         name = agent_hooks.NAMES[agent]
-        for project in (None, ctx.project):
-            path = agent_hooks.hooks_file(agent, Path.home(), project)
+        for level in (None, project):
+            path = agent_hooks.hooks_file(agent, Path.home(), level)
             try:
                 data = parse_object(read_text(path))
             except InstallError as exc:
@@ -55,13 +62,13 @@ def agents_check(ctx: Context) -> Check:
                     f"{name}: {p}"
                     for lines in commands.values()
                     for c in lines
-                    for p in _command_problems(c)
+                    for p in command_problems(c)
                 }
             )
             if agent == "codex" and _codex_untrusted(path, data):
                 problems.append(f"{name}: hooks in {path} are not trusted, so Codex skips them")
     if problems:
-        return Check("agents", "fail", "; ".join(problems), "cairn install --agent NAME")
+        return "fail", "; ".join(problems), "cairn install --agent NAME"
     if not found:
-        return Check("agents", "ok", "no other agent has Cairn's hooks (cairn install --agent all)")
-    return Check("agents", "ok", "; ".join(found))
+        return "ok", "no other agent has Cairn's hooks (cairn install --agent all)", ""
+    return "ok", "; ".join(found), ""
