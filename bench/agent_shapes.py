@@ -54,7 +54,10 @@ def _output(payload: dict[str, Any]) -> str:
         parts = [str(response.get(k) or "") for k in ("stdout", "stderr")]
         if any(parts):
             return "\n".join(p for p in parts if p)
-        return json.dumps(response, ensure_ascii=False)  # a page fetched, a file's record
+        read = response.get("file")
+        if isinstance(read, dict) and isinstance(read.get("content"), str):
+            return str(read["content"])  # a file read: what `cat` prints
+        return json.dumps(response, ensure_ascii=False)  # a page fetched, a search's hits
     return str(response or "")
 
 
