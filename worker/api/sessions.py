@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from worker.agents import AGENTS
 from worker.api.endpoint import Call, Endpoint, with_status
 from worker.clock import now_ms
 from worker.errors import BadRequest, NotFound
@@ -23,7 +24,6 @@ from worker.ops.fields import (
 from worker.ops.sessions import session_detail
 from worker.settings import Settings
 from worker.store import projects, received, sessions
-from worker.store.sessions import AGENTS
 
 TAG = "sessions"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from worker.agents import NAMES
 from worker.installer import agent_hooks, textblock
 from worker.installer.claude_settings import registered_commands
 from worker.installer.jsonfile import InstallError, parse_object, read_text
@@ -41,7 +42,7 @@ def agents_check(
     found: list[str] = []
     problems: list[str] = []
     for agent in agent_hooks.OTHER_AGENTS:
-        name = agent_hooks.NAMES[agent]
+        name = NAMES[agent]
         for level in (None, project):
             path = agent_hooks.hooks_file(agent, Path.home(), level)
             try:

@@ -11,6 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from worker.agents import AGENTS, NAMES
 from worker.hook_command import run_hook
 from worker.installer import agent_hooks, claude_settings
 from worker.installer import plan as installer
@@ -64,13 +65,13 @@ def chosen_agents(args: argparse.Namespace) -> list[str]:
     on a terminal, the other agents found on this machine."""
     named = list(dict.fromkeys(getattr(args, "agent", None) or []))
     if "all" in named:
-        return list(agent_hooks.AGENTS)
+        return list(AGENTS)
     if named:
         return named
     found = agent_hooks.detected(Path.home(), shutil.which)
     if not found or args.no_hooks:
         return ["claude-code"]
-    names = ", ".join(agent_hooks.NAMES[a] for a in found)
+    names = ", ".join(NAMES[a] for a in found)
     if args.yes or (_interactive() and _ask(f"Also give {names} Cairn's memory? [y/N] ")):
         return ["claude-code", *found]
     print(f"found {names} too: `cairn install --agent all` gives them the same memory")
@@ -403,7 +404,7 @@ def cmd_install(args: argparse.Namespace) -> int:
     _print_applied(done)
     print(f"recorded interpreter in {_short(state_path(settings.home))}")
     if not args.no_hooks:
-        names = ", ".join(agent_hooks.NAMES[a] for a in args.agents)
+        names = ", ".join(NAMES[a] for a in args.agents)
         print(f"{names} pick up the hooks in new sessions (restart running ones).")
     if args.mcp and not args.project:
         entry = server_entry(interpreter(), home_env(settings))
@@ -482,7 +483,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--agent",
         action="append",
-        choices=(*agent_hooks.AGENTS, "all"),
+        choices=(*AGENTS, "all"),
         help="the coding agent to give Cairn's hooks (repeatable; `all`); default: Claude Code, "
         "and the other agents found here when you say so on a terminal (or --yes)",
     )

@@ -21,18 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from worker.agents import AGENTS
 from worker.installer.claude_settings import HookEvent, is_cairn_handler
 from worker.installer.jsonfile import InstallError
 
-AGENTS = ("claude-code", "codex", "gemini", "copilot", "cursor")
 OTHER_AGENTS = AGENTS[1:]
-NAMES = {
-    "claude-code": "Claude Code",
-    "codex": "Codex CLI",
-    "gemini": "Gemini CLI",
-    "copilot": "Copilot CLI",
-    "cursor": "Cursor",
-}
 Shape = Literal["groups", "flat"]
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from worker.agents import NAMES
 from worker.installer import agent_hooks, claude_settings, jsonedit, mcp_config, textblock
 from worker.installer.editors import McpTarget, RulesTarget
 from worker.installer.jsonfile import (
@@ -126,7 +127,7 @@ def install_agent_hooks(agent: str, path: Path, command: Callable[[str], str]) -
         if spec.shape == "groups"
         else agent_hooks.empty_flat_containers(data)
     )
-    label = f"{agent_hooks.NAMES[agent]} hooks"
+    label = f"{NAMES[agent]} hooks"
     return _json_change(real_path(path), AGENT_KINDS[agent], label, file, data, new_data, keep)
 
 
@@ -186,7 +187,7 @@ def uninstall_file(path: Path, kind: Kind, record: Mapping[str, Any] | None) -> 
                 new_data = claude_settings.unmerge_hooks(data, keep, where=target)
             else:
                 new_data = agent_hooks.unmerge_flat(data, keep, where=target)
-            label = f"{agent_hooks.NAMES[agent]} hooks"
+            label = f"{NAMES[agent]} hooks"
         else:
             new_data = mcp_config.unmerge_server(data, keep, where=target)
             label = "MCP server"

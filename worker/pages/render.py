@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from worker import __version__
+from worker.agents import NAMES
 from worker.pages.config_groups import config_groups
 from worker.paths import data_dir
 
@@ -136,19 +137,9 @@ def code_spans(text: Any) -> Markup:
     return Markup(_CODE_SPAN.sub(r"<code>\1</code>", escaped))
 
 
-# The agents whose hooks record sessions, as the dashboard names them (store/sessions.AGENTS).
-AGENT_NAMES = {
-    "claude-code": "Claude Code",
-    "codex": "Codex CLI",
-    "gemini": "Gemini CLI",
-    "copilot": "Copilot CLI",
-    "cursor": "Cursor",
-}
-
-
 def agent_name(agent: object) -> str:
     """An agent's name for a person ('' for none; an unknown id as it is)."""
-    return AGENT_NAMES.get(str(agent), str(agent)) if agent else ""
+    return NAMES.get(str(agent), str(agent)) if agent else ""
 
 
 def shorten(text: Any, limit: int = 160) -> str:

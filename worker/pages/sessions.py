@@ -10,10 +10,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from worker.agents import AGENTS
+from worker.agents import NAMES as AGENT_NAMES
 from worker.clock import now_ms
 from worker.errors import CairnError, NotFound
 from worker.ops.sessions import session_detail as read_session
-from worker.pages.render import AGENT_NAMES, epoch_ms, is_htmx, parse_time, render
+from worker.pages.render import epoch_ms, is_htmx, parse_time, render
 from worker.schema import validate
 from worker.store import feed, projects, sessions
 from worker.store.errors import StoreError
@@ -40,7 +42,7 @@ async def sessions_page(request: Request) -> Response:
     status = request.query_params.get("status", "")
     status = status if status in ("active", "ended") else ""
     agent = request.query_params.get("agent", "")
-    agent = agent if agent in sessions.AGENTS else ""
+    agent = agent if agent in AGENTS else ""
     cursor = request.query_params.get("cursor") or None
     limit = cairn.settings.limits.page_size
     items, next_cursor = await cairn.store.read(

@@ -9,14 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from worker.agents import AGENTS
 from worker.clock import now_ms
 from worker.store import privacy, projects
 from worker.store.db import AnyDb, Dialect, Row, as_db
 from worker.store.keyword_terms import analyse
 from worker.store.rows import dump_json, insert_values, iso, load_json, placeholders
 from worker.terms import split_text
-
-AGENTS = ("claude-code", "codex", "gemini", "copilot", "cursor")
 
 
 def session_columns(
