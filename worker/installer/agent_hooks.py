@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from worker.agents import AGENTS
-from worker.installer.claude_settings import HookEvent, is_cairn_handler
-from worker.installer.jsonfile import InstallError
+from worker.installer.claude_settings import HookEvent, hooks_object, is_cairn_handler
 
 OTHER_AGENTS = AGENTS[1:]
 Shape = Literal["groups", "flat"]
@@ -146,26 +145,12 @@ def desired_flat(spec: AgentSpec, command: Callable[[str], str]) -> dict[str, di
     return handlers
 
 
-def _hooks(data: Mapping[str, Any], where: object) -> dict[str, Any] | None:
-    hooks = data.get("hooks")
-    if hooks is None:
-        return None
-    if not isinstance(hooks, dict):
-        raise InstallError(f"{where}: 'hooks' is a {type(hooks).__name__}, expected an object")
-    for event, handlers in hooks.items():
-        if not isinstance(handlers, list):
-            raise InstallError(
-                f"{where}: hooks.{event} is a {type(handlers).__name__}, expected a list"
-            )
-    return hooks
-
-
 def merge_flat(
     data: Mapping[str, Any], wanted: Mapping[str, dict[str, Any]], where: object = "hooks file"
 ) -> dict[str, Any]:
     """A copy of `data` with exactly Cairn's handler per event (in place if already there)."""
     result = copy.deepcopy(dict(data))
-    hooks = _hooks(result, where)
+    hooks = hooks_object(result, where, "a list of handlers")
     if hooks is None:
         result.setdefault("version", 1)
         hooks = result["hooks"] = {}
@@ -194,7 +179,7 @@ def unmerge_flat(
     """A copy of `data` without Cairn's handlers; what that empties goes too."""
     keep = set(keep_empty)
     result = copy.deepcopy(dict(data))
-    hooks = _hooks(result, where)
+    hooks = hooks_object(result, where, "a list of handlers")
     if hooks is None:
         return result
     for event in list(hooks):

@@ -129,7 +129,11 @@ def is_portable(command: str) -> bool:
     return HOOK_MARKER not in command and PORTABLE_MARKER.search(command) is not None
 
 
-def _hooks_object(data: Mapping[str, Any], where: object) -> dict[str, Any] | None:
+def hooks_object(
+    data: Mapping[str, Any], where: object, items: str = "a list of groups"
+) -> dict[str, Any] | None:
+    """The file's `hooks` object (None when absent), refused unless each event holds a list
+    (`items` names what the list holds, for the message: groups here, handlers in flat files)."""
     hooks = data.get("hooks")
     if hooks is None:
         return None
@@ -138,7 +142,7 @@ def _hooks_object(data: Mapping[str, Any], where: object) -> dict[str, Any] | No
     for event, groups in hooks.items():
         if not isinstance(groups, list):
             raise InstallError(
-                f"{where}: hooks.{event} is a {type(groups).__name__}, expected a list of groups"
+                f"{where}: hooks.{event} is a {type(groups).__name__}, expected {items}"
             )
     return hooks
 
@@ -184,7 +188,7 @@ def merge_hooks(
 ) -> dict[str, Any]:
     """A copy of `data` with exactly Cairn's `groups` registered (in place if already present)."""
     result = copy.deepcopy(dict(data))
-    hooks = _hooks_object(result, where)
+    hooks = hooks_object(result, where)
     if hooks is None:
         hooks = result["hooks"] = {}
     for event in list(hooks):
@@ -215,7 +219,7 @@ def unmerge_hooks(
     """A copy of `data` without Cairn's handlers; containers emptied by that go too."""
     keep = set(keep_empty)
     result = copy.deepcopy(dict(data))
-    hooks = _hooks_object(result, where)
+    hooks = hooks_object(result, where)
     if hooks is None:
         return result
     for event in list(hooks):
