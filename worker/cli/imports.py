@@ -187,7 +187,7 @@ def _hook_config(settings: Settings) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def cmd_claude_code(args: argparse.Namespace) -> int:
+def cmd_history(args: argparse.Namespace) -> int:
     settings = load_settings()
     try:
         totals = run_import(
@@ -279,36 +279,29 @@ def cmd_memory_tool(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("import", help="import history from another tool")
     sources = p.add_subparsers(dest="source", required=True, metavar="SOURCE")
-    cc = sources.add_parser(
-        "claude-code",
-        help="Claude Code's transcripts (~/.claude/projects), stored as the hooks would have",
+    # Agents' session histories: read as their hooks would have recorded them, one reader each.
+    histories = (
+        (
+            "claude-code",
+            "Claude Code's transcripts (~/.claude/projects), stored as the hooks would have",
+            "the projects folder to read (default: $CLAUDE_CONFIG_DIR/projects or "
+            "~/.claude/projects)",
+        ),
+        (
+            "codex",
+            "Codex CLI's sessions ($CODEX_HOME/sessions or ~/.codex/sessions), stored as the "
+            "hooks would have",
+            "the sessions folder to read (default: $CODEX_HOME/sessions or ~/.codex/sessions)",
+        ),
     )
-    cc.add_argument("--project", help="only the project at this path")
-    cc.add_argument("--since", type=parse_since, help="only events from this date (ISO 8601)")
-    cc.add_argument("--dry-run", action="store_true", help="count what would be stored")
-    cc.add_argument("--quiet", action="store_true", help="no progress line")
-    cc.add_argument(
-        "--transcripts",
-        metavar="DIR",
-        help="the projects folder to read (default: $CLAUDE_CONFIG_DIR/projects or "
-        "~/.claude/projects)",
-    )
-    cc.set_defaults(func=cmd_claude_code)
-    cx = sources.add_parser(
-        "codex",
-        help="Codex CLI's sessions ($CODEX_HOME/sessions or ~/.codex/sessions), stored as the "
-        "hooks would have",
-    )
-    cx.add_argument("--project", help="only the project at this path")
-    cx.add_argument("--since", type=parse_since, help="only events from this date (ISO 8601)")
-    cx.add_argument("--dry-run", action="store_true", help="count what would be stored")
-    cx.add_argument("--quiet", action="store_true", help="no progress line")
-    cx.add_argument(
-        "--transcripts",
-        metavar="DIR",
-        help="the sessions folder to read (default: $CODEX_HOME/sessions or ~/.codex/sessions)",
-    )
-    cx.set_defaults(func=cmd_claude_code)
+    for name, summary_help, folder_help in histories:
+        h = sources.add_parser(name, help=summary_help)
+        h.add_argument("--project", help="only the project at this path")
+        h.add_argument("--since", type=parse_since, help="only events from this date (ISO 8601)")
+        h.add_argument("--dry-run", action="store_true", help="count what would be stored")
+        h.add_argument("--quiet", action="store_true", help="no progress line")
+        h.add_argument("--transcripts", metavar="DIR", help=folder_help)
+        h.set_defaults(func=cmd_history)
     cm = sources.add_parser(
         "claude-mem",
         help="claude-mem's database (~/.claude-mem/claude-mem.db), read-only",
