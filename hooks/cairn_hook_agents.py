@@ -116,10 +116,11 @@ INPUT_KEYS = {
 }
 
 _HOOK_CONTEXT = re.compile(r"\s*<hook_context>.*?</hook_context>\s*", re.S)
+_CODEX_EXIT = re.compile(r"^Process exited with code (-?\d+)\s*$", re.M)  # its tool output
 _EXIT_LINES = (
     re.compile(r"<shellId: [^>]*exit code (-?\d+)>"),  # Copilot CLI
     re.compile(r"^Exit Code: (-?\d+)\s*$", re.M),  # Gemini CLI
-    re.compile(r"^Process exited with code (-?\d+)\s*$", re.M),  # Codex CLI's tool output
+    _CODEX_EXIT,
     re.compile(r"^Exit code: (-?\d+)\s*$", re.M),
 )
 _UNTRUSTED = re.compile(r"</?untrusted_context>")
@@ -368,7 +369,7 @@ def codex_exit_code(path: object, call_id: object) -> int | None:
                 return code
         if isinstance(payload, dict) and payload.get("call_id") == call_id:
             output = payload.get("output")
-            match = _EXIT_LINES[2].search(output) if isinstance(output, str) else None
+            match = _CODEX_EXIT.search(output) if isinstance(output, str) else None
             if match:
                 return int(match.group(1))
     return None

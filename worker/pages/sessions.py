@@ -10,8 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from worker.agents import AGENTS
-from worker.agents import NAMES as AGENT_NAMES
+from worker.agents import AGENTS, NAMES
 from worker.clock import now_ms
 from worker.errors import CairnError, NotFound
 from worker.ops.sessions import session_detail as read_session
@@ -70,7 +69,7 @@ async def sessions_page(request: Request) -> Response:
         "project": project,
         "status": status,
         "agent": agent,
-        "agents": AGENT_NAMES,
+        "agents": NAMES,
     }
     if is_htmx(request) and cursor:
         return render(request, "_session_rows.html", context)
