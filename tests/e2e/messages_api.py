@@ -12,8 +12,10 @@ import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.e2e.loopback import Loopback
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,7 @@ def stream_events(turn: Turn, model: str, message_id: str) -> list[bytes]:
 
 
 @dataclass
-class MessagesAPI:
+class MessagesAPI(Loopback):
     """Serve on 127.0.0.1:<free port> in a thread; `script(turns)` queues the next session's turns."""
 
     side_answer: str = (
@@ -133,14 +135,7 @@ class MessagesAPI:
     requests: list[Recorded] = field(default_factory=list)
     _turns: list[Turn] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: ThreadingHTTPServer | None = None
     _count: int = 0
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
 
     def script(self, turns: Sequence[Turn]) -> None:
         with self._lock:
@@ -193,12 +188,5 @@ class MessagesAPI:
                 self.wfile.flush()
                 self.close_connection = True
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.serve(Handler)
         return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()

@@ -16,8 +16,10 @@ import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
+
+from tests.e2e.loopback import Loopback
 
 
 @dataclass(frozen=True)
@@ -204,21 +206,14 @@ def chat_stream(step: Step, n: int, model: str) -> list[bytes]:
 
 
 @dataclass
-class ModelAPI:
+class ModelAPI(Loopback):
     """Serve `protocol` on 127.0.0.1:<free port> in a thread; `script(steps)` sets the steps."""
 
     protocol: Protocol
     requests: list[Recorded] = field(default_factory=list)
     _steps: list[Step] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: ThreadingHTTPServer | None = None
     _count: int = 0
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
 
     def script(self, steps: Sequence[Step]) -> None:
         with self._lock:
@@ -280,12 +275,5 @@ class ModelAPI:
                 else:
                     self._send(200, kind, b"".join(answer))
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.serve(Handler)
         return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
