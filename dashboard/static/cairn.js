@@ -61,7 +61,8 @@
     var live = document.getElementById("feed-live");
     return {
       project: live ? live.dataset.project || "" : "",
-      type: live ? live.dataset.type || "" : ""
+      type: live ? live.dataset.type || "" : "",
+      agent: live ? live.dataset.agent || "" : ""
     };
   }
 
@@ -84,7 +85,7 @@
     var f = feedFilters();
     var url = "/feed/item/" + encodeURIComponent(kind) + "/" + data.id +
       "?project=" + encodeURIComponent(f.project) + "&type=" + encodeURIComponent(f.type) +
-      "&event=" + encodeURIComponent(name);
+      "&agent=" + encodeURIComponent(f.agent) + "&event=" + encodeURIComponent(name);
     var empty = document.getElementById("feed-empty");
     if (existing) {
       htmx.ajax("GET", url, { target: existing, swap: "outerHTML" });

@@ -258,16 +258,44 @@ def test_feed_is_live_filterable_pausable(page: Any, live_worker: WorkerProcess)
     page.wait_for_url(re.compile(r"type=prompt"))
     page.locator("#live-status[data-state='live']").wait_for()
     assert page.locator(".feed-item").count() == 0
-    api(live_worker, "POST", "/api/sessions", {"session_id": "feed-s1", "project": project})
+    codex = {"session_id": "feed-s1", "project": project, "meta": {"source": "codex"}}
+    api(live_worker, "POST", "/api/sessions", codex)
     prompt = api(
         live_worker, "POST", "/api/prompts", {"session_id": "feed-s1", "text": "add tests"}
     )
     page.locator(f"#prompt-{prompt['id']}").wait_for(timeout=5000)
+    expect(page.locator(f"#prompt-{prompt['id']} .badge.agent")).to_have_text("Codex CLI")
     api(live_worker, "POST", "/api/observations", observation(project, "a command, filtered out"))
     time.sleep(0.5)
     assert page.locator(".feed-item").count() == 1
     page.get_by_label("Type").select_option("")
     page.wait_for_url(re.compile(r"type=(&|$)"))
+
+    # Filter by agent: a live item of another agent's session stays out, Codex's comes in.
+    page.get_by_label("Agent").select_option("codex")
+    page.wait_for_url(re.compile(r"agent=codex"))
+    page.locator("#live-status[data-state='live']").wait_for()
+    claude = {"session_id": "feed-s2", "project": project, "meta": {"source": "claude-code"}}
+    api(live_worker, "POST", "/api/sessions", claude)
+    with page.expect_response(re.compile(r"/feed/item/observation/\d+\?")) as fetched:
+        theirs = api(
+            live_worker,
+            "POST",
+            "/api/observations",
+            observation(project, "by Claude Code", session_id="feed-s2"),
+        )
+    assert f"/observation/{theirs['id']}?" in fetched.value.url and fetched.value.text() == ""
+    ours = api(
+        live_worker,
+        "POST",
+        "/api/observations",
+        observation(project, "by Codex", session_id="feed-s1"),
+    )
+    expect(page.locator(f"#observation-{ours['id']} .badge.agent")).to_have_text("Codex CLI")
+    assert page.locator(f"#observation-{theirs['id']}").count() == 0
+    assert set(page.locator("#feed-items .badge.agent").all_inner_texts()) == {"Codex CLI"}
+    page.get_by_label("Agent").select_option("")
+    page.wait_for_url(re.compile(r"agent=(&|$)"))
     shot(page, "feed")
 
 

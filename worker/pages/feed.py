@@ -1,4 +1,5 @@
-"""Feed: everything agents did, newest first, live over SSE; filters, pause, older pages."""
+"""Feed: everything agents did, newest first, live over SSE; each item labelled with its agent;
+filters, pause, older pages."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from worker.agents import AGENTS, NAMES
 from worker.errors import CairnError, NotFound
 from worker.ops.lifecycle import forget_observation, set_observation_archived
 from worker.ops.status import import_progress
@@ -17,18 +19,24 @@ from worker.store import feed, projects
 from worker.store.errors import StoreError
 
 
-def filters(request: Request) -> tuple[str, str]:
-    """(project, type) from the query; unknown types mean 'everything'."""
+def filters(request: Request) -> tuple[str, str, str]:
+    """(project, type, agent) from the query; an unknown type or agent means 'everything', as
+    on the sessions page."""
     project = request.query_params.get("project", "")[:1024]
     type_ = request.query_params.get("type", "")
-    return project, type_ if type_ in feed.FILTERS else ""
+    agent = request.query_params.get("agent", "")
+    return project, type_ if type_ in feed.FILTERS else "", agent if agent in AGENTS else ""
 
 
 def page_context(
-    items: list[dict[str, Any]], cursor: tuple[int, str, int] | None, project: str, type_: str
+    items: list[dict[str, Any]],
+    cursor: tuple[int, str, int] | None,
+    project: str,
+    type_: str,
+    agent: str,
 ) -> dict[str, Any]:
     more = urlencode(
-        {k: v for k, v in (("project", project), ("type", type_)) if v}
+        {k: v for k, v in (("project", project), ("type", type_), ("agent", agent)) if v}
         | {"cursor": feed.encode_cursor(cursor) or ""}
     )
     return {
@@ -37,16 +45,31 @@ def page_context(
         "more_query": more,
         "project": project,
         "type": type_,
+        "agent": agent,
     }
+
+
+def matches(row: dict[str, Any], project: str, type_: str, agent: str) -> bool:
+    """Whether a live entry belongs on a feed with these filters (as `feed.stream` reads them)."""
+    return (
+        (not project or row["project"] == project)
+        and (not type_ or type_ in (row["type"], row["kind"]))
+        and (not agent or row["agent"] == agent)
+    )
 
 
 async def feed_page(request: Request) -> Response:
     cairn = request.state.cairn
-    project, type_ = filters(request)
+    project, type_, agent = filters(request)
     limit = cairn.settings.limits.page_size
     items, cursor = await cairn.store.read(
         lambda c: feed.stream(
-            c, visible_to=cairn.reader, project=project or None, type_=type_ or None, limit=limit
+            c,
+            visible_to=cairn.reader,
+            project=project or None,
+            type_=type_ or None,
+            agent=agent or None,
+            limit=limit,
         )
     )
     all_projects = await cairn.store.read(projects.list_all)
@@ -54,11 +77,12 @@ async def feed_page(request: Request) -> Response:
         request,
         "feed.html",
         {
-            **page_context(items, cursor, project, type_),
+            **page_context(items, cursor, project, type_, agent),
             "title": "Feed",
             "active": "feed",
             "projects": all_projects,
             "types": feed.FILTERS,
+            "agents": NAMES,
             "can_archive": True,
             "import_progress": await import_progress(cairn),
         },
@@ -68,7 +92,7 @@ async def feed_page(request: Request) -> Response:
 async def feed_items(request: Request) -> Response:
     """An older page (the 'Load older' button replaces itself with it)."""
     cairn = request.state.cairn
-    project, type_ = filters(request)
+    project, type_, agent = filters(request)
     before = feed.decode_cursor(request.query_params.get("cursor"))
     limit = cairn.settings.limits.page_size
     items, cursor = await cairn.store.read(
@@ -77,11 +101,12 @@ async def feed_items(request: Request) -> Response:
             visible_to=cairn.reader,
             project=project or None,
             type_=type_ or None,
+            agent=agent or None,
             before=before,
             limit=limit,
         )
     )
-    context = page_context(items, cursor, project, type_)
+    context = page_context(items, cursor, project, type_, agent)
     context["can_archive"] = True
     return render(request, "_feed_page.html", context)
 
@@ -91,13 +116,8 @@ async def feed_item(request: Request) -> Response:
     cairn = request.state.cairn
     kind = request.path_params["kind"]
     item_id = request.path_params["id"]
-    project, type_ = filters(request)
     row = await cairn.store.read(lambda c: feed.item(c, kind, item_id, visible_to=cairn.reader))
-    if row is None:
-        return HTMLResponse("", headers={"Cache-Control": "no-store"})
-    if project and row["project"] != project:
-        return HTMLResponse("", headers={"Cache-Control": "no-store"})
-    if type_ and type_ not in (row["type"], row["kind"]):
+    if row is None or not matches(row, *filters(request)):
         return HTMLResponse("", headers={"Cache-Control": "no-store"})
     event = request.query_params.get("event", "")
     label = {"memory.updated": "updated"}.get(event, "new")

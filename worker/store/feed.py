@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.store import privacy, projects
-from worker.store.db import AnyDb, Row, as_db
+from worker.store import privacy, projects, sessions
+from worker.store.db import AnyDb, Dialect, Row, as_db
 from worker.store.items import PRIVATE_KINDS
 from worker.store.observations import TYPES
 from worker.store.rows import load_json
@@ -28,15 +28,17 @@ _SELECT = {
         p.name AS project_name, o.session_id, o.type AS type, o.title AS title,
         substr(o.body, 1, {n}) AS body, length(o.body) AS body_len, o.files AS files,
         o.tool_name AS tool, o.importance AS importance, o.archived_at AS archived_at,
-        o.author AS author
-        FROM observations o JOIN projects p ON p.id = o.project_id""",
+        o.author AS author, {agent} AS agent
+        FROM observations o JOIN projects p ON p.id = o.project_id
+        LEFT JOIN sessions ses ON ses.id = o.session_id""",
     "prompt": """SELECT 'prompt' AS kind, r.id, r.created_at AS at, p.key AS project,
         p.name AS project_name, r.session_id, 'prompt' AS type,
         substr(r.text, 1, 300) AS title, substr(r.text, 1, {n}) AS body,
         length(r.text) AS body_len, '[]' AS files, NULL AS tool,
         CAST(NULL AS BIGINT) AS importance, CAST(NULL AS BIGINT) AS archived_at,
-        r.author AS author
-        FROM prompts r JOIN projects p ON p.id = r.project_id""",
+        r.author AS author, {agent} AS agent
+        FROM prompts r JOIN projects p ON p.id = r.project_id
+        LEFT JOIN sessions ses ON ses.id = r.session_id""",
     "summary": """SELECT 'summary' AS kind, s.id, s.updated_at AS at, p.key AS project,
         p.name AS project_name, s.session_id, 'summary' AS type,
         substr(COALESCE(NULLIF(s.request, ''), NULLIF(s.completed, ''), 'Session summary'), 1, 300)
@@ -45,15 +47,19 @@ _SELECT = {
             AS body,
         length(s.completed) + length(s.learned) + length(s.next_steps) AS body_len,
         s.files AS files, NULL AS tool, CAST(NULL AS BIGINT) AS importance,
-        CAST(NULL AS BIGINT) AS archived_at, s.author AS author
-        FROM summaries s JOIN projects p ON p.id = s.project_id""",
+        CAST(NULL AS BIGINT) AS archived_at, s.author AS author, {agent} AS agent
+        FROM summaries s JOIN projects p ON p.id = s.project_id
+        LEFT JOIN sessions ses ON ses.id = s.session_id""",
     "memory": """SELECT 'memory' AS kind, m.id, m.created_at AS at, p.key AS project,
         COALESCE(p.name, 'global') AS project_name, m.session_id, m.kind AS type,
         substr(m.content, 1, 300) AS title, substr(m.content, 1, {n}) AS body,
         length(m.content) AS body_len, '[]' AS files, NULL AS tool, m.importance AS importance,
-        m.archived_at AS archived_at, m.author AS author
-        FROM memories m LEFT JOIN projects p ON p.id = m.project_id""",
+        m.archived_at AS archived_at, m.author AS author, {agent} AS agent
+        FROM memories m LEFT JOIN projects p ON p.id = m.project_id
+        LEFT JOIN sessions ses ON ses.id = m.session_id""",
 }
+# Every item is labelled with the agent of its session (`ses`, sessions.agent_column): an item of
+# no session (a memory added by hand) or of a session no hook named (an older one) has none.
 # (The typed NULLs: PostgreSQL reads a bare NULL in a subquery as text, which a UNION cannot
 # match with the other parts' numbers.)
 _ALIAS = {"observation": "o", "prompt": "r", "summary": "s", "memory": "m"}
@@ -64,7 +70,12 @@ def _row(row: Row) -> dict[str, Any]:
     item = dict(row)
     item["files"] = load_json(item.get("files"), [], field="feed files") or []
     item["truncated"] = (item.get("body_len") or 0) > BODY_CHARS
+    item["agent"] = sessions.known_agent(item.get("agent"))
     return item
+
+
+def _select(kind: str, dialect: Dialect) -> str:
+    return _SELECT[kind].format(n=BODY_CHARS, agent=sessions.agent_column(dialect, "ses"))
 
 
 def _kinds_for(type_: str | None) -> list[str]:
@@ -84,9 +95,11 @@ def _visible(kind: str, visible_to: str | None) -> tuple[list[str], list[Any]]:
 
 
 def _part(
+    dialect: Dialect,
     kind: str,
     project_id: int | None,
     type_: str | None,
+    agent: str | None,
     edge: tuple[str, tuple[int, str, int]] | None,
     archived: bool,
     visible_to: str | None,
@@ -101,6 +114,9 @@ def _part(
     if kind == "observation" and type_ in TYPES:
         where.append("o.type = ?")
         args.append(type_)
+    if agent is not None:
+        where.append(f"{sessions.agent_column(dialect, 'ses')} = ?")
+        args.append(agent)
     if kind in ("observation", "memory") and not archived:
         where.append(f"{a}.archived_at IS NULL")
     forward = edge is not None and edge[0] == ">"
@@ -119,7 +135,7 @@ def _part(
     clause = (" WHERE " + " AND ".join(where)) if where else ""
     order = "ASC" if forward else "DESC"
     sql = (
-        f"SELECT * FROM ({_SELECT[kind].format(n=BODY_CHARS)}{clause} "
+        f"SELECT * FROM ({_select(kind, dialect)}{clause} "
         f"ORDER BY {at} {order}, {a}.id {order} LIMIT ?) AS {kind}_part"
     )
     return sql, args
@@ -131,6 +147,7 @@ def stream(
     visible_to: str | None,
     project: str | None = None,
     type_: str | None = None,
+    agent: str | None = None,
     before: tuple[int, str, int] | None = None,
     after: tuple[int, str, int] | None = None,
     include_archived: bool = False,
@@ -138,7 +155,8 @@ def stream(
 ) -> tuple[list[dict[str, Any]], tuple[int, str, int] | None]:
     """Items newest first (or, with `after`, the next ones forward in time).
 
-    `visible_to` is required: a caller decides whose private rows it may show (Cairn.reader).
+    `visible_to` is required: a caller decides whose private rows it may show (Cairn.reader);
+    `agent` keeps the items of that agent's sessions.
     Returns (items, cursor for the next older page, or None at the end)."""
     db = as_db(conn)
     project_id: int | None = None
@@ -154,7 +172,9 @@ def stream(
     parts: list[str] = []
     args: list[Any] = []
     for kind in _kinds_for(type_):
-        sql, part_args = _part(kind, project_id, type_, edge, include_archived, visible_to)
+        sql, part_args = _part(
+            db.dialect, kind, project_id, type_, agent, edge, include_archived, visible_to
+        )
         parts.append(sql)
         args.extend(part_args)
         args.append(limit + 1)
@@ -177,8 +197,9 @@ def item(conn: AnyDb, kind: str, item_id: int, *, visible_to: str | None) -> dic
         return None
     where, args = _visible(kind, visible_to)
     where.append(f"{_ALIAS[kind]}.id = ?")
-    sql = f"{_SELECT[kind].format(n=BODY_CHARS)} WHERE {' AND '.join(where)}"
-    row = as_db(conn).execute(sql, (*args, item_id)).fetchone()
+    db = as_db(conn)
+    sql = f"{_select(kind, db.dialect)} WHERE {' AND '.join(where)}"
+    row = db.execute(sql, (*args, item_id)).fetchone()
     return _row(row) if row is not None else None
 
 

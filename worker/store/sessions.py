@@ -49,10 +49,20 @@ def _seen(alias: str, visible_to: str | None) -> tuple[str, tuple[object, ...]]:
     return f" AND {term}", args
 
 
+def agent_column(dialect: Dialect, alias: str) -> str:
+    """The SQL of session `alias`'s agent: the `source` its hooks put in its meta (NULL for
+    none); the list's filter and the feed's label (store/feed.py) read it alike."""
+    return dialect.json_text(f"{alias}.meta", "source")
+
+
+def known_agent(value: object) -> str | None:
+    """An agent id of worker/agents.py as it is; anything else (none, another tool) None."""
+    return value if isinstance(value, str) and value in AGENTS else None
+
+
 def to_dict(row: Row) -> dict[str, Any]:
     started, ended = row["started_at"], row["ended_at"]
     meta = load_json(row["meta"], field="sessions.meta", kind=dict)
-    agent = meta.get("source") if isinstance(meta, dict) else None
     return {
         "id": row["id"],
         "project": row["project"],
@@ -71,7 +81,7 @@ def to_dict(row: Row) -> dict[str, Any]:
         "last_activity_at": iso(row, "last_activity_at"),
         "meta": meta,
         # The coding agent whose hooks recorded it (claude-code, codex, gemini, copilot, cursor).
-        "agent": agent if agent in AGENTS else None,
+        "agent": known_agent(meta.get("source")) if isinstance(meta, dict) else None,
         "author": row["author"],
     }
 
@@ -207,7 +217,7 @@ def list_page(
         where.append("s.status = ?")
         args.append(status)
     if agent is not None:
-        where.append(f"{db.dialect.json_text('s.meta', 'source')} = ?")
+        where.append(f"{agent_column(db.dialect, 's')} = ?")
         args.append(agent)
     if before:
         ts, _, sid = before.partition(":")
