@@ -70,3 +70,22 @@ def test_errors_name_the_field(client: TestClient) -> None:
     assert wide.status_code == 400 and wide.json()["error"]["field"] == "before"
     kind = client.get("/api/timeline", params={"anchor_kind": "planet", "anchor_id": 1})
     assert kind.status_code == 400 and kind.json()["error"]["field"] == "anchor_kind"
+
+
+def test_each_item_names_its_agent_and_the_line_filters_by_it(client: TestClient) -> None:
+    for sid, agent in (("s-gem", "gemini"), ("s-cop", "copilot")):
+        body = {"session_id": sid, "project": PROJECT, "meta": {"source": agent}}
+        assert client.post("/api/sessions", json=body).status_code == 201
+    gemini = _obs(client, "by gemini", 1, session_id="s-gem")
+    _obs(client, "by copilot", 2, session_id="s-cop")
+    _obs(client, "by hand", 3)
+    data = client.get("/api/timeline", params={"project": PROJECT}).json()
+    assert [(i["title"], i["agent"]) for i in data["before"]] == [
+        ("by gemini", "gemini"),
+        ("by copilot", "copilot"),
+        ("by hand", None),
+    ]
+    only = client.get("/api/timeline", params={"project": PROJECT, "agent": "gemini"}).json()
+    assert [i["id"] for i in only["before"]] == [gemini]
+    unknown = client.get("/api/timeline", params={"agent": "vim"})
+    assert unknown.status_code == 400 and unknown.json()["error"]["field"] == "agent"

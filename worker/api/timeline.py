@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from worker.agents import AGENTS
 from worker.api.endpoint import Call, Endpoint
 from worker.clock import to_iso
 from worker.errors import BadRequest, NotFound
@@ -27,6 +28,7 @@ def _entry(item: dict[str, Any]) -> dict[str, Any]:
         "created_at": to_iso(ms(item["at"], f"{item['kind']} time")),
         "project": item["project"],
         "session_id": item["session_id"],
+        "agent": item["agent"],
         "files": item["files"],
         "importance": item["importance"],
         "archived": item["archived_at"] is not None,
@@ -43,6 +45,7 @@ async def timeline(call: Call) -> Any:
         raise BadRequest("give 'anchor_id' or 'at', not both", field="at")
     project = qp.get("project")
     type_ = qp.get("type")
+    agent = qp.get("agent")
     archived = qp.get("include_archived", False)
     reader = call.cairn.reader
 
@@ -61,6 +64,7 @@ async def timeline(call: Call) -> Any:
             edge = None
         # The teammates' private prompts and observations are never on it (store/privacy.py).
         line: dict[str, Any] = {"visible_to": reader, "project": scope, "type_": type_}
+        line["agent"] = agent
         line["include_archived"] = archived
         older, _ = feed.stream(conn, before=edge, limit=before, **line)
         newer: list[dict[str, Any]] = []
@@ -93,10 +97,13 @@ def endpoints(s: Settings) -> list[Endpoint]:
                 "before": span,
                 "after": span,
                 "type": {"type": "string", "enum": list(feed.FILTERS)},
+                "agent": {"type": "string", "enum": list(AGENTS)},
                 "include_archived": {"type": "boolean"},
             },
             extra_statuses=(404,),
             description="Without anchor_id or at: the latest `before` items. Items of every kind "
-            "(observation, prompt, summary, memory) share one time line; `type` narrows it.",
+            "(observation, prompt, summary, memory) share one time line; `type` narrows it, "
+            "and `agent` to the items of that coding agent's sessions (each item names its "
+            "`agent`, null when none).",
         ),
     ]
