@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.logistic import Logistic, sigmoid
-from worker.retrieval import judgment, ranking
+from worker.retrieval import cues, judgment, ranking
 from worker.retrieval.keyword_judgment import Evidence
 from worker.retrieval.ranking import Candidate, Ref
 
@@ -51,6 +51,11 @@ class PromptView:
     # weight of the project's words is measured in, so the figure does not grow with its size.
     rare_weight: float = 1.0
     best_strength: float = 0.0
+    # What the prompt's wording says (retrieval/cues.py): the team's own work, a reference back
+    # in time, a general question about a tool.
+    team: float = 0.0
+    past: float = 0.0
+    generic: float = 0.0
 
 
 def prompt_view(
@@ -59,6 +64,7 @@ def prompt_view(
     names: list[str],
     scoped: Mapping[Ref, Evidence] | None = None,
     rows: int = 0,
+    prompt: str = "",
 ) -> PromptView:
     best_score: dict[bool, float] = {}
     for cand in top:
@@ -74,6 +80,9 @@ def prompt_view(
         best_score=best_score,
         rare_weight=rare,
         best_strength=max(strengths, default=0.0),
+        team=cues.team(prompt),
+        past=cues.past(prompt),
+        generic=cues.generic(prompt),
     )
 
 
@@ -124,6 +133,9 @@ def features(
         # (a question answered from general knowledge) holds only the question.
         "session_work": math.log1p(session_observations) / 5.0,
         "idle_prompt": 1.0 if kind == "prompt" and session_observations == 0 else 0.0,
+        "team_cue": view.team,
+        "past_cue": view.past,
+        "generic_cue": view.generic,
     }
 
 

@@ -413,7 +413,7 @@ async def _judged(
         proved = usefulness.shifts(history, items, settings, now, likeness)
     model = relevance.load_model()
     rows = kw.scope.rows if kw.scope is not None else 0
-    view = relevance.prompt_view(top, clause, names, scoped, rows)
+    view = relevance.prompt_view(top, clause, names, scoped, rows, req.query)
     for cand in top:
         item = items[cand.ref]
         worked = activity.get(str(item.get("session_id") or ""), 0)
