@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from worker.retrieval import relevance
+from worker.retrieval import cues, relevance
 from worker.retrieval.keyword_judgment import Evidence
 from worker.retrieval.ranking import Candidate
 from worker.retrieval.relevance import FEATURES, PromptView, RelevanceModel
@@ -34,7 +34,9 @@ def _doc(**changes: Any) -> dict[str, Any]:
     return doc
 
 
-def _view(best_cosine: float = 0.6, names: list[str] | None = None) -> PromptView:
+def _view(
+    best_cosine: float = 0.6, names: list[str] | None = None, prompt: str = ""
+) -> PromptView:
     return PromptView(
         names=names or [],
         best_cosine=best_cosine,
@@ -42,6 +44,9 @@ def _view(best_cosine: float = 0.6, names: list[str] | None = None) -> PromptVie
         best_score={True: 1.0, False: 1.0},
         rare_weight=5.0,
         best_strength=2.0,
+        team=cues.team(prompt),
+        past=cues.past(prompt),
+        generic=cues.generic(prompt),
     )
 
 
@@ -151,6 +156,24 @@ def test_an_idle_earlier_question_is_less_likely_than_one_that_led_to_work() -> 
     idle = _probability("prompt", 0.45, item=item, worked=0)
     worked = _probability("prompt", 0.45, item=item, worked=15)
     assert idle < worked
+
+
+def test_the_prompts_wording_is_a_feature_of_every_candidate() -> None:
+    cand = Candidate(("observation", 4), plain_cosine=0.4, score=1.0)
+    view = relevance.prompt_view([cand], {}, [], None, 0, "Why did we pin the SDK last time?")
+    values = relevance.features(cand, _item("observation"), None, None, view, 3)
+    assert (values["team_cue"], values["past_cue"], values["generic_cue"]) == (1.0, 1.0, 0.0)
+
+
+def test_a_general_question_about_the_projects_tool_is_not_handed_its_routine_work() -> None:
+    """The same close routine item: given when the prompt asks about the project's own past,
+    not when it asks how the tool works in general (the project's files share its words)."""
+    item = _item("observation", title="Run: pytest -q", body="stdout: 2 passed")
+    own = _view(best_cosine=0.5, prompt="The fixture we added broke the test run again, why?")
+    general = _view(best_cosine=0.5, prompt="What's the difference between a fixture and a mock?")
+    p_own = _probability("observation", 0.5, coverage=0.5, item=item, view=own)
+    p_general = _probability("observation", 0.5, coverage=0.5, item=item, view=general)
+    assert p_general < MODEL.cut(0.5) <= p_own
 
 
 @pytest.mark.parametrize("kind", ["memory", "observation", "summary", "prompt"])
