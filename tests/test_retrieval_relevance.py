@@ -34,9 +34,7 @@ def _doc(**changes: Any) -> dict[str, Any]:
     return doc
 
 
-def _view(
-    best_cosine: float = 0.6, names: list[str] | None = None, prompt: str = ""
-) -> PromptView:
+def _view(best_cosine: float = 0.6, names: list[str] | None = None, prompt: str = "") -> PromptView:
     return PromptView(
         names=names or [],
         best_cosine=best_cosine,
