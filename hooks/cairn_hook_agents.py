@@ -189,6 +189,10 @@ def translate(agent: str, event: str, payload: dict[str, object]) -> dict[str, o
     _camel_to_snake(out)
     if agent == "cursor":
         _cursor_common(out)
+    elif agent == "gemini":
+        from cairn_hook_gemini import name_ids
+
+        name_ids(event, out)  # before the tool's name and input are Claude Code's
     if isinstance(out.get("prompt"), str):
         out["prompt"] = _HOOK_CONTEXT.sub("", str(out["prompt"]), count=1).strip()
         if agent == "codex" and isinstance(out.get("turn_id"), str):

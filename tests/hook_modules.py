@@ -13,6 +13,7 @@ if str(HOOKS_DIR) not in sys.path:
 import cairn_hook_agents as agents  # noqa: E402
 import cairn_hook_events as events  # noqa: E402
 import cairn_hook_fence as fence  # noqa: E402
+import cairn_hook_gemini as gemini  # noqa: E402
 import cairn_hook_identity as identity  # noqa: E402
 import cairn_hook_io as hook_io  # noqa: E402
 import cairn_hook_privacy as privacy  # noqa: E402
@@ -26,6 +27,7 @@ __all__ = [
     "agents",
     "events",
     "fence",
+    "gemini",
     "hook_io",
     "identity",
     "privacy",

@@ -184,3 +184,51 @@ def test_d_an_unrelated_prompt_elsewhere_gets_nothing(agent: Agent, tmp_path: Pa
     agent.run("What is the capital of France?", other)
     body = agent.api.agent_requests()[0].text()
     assert CONTEXT_OPEN not in body, body[-3000:]
+
+
+def _cairn_import(source: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "worker", "import", source, "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_e_cairn_import_stores_a_session_as_the_live_hooks_did(
+    agent: Agent,
+    tmp_path: Path,
+) -> None:
+    """`cairn import <agent>` (agents whose session files Cairn reads: Codex CLI, Gemini CLI)."""
+    failing_check(agent)
+    live = Worker(agent.cairn_home)
+    session = live.sessions(agent=agent.name)[0]
+    seen = sorted(o["title"] for o in live.observations(session["id"]))
+    base = json.loads(agent.env["CAIRN_TEST_CLAUDE_BASE"])
+    # Into the same memory: every event is already there (same ids), nothing new.
+    again = _cairn_import(agent.name, base)
+    assert again.returncode == 0, again.stderr
+    assert sorted(o["title"] for o in live.observations(session["id"])) == seen
+    assert [p["text"] for p in live.get(f"/api/sessions/{session['id']}")["prompts"]] == [
+        "check_calc.py fails, please fix calc.add"
+    ]
+    # Into a memory that never saw it: the same session, prompt and tool calls.
+    other = tmp_path / "other-cairn"
+    env = {**base, "CAIRN_HOME": str(other), "CAIRN_PORT": str(free_port())}
+    if "CAIRN_DATABASE_URL" in env:  # a team database: the same rows; a fresh SQLite instead
+        env.pop("CAIRN_DATABASE_URL")
+    fresh = _cairn_import(agent.name, env)
+    try:
+        assert fresh.returncode == 0, fresh.stderr
+        assert "1 session" in fresh.stdout, fresh.stdout
+        imported = Worker(other)
+        sessions = imported.sessions(agent=agent.name)
+        assert [s["id"] for s in sessions] == [session["id"]]
+        assert sorted(o["title"] for o in imported.observations(session["id"])) == seen
+        summary = imported.get(f"/api/sessions/{session['id']}/summary")
+        assert "calc.add added one too many" in json.dumps(summary)
+    finally:
+        if (other / "worker.json").exists():
+            with contextlib.suppress(ProcessLookupError, ValueError, KeyError, OSError):
+                os.kill(Worker(other).pid(), signal.SIGTERM)

@@ -10,6 +10,7 @@ from tests.e2e.agent_cli_cases import (  # noqa: F401 - the fixture and the case
     test_b_a_claude_code_finding_reaches_the_agent_s_next_session,
     test_c_a_failed_command_in_the_agent_reaches_claude_code,
     test_d_an_unrelated_prompt_elsewhere_gets_nothing,
+    test_e_cairn_import_stores_a_session_as_the_live_hooks_did,
 )
 
 AGENT = "gemini"

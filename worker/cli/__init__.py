@@ -40,7 +40,7 @@ COMMAND_MODULES = {
 
 
 # `cairn import FILE` imports an export (portability); `cairn import <source>` history (imports).
-IMPORT_SOURCES = ("claude-code", "codex", "claude-mem", "kiro-memory")
+IMPORT_SOURCES = ("claude-code", "codex", "gemini", "claude-mem", "kiro-memory")
 
 
 def group_of(words: Sequence[str]) -> str | None:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from worker.imports.claude_mem import Dialect
     from worker.imports.run import Totals
 
-SOURCES = ("claude-code", "codex", "claude-mem", "kiro-memory")
+SOURCES = ("claude-code", "codex", "gemini", "claude-mem", "kiro-memory")
 RETRIES = 20
 
 
@@ -149,11 +149,13 @@ def run_import(
 
     from worker.imports.claude_code import projects_dir
     from worker.imports.codex import sessions_dir
+    from worker.imports.gemini import tmp_dir
     from worker.imports.hook_builder import HookBuilder
     from worker.imports.run import ClaudeCodeImport, Options
     from worker.imports.state import ImportState
 
-    default = sessions_dir() if source == "codex" else projects_dir()
+    defaults = {"codex": sessions_dir, "gemini": tmp_dir}
+    default = defaults.get(source, projects_dir)()
     options = Options(
         root=Path(root) if root else default,
         project=project,
@@ -292,6 +294,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "Codex CLI's sessions ($CODEX_HOME/sessions or ~/.codex/sessions), stored as the "
             "hooks would have",
             "the sessions folder to read (default: $CODEX_HOME/sessions or ~/.codex/sessions)",
+        ),
+        (
+            "gemini",
+            "Gemini CLI's chats (~/.gemini/tmp/<project>/chats), stored as the hooks would have",
+            "the folder of Gemini CLI's project folders to read (default: ~/.gemini/tmp, "
+            "$GEMINI_CLI_HOME/.gemini/tmp when set)",
         ),
     )
     for name, summary_help, folder_help in histories:

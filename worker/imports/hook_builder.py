@@ -42,6 +42,8 @@ def load_hook_modules() -> dict[str, ModuleType]:
         "cairn_hook_identity",
         "cairn_hook_io",
         "cairn_hook_tasks",
+        "cairn_hook_agents",
+        "cairn_hook_gemini",
     )
     return {name: importlib.import_module(name) for name in names}
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from worker.imports import claude_code, codex
+from worker.imports import claude_code, codex, gemini
 from worker.imports.claude_code import HookEvent, SessionFiles
 from worker.imports.hook_builder import HookBuilder, Request
 from worker.imports.state import FileMark, ImportState
@@ -40,13 +40,14 @@ class Options:
     dry_run: bool = False
     batch_events: int = 500
     batch_bytes: int = 768 * 1024
-    source: str = "claude-code"  # whose session files: claude-code or codex (SOURCES)
+    source: str = "claude-code"  # whose session files: claude-code, codex or gemini (SOURCES)
 
 
 # Each agent's session files: how to find them, and the reader that turns one into hook events.
 SOURCES: dict[str, tuple[Callable[[Path], list[SessionFiles]], Any]] = {
     "claude-code": (claude_code.discover, claude_code.TranscriptEvents),
     "codex": (codex.discover, codex.RolloutEvents),
+    "gemini": (gemini.discover, gemini.ChatEvents),
 }
 
 
