@@ -13,7 +13,8 @@ captured from Codex CLI 0.169.0 and Gemini CLI 0.61.0):
   BeforeAgent, the turn's end AfterAgent with `prompt_response`.
 
 Tools an agent does not have (Claude Code's plan and delegation tools) are not sent. Pure
-functions but `codex_rollout`, which appends to the transcript file.
+functions but `codex_rollout` and `recorded`, which append to the agent's own session file as the
+CLI does (Codex before its hook runs, Gemini CLI after).
 """
 
 from __future__ import annotations
@@ -151,6 +152,34 @@ def codex_rollout(transcript: Path, call_id: str, code: int) -> None:
         handle.write(json.dumps(line) + "\n")
 
 
+def gemini_chat(transcript: Path) -> Path:
+    """The chat file Gemini CLI keeps for the session (its hooks' `transcript_path`): where
+    the hook counts what was recorded before it (hooks/cairn_hook_gemini.py)."""
+    chat = transcript.with_name(transcript.stem + ".gemini.jsonl")
+    if not chat.exists():
+        meta = {"sessionId": transcript.stem, "startTime": "2026-01-01T00:00:00.000Z"}
+        chat.write_text(json.dumps(meta, separators=(",", ":")) + "\n")
+    return chat
+
+
+def recorded(agent: str, shaped: dict[str, Any]) -> None:
+    """What Gemini CLI appends to its chat file once the hook has run: the prompt (after
+    BeforeAgent), the tool call (after AfterTool)."""
+    if agent != "gemini":
+        return
+    chat = Path(str(shaped["transcript_path"]))
+    n = len(chat.read_text().splitlines())
+    if shaped["hook_event_name"] == "BeforeAgent":
+        record: dict[str, Any] = {"type": "user", "content": [{"text": shaped["prompt"]}]}
+    elif shaped["hook_event_name"] == "AfterTool":
+        call = {"id": f"call{n}", "name": shaped["tool_name"], "args": shaped["tool_input"]}
+        record = {"type": "gemini", "content": "", "toolCalls": [call]}
+    else:
+        return
+    with chat.open("a") as handle:
+        handle.write(json.dumps({"id": f"m{n}", **record}, separators=(",", ":")) + "\n")
+
+
 def as_agent(agent: str, payload: dict[str, Any], transcript: Path) -> dict[str, Any] | None:
     """`payload` (Claude Code's shape) as `agent` sends it; None when it sends no such event."""
     if agent == "claude-code":
@@ -170,7 +199,11 @@ def as_agent(agent: str, payload: dict[str, Any], transcript: Path) -> dict[str,
         out.update(shaped)
         if agent == "codex" and shaped["tool_name"] == "Bash":
             codex_rollout(transcript, str(payload.get("tool_use_id")), _exit_code(payload))
-    elif event == "Stop" and agent == "gemini":
+    if agent == "gemini":  # Gemini CLI names neither: its hook counts its chat file instead
+        out.pop("tool_use_id", None)
+        out.pop("prompt_id", None)
+        out["transcript_path"] = str(gemini_chat(transcript))
+    if event == "Stop" and agent == "gemini":
         out["prompt_response"] = out.pop("last_assistant_message", "")
     elif event in ("PreCompact", "PostCompact") and agent == "gemini":
         return None  # Cairn does not register Gemini's PreCompress (fired every turn)

@@ -55,7 +55,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.agent_shapes import AGENTS, as_agent  # noqa: E402
+from bench.agent_shapes import AGENTS, as_agent, recorded  # noqa: E402
 from bench.common import report  # noqa: E402
 from bench.padding import Padder  # noqa: E402
 from tests.e2e.worker_process import WorkerProcess, free_port  # noqa: E402
@@ -206,6 +206,7 @@ class Hooks:
                 self.failures.append(f"{event}: exit {proc.returncode}")
             if proc.stdout.strip():
                 out = proc.stdout.decode()
+        recorded(self.agent, shaped)
         return out
 
 

@@ -80,13 +80,27 @@ class Tally:
         return prompts, calls
 
 
+def is_session(record: object) -> bool:
+    """Whether `record` is a Gemini CLI chat's opening line (its session's metadata)."""
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get("sessionId"), str)
+        and "type" not in record
+    )
+
+
 def records(path: str) -> Iterator[object]:
-    """The file's records in order (one JSON file of an older version: its messages)."""
+    """The file's records in order (one JSON file of an older version: its messages). A file
+    that does not open with a session's metadata is not Gemini CLI's chat: ValueError."""
     with open(path, encoding="utf-8", errors="replace") as f:
         if path.endswith(".json"):
             doc = json.load(f)
-            yield from doc.get("messages") or [] if isinstance(doc, dict) else []
+            if not is_session(doc):
+                raise ValueError("not a Gemini CLI chat")
+            yield from doc.get("messages") or []
             return
+        if not is_session(json.loads(f.readline() or "null")):
+            raise ValueError("not a Gemini CLI chat")
         for line in f:
             if '"type":"user"' not in line and '"toolCalls"' not in line:
                 continue  # neither a prompt nor a tool call: not parsed (the hook's time)
@@ -97,7 +111,9 @@ def records(path: str) -> Iterator[object]:
 
 
 def counts(path: object) -> tuple[int, int] | None:
-    """(prompts, tool calls) recorded in the chat file at `path` so far; None when unreadable."""
+    """(prompts, tool calls) recorded in the chat file at `path` so far; None when it is
+    unreadable or not a chat file of Gemini CLI's (the hook then keeps its usual ids: counting
+    in a file of another shape would give every prompt of the session the same id)."""
     if not isinstance(path, str) or not path:
         return None
     try:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bench.agent_shapes import as_agent
+from bench.agent_shapes import as_agent, recorded
 from tests.hook_modules import agents, events
 
 CORPUS = Path(__file__).resolve().parents[1] / "bench" / "data" / "coding-memory"
@@ -72,3 +72,32 @@ def test_what_the_agent_sends_reads_back_as_claude_code_s_event(agent: str, tmp_
             assert ("(exit" in str(mine["title"])) == failed, (mine, payload)
         checked += 1
     assert checked > 500
+
+
+def test_gemini_s_chat_file_gives_each_prompt_and_tool_call_of_a_session_its_own_id(
+    tmp_path: Path,
+) -> None:
+    """Replayed as Gemini CLI (its chat file written after each hook, as the CLI does), the
+    hook's adapter names the prompts of a session in order and no two tool calls alike."""
+    prompts: dict[str, list[str]] = {}
+    calls: dict[str, list[str]] = {}
+    for payload in corpus_events():
+        if payload["hook_event_name"] == "CairnSaveMemory":
+            continue
+        sid = payload["session_id"]
+        shaped = as_agent("gemini", payload, tmp_path / f"{sid}.jsonl")
+        if shaped is None:
+            continue
+        back = agents.translate(
+            "gemini", agents.native_event("gemini", shaped["hook_event_name"]), shaped
+        )
+        if "prompt_id" in back:
+            prompts.setdefault(sid, []).append(str(back["prompt_id"]))
+        if back["hook_event_name"] in ("PostToolUse", "PostToolUseFailure"):
+            calls.setdefault(sid, []).append(str(back["tool_use_id"]))
+        recorded("gemini", shaped)
+    assert sum(map(len, prompts.values())) > 50 and sum(map(len, calls.values())) > 500
+    for ids in prompts.values():
+        assert ids == [f"gemini:{n}" for n in range(len(ids))]
+    for ids in calls.values():
+        assert len(set(ids)) == len(ids)

@@ -163,6 +163,14 @@ def test_a_live_hook_without_a_readable_chat_file_keeps_its_usual_ids(tmp_path: 
     gone = {**prompt, "transcript_path": str(tmp_path / "missing.jsonl")}
     assert "prompt_id" not in agents.translate("gemini", "UserPromptSubmit", gone)
     assert gemini.counts(str(tmp_path)) is None  # a folder, not a file
+    # A file of another shape (no session line first): counting there would give every prompt
+    # of the session the same id, so the hook keeps its usual ids.
+    other = tmp_path / "claude.jsonl"
+    other.write_text('{"type":"user","uuid":"a"}\n{"type":"user","uuid":"b"}\n')
+    assert gemini.counts(str(other)) is None
+    assert "prompt_id" not in agents.translate(
+        "gemini", "UserPromptSubmit", {**prompt, "transcript_path": str(other)}
+    )
 
 
 def test_an_older_one_object_chat_file_is_read_whole(tmp_path: Path) -> None:
