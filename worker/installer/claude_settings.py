@@ -22,7 +22,7 @@ from worker.installer.jsonfile import InstallError
 HOOK_MARKER = "cairn_hook.py"
 PORTABLE_MARKER = re.compile(r"\bcairn hook [A-Za-z]")
 NOT_INSTALLED = (
-    "Cairn: this project's Claude Code hooks run `cairn hook`, but `cairn` is not on PATH on this "
+    "Cairn: this project's Cairn hooks run `cairn hook`, but `cairn` is not on PATH on this "
     "machine. Install Cairn (pipx install cairn, or pip install cairn in a venv on PATH); the "
     "hooks then work as committed (no `cairn install` needed)."
 )
