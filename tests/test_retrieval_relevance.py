@@ -174,6 +174,16 @@ def test_a_general_question_about_the_projects_tool_is_not_handed_its_routine_wo
     assert p_general < MODEL.cut(0.5) <= p_own
 
 
+def test_a_question_in_general_form_about_the_projects_own_choice_gets_its_memory() -> None:
+    """"How does the online count work here?" has a general question's form, but a memory
+    that answers it closely is still given; a loosely related one is not."""
+    prompt = "How does the online count work in the chat rooms?"
+    item = _item("memory", body="Online count = number of Presence keys (one per user id).")
+    close = _probability("memory", 0.7, coverage=0.8, item=item, view=_view(0.7, prompt=prompt))
+    loose = _probability("memory", 0.3, coverage=0.2, item=item, view=_view(0.3, prompt=prompt))
+    assert loose < MODEL.cut(0.5) <= close
+
+
 @pytest.mark.parametrize("kind", ["memory", "observation", "summary", "prompt"])
 def test_a_closer_item_is_never_less_likely(kind: str) -> None:
     """As its cosine to the prompt grows (and with it the prompt's best), an item only gains."""

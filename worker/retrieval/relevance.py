@@ -136,6 +136,11 @@ def features(
         "team_cue": view.team,
         "past_cue": view.past,
         "generic_cue": view.generic,
+        # A general question's form with a close match: a question about the project's own
+        # choice can be put as a general one ("how does the online count work here?"), so the
+        # form weighs differently with the evidence of the item itself.
+        "generic_clause": view.generic * best_clause,
+        "generic_coverage": view.generic * coverage,
     }
 
 
