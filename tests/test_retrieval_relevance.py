@@ -175,7 +175,7 @@ def test_a_general_question_about_the_projects_tool_is_not_handed_its_routine_wo
 
 
 def test_a_question_in_general_form_about_the_projects_own_choice_gets_its_memory() -> None:
-    """"How does the online count work here?" has a general question's form, but a memory
+    """ "How does the online count work here?" has a general question's form, but a memory
     that answers it closely is still given; a loosely related one is not."""
     prompt = "How does the online count work in the chat rooms?"
     item = _item("memory", body="Online count = number of Presence keys (one per user id).")
