@@ -119,6 +119,10 @@ def check_project(
         at = f"{where} probe {pid}"
         if pid in seen_probe:
             problems.append(f"{at}: id twice")
+        if not str(pid).startswith(f"{project['id']}/"):
+            # The replay names each probe's session after its id: the same id in two projects
+            # would put their probes in one session (and that session in one project).
+            problems.append(f"{at}: id does not start with '{project['id']}/'")
         seen_probe.add(pid)
         cat = probe.get("category")
         cats[cat] += 1
