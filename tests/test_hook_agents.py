@@ -106,6 +106,46 @@ def test_codex_a_failed_command_gets_its_exit_code_from_the_transcript(tmp_path:
     assert obs is not None and "exit" not in str(obs["title"])
 
 
+@pytest.mark.parametrize(
+    ("command", "title"),
+    [
+        ("cat calc.py", "Read calc.py"),
+        ("sed -n '20,59p' src/app.rs", "Read src/app.rs (lines 20-59)"),
+        ("nl -ba src/x.go", "Read src/x.go"),
+        ("head -n 40 README.md", "Read README.md (lines 1-40)"),
+        ("cat a.py | grep x", "Run: cat a.py | grep x"),  # more than a read
+        ("cat a.py b.py", "Run: cat a.py b.py"),
+        ('rg -n "useQuery(" src', "Grep 'useQuery(' in src"),
+        ("grep -rn TODO", "Grep 'TODO'"),
+        ('rg --files -g "*.py"', "Glob *.py"),
+        ("rg -n x src tests lib", "Run: rg -n x src tests lib"),
+    ],
+)
+def test_codex_a_command_that_only_reads_or_searches_is_research(
+    tmp_path: Path, command: str, title: str
+) -> None:
+    """Codex CLI has no read or search tool: `cat`/`sed -n`/`nl`/`head` of one file, `rg`/`grep`
+    of the tree, once they succeeded, are recorded as Claude Code's Read, Grep or Glob
+    (research, not a command run)."""
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_text(rollout_line("call_1", 0) + "\n" + rollout_line("call_2", 1) + "\n")
+    payload = {
+        "session_id": "S",
+        "transcript_path": str(rollout),
+        "cwd": ROOT,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_response": "src/a.py:3:print(1)\n",
+        "tool_use_id": "call_1",
+    }
+    obs = observe("codex", "PostToolUse", payload)
+    assert obs is not None and obs["title"] == title
+    if title.startswith("Read"):  # a read that failed stays the command, with its error
+        failed = observe("codex", "PostToolUse", {**payload, "tool_use_id": "call_2"})
+        assert failed is not None and str(failed["title"]).startswith(f"Run: {command}")
+
+
 def test_codex_apply_patch_is_a_write_of_the_files_it_names() -> None:
     patch = (
         "*** Begin Patch\n*** Add File: hello.txt\n+hello\n*** Update File: src/app.py\n"
