@@ -19,7 +19,8 @@ import json
 import os
 import re
 
-from cairn_hook_transcript import tail_lines
+from cairn_hook_shell import as_research
+from cairn_hook_transcript import CODEX_EXIT, codex_exit_code, copilot_last_message
 
 AGENTS = ("claude-code", "codex", "gemini", "copilot", "cursor")
 DEFAULT = "claude-code"
@@ -116,11 +117,10 @@ INPUT_KEYS = {
 }
 
 _HOOK_CONTEXT = re.compile(r"\s*<hook_context>.*?</hook_context>\s*", re.S)
-_CODEX_EXIT = re.compile(r"^Process exited with code (-?\d+)\s*$", re.M)  # its tool output
 _EXIT_LINES = (
     re.compile(r"<shellId: [^>]*exit code (-?\d+)>"),  # Copilot CLI
     re.compile(r"^Exit Code: (-?\d+)\s*$", re.M),  # Gemini CLI
-    _CODEX_EXIT,
+    CODEX_EXIT,
     re.compile(r"^Exit code: (-?\d+)\s*$", re.M),
 )
 _UNTRUSTED = re.compile(r"</?untrusted_context>")
@@ -285,83 +285,9 @@ def _tool(agent: str, out: dict[str, object]) -> None:
     if out["tool_name"] == "Bash":
         out["tool_response"] = _command_response(agent, out, response)
         if agent == "codex":
-            _shell_research(out)
+            as_research(out)
     else:
         out["tool_response"] = _plain(response)
-
-
-# Characters that make a command more than one program's run (pipes, lists, redirects, $()).
-_SHELL_OPS = set("|;&<>$`")
-_VALUED = {"-g", "--glob", "-t", "--type", "-e", "--regexp", "-m", "--max-count", "-A", "-B", "-C"}
-
-
-def _shell_research(out: dict[str, object]) -> None:
-    """A successful command that only read a file or searched the tree, recorded as Claude
-    Code's Read, Grep or Glob: how Codex CLI reads and searches, having no tool for either
-    (research, not a command run: the same observation, the same judgment)."""
-    import shlex
-
-    tin, response = out.get("tool_input"), out.get("tool_response")
-    command = tin.get("command") if isinstance(tin, dict) else None
-    if not isinstance(command, str) or not isinstance(response, dict):
-        return
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return
-    if not words or any(c in _SHELL_OPS for w in words for c in w):
-        return
-    code = response.get("exit_code")
-    found = _research(words, str(response.get("stdout") or ""))
-    # A search that matched nothing exits 1; anything else that did not exit 0 failed.
-    if found is None or not (code == 0 or (code == 1 and found[0] != "Read")):
-        return
-    out["tool_name"], out["tool_input"], out["tool_response"] = found
-
-
-def _research(words: list[str], stdout: str) -> tuple[str, dict[str, object], object] | None:
-    program, args = words[0], words[1:]
-    flags = [a for a in args if a.startswith("-")]
-    valued = _VALUED | {"-n"} if program in ("head", "tail") else _VALUED
-    plain: list[str] = []
-    skip = False
-    for a in args:
-        if skip:
-            skip = False
-        elif a in valued:
-            skip = True
-        elif not a.startswith("-"):
-            plain.append(a)
-    if program in ("cat", "nl", "head", "tail", "sed") and len(plain) == 1 + (program == "sed"):
-        path = plain[-1]
-        read: dict[str, object] = {"file_path": path}
-        if program == "sed":
-            lines = re.fullmatch(r"(\d+),(\d+)p", plain[0])
-            if flags != ["-n"] or lines is None:
-                return None
-            start, end = int(lines[1]), int(lines[2])
-            read.update(offset=start, limit=max(1, end - start + 1))
-        elif program == "head" and "-n" in args:
-            count = args[args.index("-n") + 1] if args.index("-n") + 1 < len(args) else ""
-            if count.isdigit():
-                read.update(offset=1, limit=int(count))
-        return "Read", read, {"type": "text", "file": {"filePath": path}}
-    if program not in ("rg", "grep"):
-        return None
-    names = sorted({line.split(":", 1)[0] for line in stdout.splitlines() if ":" in line})
-    if program == "rg" and "--files" in flags:
-        pattern = args[args.index("-g") + 1] if "-g" in args[:-1] else "*"
-        files = [line for line in stdout.splitlines() if line.strip()]
-        glob: dict[str, object] = {"pattern": pattern}
-        if plain:
-            glob["path"] = plain[0]
-        return "Glob", glob, {"filenames": files, "numFiles": len(files)}
-    if not plain or len(plain) > 2:
-        return None
-    grep: dict[str, object] = {"pattern": plain[0]}
-    if len(plain) == 2:
-        grep["path"] = plain[1]
-    return "Grep", grep, {"filenames": names, "numFiles": len(names)}
 
 
 def _command_response(agent: str, out: dict[str, object], response: object) -> dict[str, object]:
@@ -429,63 +355,3 @@ def _json(text: str) -> object:
         return json.loads(text)
     except ValueError:
         return text
-
-
-# --------------------------------------------------------------------------- transcripts
-def codex_exit_code(path: object, call_id: object) -> int | None:
-    """The exit code Codex recorded for the command `call_id` (its hook payload has none)."""
-    if not isinstance(call_id, str) or not call_id:
-        return None
-    needle = json.dumps(call_id)
-    for line in reversed(tail_lines(path)):
-        if needle not in line or "exit" not in line:
-            continue
-        record = _json(line)
-        payload = record.get("payload") if isinstance(record, dict) else None
-        item = payload.get("item") if isinstance(payload, dict) else None
-        if isinstance(item, dict) and item.get("id") == call_id:
-            code = item.get("exit_code")
-            if isinstance(code, int):
-                return code
-        if isinstance(payload, dict) and payload.get("call_id") == call_id:
-            output = payload.get("output")
-            match = _CODEX_EXIT.search(output) if isinstance(output, str) else None
-            if match:
-                return int(match.group(1))
-    return None
-
-
-_COPILOT_TURN = ('"assistant.message"', '"user.message"', '"tool.execution_complete"')
-
-
-def copilot_last_message(path: object, wait: float = 1.0) -> str:
-    """The turn's closing message from Copilot CLI's events.jsonl: the last of its messages and
-    tool results, when that is an assistant message with text. Copilot CLI writes the file
-    behind the events: at agentStop the closing message may not be there yet, so the file is
-    read again for up to `wait` seconds (never an older turn's answer instead)."""
-    import time
-
-    deadline = time.monotonic() + wait
-    while True:
-        lines = tail_lines(path)
-        if not lines:
-            return ""  # no transcript to wait for
-        for line in reversed(lines):
-            if not any(kind in line for kind in _COPILOT_TURN):
-                continue
-            record = _json(line)
-            data = record.get("data") if isinstance(record, dict) else None
-            if not isinstance(record, dict) or not isinstance(data, dict):
-                continue
-            content = data.get("content")
-            if (
-                record.get("type") == "assistant.message"
-                and isinstance(content, str)
-                and content.strip()
-                and not data.get("toolRequests")
-            ):
-                return content
-            break  # the turn's answer is not written yet
-        if time.monotonic() >= deadline:
-            return ""
-        time.sleep(0.1)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hook_modules import agents, events
+from tests.hook_modules import agents, events, transcript
 
 ROOT = "/work/ws"
 
@@ -368,7 +368,7 @@ def test_copilot_stop_reads_the_closing_message_from_its_events_file(tmp_path: P
     state.write_text("\n".join(json.dumps(r) for r in earlier) + "\n")
     stop = {**COPILOT, "transcript_path": str(state), "stop_reason": "end_turn"}
     # Not written yet when the hook runs: nothing, never the older turn's answer.
-    assert agents.copilot_last_message(str(state), wait=0.2) == ""
+    assert transcript.copilot_last_message(str(state), wait=0.2) == ""
     closing = [
         {"type": "assistant.message", "data": {"content": "The notes say hello."}},
         {"type": "assistant.turn_end", "data": {}},
