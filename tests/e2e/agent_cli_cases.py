@@ -13,8 +13,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +34,7 @@ from tests.e2e.claude_code import offline_env as claude_env
 from tests.e2e.messages_api import MessagesAPI, Text
 from tests.e2e.model_apis import ModelAPI, Patch, Say, Shell
 from tests.e2e.test_claude_code import git_repo
+from tests.e2e.test_install_e2e import cairn
 from tests.e2e.worker_process import free_port
 
 FIX = "sed -i 's/a + b + 1/a + b/' calc.py"
@@ -72,14 +71,7 @@ def agent(
     )
     if backend == "postgres":  # the backend fixture named the test's team database
         base["CAIRN_DATABASE_URL"] = os.environ["CAIRN_DATABASE_URL"]
-    installed = subprocess.run(
-        [sys.executable, "-m", "worker", "install", "--agent", name, "--agent", "claude-code"],
-        env=base,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    installed = cairn(base, tmp_path, "install", "--agent", name, "--agent", "claude-code")
     assert installed.returncode == 0, installed.stderr
     state = Agent(name, path, offline_env(name, base, user_home, api.url), isolated_home, api)
     state.env["CAIRN_TEST_REPO"] = str(repo)
@@ -186,16 +178,6 @@ def test_d_an_unrelated_prompt_elsewhere_gets_nothing(agent: Agent, tmp_path: Pa
     assert CONTEXT_OPEN not in body, body[-3000:]
 
 
-def _cairn_import(source: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "worker", "import", source, "--quiet"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_e_cairn_import_stores_a_session_as_the_live_hooks_did(
     agent: Agent,
     tmp_path: Path,
@@ -207,7 +189,7 @@ def test_e_cairn_import_stores_a_session_as_the_live_hooks_did(
     seen = sorted(o["title"] for o in live.observations(session["id"]))
     base = json.loads(agent.env["CAIRN_TEST_CLAUDE_BASE"])
     # Into the same memory: every event is already there (same ids), nothing new.
-    again = _cairn_import(agent.name, base)
+    again = cairn(base, tmp_path, "import", agent.name, "--quiet")
     assert again.returncode == 0, again.stderr
     assert sorted(o["title"] for o in live.observations(session["id"])) == seen
     assert [p["text"] for p in live.get(f"/api/sessions/{session['id']}")["prompts"]] == [
@@ -218,7 +200,7 @@ def test_e_cairn_import_stores_a_session_as_the_live_hooks_did(
     env = {**base, "CAIRN_HOME": str(other), "CAIRN_PORT": str(free_port())}
     if "CAIRN_DATABASE_URL" in env:  # a team database: the same rows; a fresh SQLite instead
         env.pop("CAIRN_DATABASE_URL")
-    fresh = _cairn_import(agent.name, env)
+    fresh = cairn(env, tmp_path, "import", agent.name, "--quiet")
     try:
         assert fresh.returncode == 0, fresh.stderr
         assert "1 session" in fresh.stdout, fresh.stdout

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 
 from tests.e2e.agent_cli_cases import (  # noqa: F401 - the fixture and the cases run here
     agent,
+    cairn,
     failing_check,
     repo_of,
     test_a_a_session_is_stored_with_its_agent_and_failing_command,
@@ -32,14 +32,7 @@ def test_f_hooks_installed_in_the_project_run_in_codex(agent: Agent) -> None:  #
     env = json.loads(agent.env["CAIRN_TEST_CLAUDE_BASE"])
     repo = repo_of(agent)
     for command in (["uninstall"], ["install", "--agent", "codex", "--project", "--no-start"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "worker", *command],
-            env=env,
-            cwd=repo,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        done = cairn(env, repo, *command)
         assert done.returncode == 0, done.stderr
     assert not (Path(env["HOME"]) / ".codex" / "hooks.json").exists()
     assert (repo / ".codex" / "hooks.json").exists()
