@@ -36,8 +36,9 @@ def call_id(index: int, name: object, args: object) -> str:
     return f"gemini:{index}:{hashlib.sha1(text.encode('utf-8')).hexdigest()[:12]}"
 
 
-def prompt_text(message: dict[str, object]) -> str:
-    """A user message's text ('' for a tool result sent back to the model)."""
+def message_text(message: dict[str, object]) -> str:
+    """A message's text: a prompt's or an answer's ('' for a tool result sent back to the
+    model)."""
     content = message.get("content")
     if isinstance(content, str):
         return content
@@ -67,7 +68,7 @@ class Tally:
             kind == "user"
             and isinstance(mid, str)
             and mid not in self.prompts
-            and prompt_text(record).strip()
+            and message_text(record).strip()
         ):
             prompts.append({**record, "index": len(self.prompts)})
             self.prompts.add(mid)

@@ -68,7 +68,6 @@ def _research(words: list[str], stdout: str) -> tuple[str, dict[str, object], ob
         return "Read", read, {"type": "text", "file": {"filePath": path}}
     if program not in ("rg", "grep"):
         return None
-    names = sorted({line.split(":", 1)[0] for line in stdout.splitlines() if ":" in line})
     if program == "rg" and "--files" in flags:
         pattern = args[args.index("-g") + 1] if "-g" in args[:-1] else "*"
         files = [line for line in stdout.splitlines() if line.strip()]
@@ -81,4 +80,5 @@ def _research(words: list[str], stdout: str) -> tuple[str, dict[str, object], ob
     grep: dict[str, object] = {"pattern": plain[0]}
     if len(plain) == 2:
         grep["path"] = plain[1]
+    names = sorted({line.split(":", 1)[0] for line in stdout.splitlines() if ":" in line})
     return "Grep", grep, {"filenames": names, "numFiles": len(names)}

@@ -65,15 +65,6 @@ def discover(root: Path) -> list[SessionFiles]:
     return out
 
 
-def _text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [p.get("text") for p in content if isinstance(p, dict)]
-        return "\n".join(p for p in parts if isinstance(p, str) and p.strip())
-    return ""
-
-
 def _response(call: dict[str, Any]) -> dict[str, Any]:
     """The `tool_response` AfterTool carried: what the model was sent back, and the error."""
     output, error = "", None
@@ -164,7 +155,7 @@ class ChatEvents:
         for prompt in prompts:
             yield from self._stop(end)
             self.turn = str(prompt.get("id") or "")
-            text = self.ids.prompt_text(prompt)
+            text = self.ids.message_text(prompt)
             body = {"prompt": text, "prompt_id": self.ids.prompt_id(prompt["index"])}
             yield self._event("UserPromptSubmit", body, at, end)
         for call in calls:
@@ -176,7 +167,7 @@ class ChatEvents:
             }
             yield self._event("PostToolUse", tool, time_ms(call.get("timestamp")) or at, end)
         if record.get("type") == "gemini":
-            text = _text(record.get("content"))
+            text = self.ids.message_text(record)
             if text.strip():
                 self.answer = text
 
