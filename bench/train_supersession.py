@@ -126,7 +126,10 @@ def fit(data: Pairs, rows: Array, columns: list[int], penalty: float) -> Fitted:
     """Each set weighs the same, and within it updates and distinct pairs the same; pairs the
     word rule calls an update, or whose new text changes nothing, are decided before the model
     and left out of its fit."""
-    rows = rows[data.changed[rows] & ~(rule_hits(data)[rows] if STACK[0] else False)]
+    keep = data.changed[rows]
+    if STACK[0]:
+        keep = keep & ~rule_hits(data)[rows]
+    rows = rows[keep]
     sets = np.array(data.sets)[rows]
     y = data.y[rows]
     w = np.ones(len(y))
