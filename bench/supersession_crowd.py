@@ -42,7 +42,13 @@ def run_set(store: Store, settings: Any, name: str, embedder: Any) -> dict[str, 
     project = f"/crowd/{name}"
     old_ids: list[int] = []
     for p in pairs:
-        item = {"kind": p["kind"], "content": p["old"], "project": project, "scope": "project"}
+        item = {
+            "kind": p["kind"],
+            "content": p["old"],
+            "project": project,
+            "scope": "project",
+            "supersede": False,  # the crowd as it stands: no old memory replaces another
+        }
         old_ids.append(int(store.write_sync(lambda c, i=item: save(c, i, settings)).row["id"]))
     olds = embedder.embed([p["old"] for p in pairs]) if embedder else None
     news = embedder.embed([p["new"] for p in pairs]) if embedder else None

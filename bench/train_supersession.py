@@ -17,7 +17,7 @@ pooled, those are the cross-validated figures. Features are chosen by backward e
 that objective, the penalty among a few values. `--hold SET` keeps a set out of everything
 (fitting, selection, penalty, cut) and scores it once at the end with the model written.
 
-Run: `.venv/bin/python bench/train_supersession.py [--hold blind7] [--write]`.
+Run: `.venv/bin/python bench/train_supersession.py [--hold blind11] [--write]`.
 """
 
 from __future__ import annotations

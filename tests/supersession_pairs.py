@@ -1,7 +1,7 @@
 """Score the real supersession decision over the pair sets in tests/data/.
 
 Sets: `dev` and `held-out` (tests/data/supersession-pairs.json), `fresh`, `extra`, `extra2` and `extra3`
-(sets the rule may be tuned on) and `blind1`..`blind7` (written before the rule was tuned; scored,
+(sets the rule may be tuned on) and `blind1`..`blind11` (written before the rule was tuned; scored,
 never tuned on, never asserted at tuned values). Each pair is saved through
 `worker.memory.merge.save` in a project of its own (old, then new), as the memories API does: with `similar` (the new text's cosine with the old memory's vector)
 when an embedder is given, without it otherwise (the lexical decision alone, as when the model
@@ -47,6 +47,10 @@ EXTRA_SETS = (
     "blind5",
     "blind6",
     "blind7",
+    "blind8",
+    "blind9",
+    "blind10",
+    "blind11",
 )
 SETS = (*SPLITS, *EXTRA_SETS)
 

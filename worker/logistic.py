@@ -1,8 +1,8 @@
 """A fitted logistic regression read from a JSON file: p = sigmoid(bias + w . (x - mean) / scale).
 
-The relevance model (worker/retrieval/relevance.py) and the supersession model
-(worker/memory/supersession_model.py) are both one of these; the scripts in bench/ that fit them
-write `features`, `mean`, `scale`, `weights`, `bias` and `threshold` (the cut). Pure.
+The relevance model (worker/retrieval/relevance.py) is one of these; bench/train_relevance.py,
+which fits it, writes `features`, `mean`, `scale`, `weights`, `bias` and `threshold` (the cut)
+(bench/train_supersession.py writes the same for its study model). Pure.
 """
 
 from __future__ import annotations
