@@ -11,7 +11,14 @@ import anyio
 import pytest
 
 from tests.search_corpus import searcher, write_corpus
-from worker.retrieval.context_builder import ContextRequest, build_context
+from worker.retrieval.context_builder import (
+    PROMPT_ITEM_TOKENS,
+    PROMPT_MEMORY_TOKENS,
+    ContextRequest,
+    build_context,
+    prompt_item_text,
+)
+from worker.retrieval.tokens import estimate_tokens
 from worker.settings import Settings, load_settings
 from worker.store import Store
 from worker.store.pg import PgStore
@@ -68,3 +75,28 @@ def test_the_prompt_context_is_the_same_on_both_backends_and_skips_what_was_give
         for _keywords, service in found:
             anyio.run(service.stop)
         pg.close()
+
+
+def test_a_memory_is_given_whole_where_an_observation_is_cut() -> None:
+    """A memory's reason comes last ("..., because ..."): its line holds up to
+    PROMPT_MEMORY_TOKENS, an observation's (a tool's output, noisier) PROMPT_ITEM_TOKENS."""
+    reason = "Deliberately not PESSIMISTIC_WRITE: row locks made the nightly ERP import time out."
+    text = (
+        "Stock reservations use optimistic locking (@Version on StockLevel, migration V8) and "
+        "StockReservationService retries up to 3 attempts, each in its own transaction. " + reason
+    )
+    assert PROMPT_ITEM_TOKENS < estimate_tokens(text) <= PROMPT_MEMORY_TOKENS
+    now = 1_700_000_000_000
+    memory = {"kind": "memory", "type": "decision", "body": text, "created_at": now}
+    line = prompt_item_text(memory, now)
+    assert line.endswith(reason) and "…" not in line
+    observation = {
+        "kind": "observation",
+        "id": 7,
+        "type": "command",
+        "title": "Run: import the ERP file",
+        "body": "stdout: " + text,
+        "created_at": now,
+    }
+    cut = prompt_item_text(observation, now)
+    assert cut.endswith("…") and estimate_tokens(cut) <= PROMPT_ITEM_TOKENS

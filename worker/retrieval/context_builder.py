@@ -37,6 +37,8 @@ SUMMARY_TOKENS = 220
 CHECKPOINT_TOKENS = 260
 INDEX_LINE_TOKENS = 45
 PROMPT_ITEM_TOKENS = 120
+# A memory is written to be read whole: its reason comes last ("..., because ...").
+PROMPT_MEMORY_TOKENS = 200
 
 
 @dataclass
@@ -161,7 +163,9 @@ def prompt_item_text(item: dict[str, Any], now: int) -> str:
         head = f"- {when} earlier prompt: {_one_line(item['body'])}"
         body = ""
     text = f"{head}: {body}" if body else head
-    return truncate_to_tokens(text, PROMPT_ITEM_TOKENS)
+    return truncate_to_tokens(
+        text, PROMPT_MEMORY_TOKENS if kind == "memory" else PROMPT_ITEM_TOKENS
+    )
 
 
 @dataclass
