@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from cairn_hook_excerpt import edit, head, output
 from cairn_hook_privacy import clean, strip_private
 
 FIELD_CHARS = 500  # default cap for each recorded field (CAIRN_HOOK_FIELD_CHARS)
@@ -16,7 +17,6 @@ PROMPT_CHARS = 10_000
 # The prompt's words a search for its context reads (its two ends past that: ends()).
 QUERY_CHARS = 2_000
 MAX_FILES = 50
-REDACT_MARGIN = 200  # redact a little past the cap so a secret cut in half is still caught
 
 FILE_WRITE = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 # A patch in the `*** Begin Patch` form (Codex CLI's and Copilot CLI's apply_patch): a file write.
@@ -78,31 +78,6 @@ def as_text(value: object) -> str:
     return str(value)
 
 
-def head(text: str, limit: int) -> str:
-    """Cleaned first `limit` characters (with an ellipsis when cut)."""
-    if not text:
-        return ""
-    text = strip_private(text)  # whole text first: a block may open outside the window
-    cut = len(text) > limit
-    text = clean(text[: limit + REDACT_MARGIN])
-    if len(text) > limit:
-        cut = True
-        text = text[:limit]
-    return text.rstrip() + (" …" if cut else "")
-
-
-def tail(text: str, limit: int) -> str:
-    if not text:
-        return ""
-    text = strip_private(text)
-    cut = len(text) > limit
-    text = clean(text[-(limit + REDACT_MARGIN) :])
-    if len(text) > limit:
-        cut = True
-        text = text[-limit:]
-    return ("… " if cut else "") + text.strip()
-
-
 def one_line(text: str, limit: int = TITLE_CHARS) -> str:
     """The first non-empty line, whitespace folded, cleaned and capped."""
     text = clean(strip_private(text)[: limit * 4])
@@ -121,14 +96,6 @@ def ends(text: str, limit: int) -> str:
     head_chars = (limit - 3) // 2
     tail_chars = limit - 3 - head_chars
     return text[:head_chars].rstrip() + " … " + text[-tail_chars:].lstrip()
-
-
-def head_tail(text: str, limit: int) -> str:
-    """Head and tail of a long output (command results are read at both ends)."""
-    if len(text) <= limit:
-        return head(text, limit)
-    half = limit // 2
-    return head(text, half) + "\n…\n" + tail(text, half)
 
 
 # --------------------------------------------------------------------------- project identity
@@ -411,15 +378,17 @@ def observation(
             add("content", head(content, n))
         elif tool == "Edit":
             title = f"Edit {rel}" + (" (all occurrences)" if _get(tin, "replace_all") else "")
-            add("old", head(_str(tin, "old_string"), n))
-            add("new", head(_str(tin, "new_string"), n))
+            old, new = edit(_str(tin, "old_string"), _str(tin, "new_string"), n)
+            add("old", old)
+            add("new", new)
         elif tool == "MultiEdit":
             edits = _get(tin, "edits")
             edits = edits if isinstance(edits, list) else []
             title = f"MultiEdit {rel} ({len(edits)} edit{'s' if len(edits) != 1 else ''})"
-            for i, edit in enumerate(edits[:5], 1):
-                add(f"edit {i} old", head(_str(edit, "old_string"), n // 2))
-                add(f"edit {i} new", head(_str(edit, "new_string"), n // 2))
+            for i, change in enumerate(edits[:5], 1):
+                old, new = edit(_str(change, "old_string"), _str(change, "new_string"), n // 2)
+                add(f"edit {i} old", old)
+                add(f"edit {i} new", new)
         else:
             mode = _str(tin, "edit_mode") or "replace"
             cell = _str(tin, "cell_id")
@@ -444,9 +413,9 @@ def observation(
         if code is not None:
             body.append(f"exit code: {code}")
         stdout = _str(resp, "stdout") if isinstance(resp, dict) else as_text(resp)
-        add("stdout", head_tail(stdout, n))
-        add("stderr", head_tail(_str(resp, "stderr"), n))
-        add("error", head_tail(error, n))
+        add("stdout", output(stdout, n))
+        add("stderr", output(_str(resp, "stderr"), n))
+        add("error", output(error, n))
     elif kind == "research":
         path = _str(tin, "file_path") or _str(tin, "path")
         rel = relative_file(path, project, cwd) if path else ""

@@ -12,6 +12,7 @@ if str(HOOKS_DIR) not in sys.path:
 
 import cairn_hook_agents as agents  # noqa: E402
 import cairn_hook_events as events  # noqa: E402
+import cairn_hook_excerpt as excerpt  # noqa: E402
 import cairn_hook_fence as fence  # noqa: E402
 import cairn_hook_gemini as gemini  # noqa: E402
 import cairn_hook_identity as identity  # noqa: E402
@@ -26,6 +27,7 @@ __all__ = [
     "HOOK_SCRIPT",
     "agents",
     "events",
+    "excerpt",
     "fence",
     "gemini",
     "hook_io",
