@@ -191,8 +191,9 @@ def event_id(kind: str, payload: dict[str, object], *parts: object) -> str:
     # Claude Code names each prompt (`prompt_id`, `promptId` in the transcript): the id the
     # transcript import gives the same prompt, so a session recorded live is not stored twice.
     prompt_id = payload.get("prompt_id")
-    if kind == "prompt" and isinstance(prompt_id, str) and prompt_id:
-        return f"cc:{session}:prompt:{prompt_id[:80]}"
+    if kind in ("prompt", "answer") and isinstance(prompt_id, str) and prompt_id:
+        # A turn's answer too: one per prompt, live or imported.
+        return f"cc:{session}:{kind}:{prompt_id[:80]}"
     return f"cc:{session}:{kind}:{_digest(session, kind, transcript_size(payload), *parts)}"
 
 
@@ -253,6 +254,32 @@ def task_notification(prompt: str) -> dict[str, str] | None:
         if start >= 0 and end > start:
             fields[tag] = text[start + len(tag) + 2 : end].strip()
     return fields
+
+
+# A closing message shorter than this many words ("Done.", "Fixed it.") says nothing to keep.
+ANSWER_MIN_WORDS = 5
+
+
+def answer(message: str, limit: int) -> dict[str, object] | None:
+    """The agent's closing message of a turn as an `answer` observation, or None when it says
+    too little. What it concluded (the cause found, the command that works, where a setting
+    lives) is what a later prompt asks about, in the words the agent used to the user.
+
+    Title: its first sentence (or line) within TITLE_CHARS; body: the rest, within `limit`
+    characters (all of it when no sentence ends in time, the title then cut)."""
+    text = strip_private(message or "").strip()
+    if len(text.split()) < ANSWER_MIN_WORDS:
+        return None
+    first = text.split("\n", 1)[0]
+    ends = [first.find(mark) + 1 for mark in (". ", "? ", "! ") if first.find(mark) > 0]
+    end = min((e for e in ends if e <= TITLE_CHARS), default=0)
+    if not end and len(first) <= TITLE_CHARS:
+        end = len(first)
+    if end:
+        title, rest = " ".join(clean(text[:end]).split()), text[end:].strip()
+    else:
+        title, rest = one_line(text), text
+    return {"type": "answer", "title": title, "body": head(rest, limit), "files": []}
 
 
 def agent_result(

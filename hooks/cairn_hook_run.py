@@ -527,6 +527,17 @@ def plan_requests(
         if isinstance(message, str) and message.strip():
             body["last_assistant_message"] = ev.head(message, MAX_MESSAGE_CHARS)
         hook.pending.append(Request("POST", session_path(payload, "/summarize"), body))
+        answer = ev.answer(message if isinstance(message, str) else "", MAX_MESSAGE_CHARS)
+        if answer is not None:
+            answer.update(
+                {
+                    "project": project,
+                    "session_id": sid,
+                    "created_at": io.iso_now(),
+                    "event_id": ev.event_id("answer", payload, answer["title"]),
+                }
+            )
+            hook.pending.append(Request("POST", "/api/observations", answer))
     elif event == "PreCompact":
         body = {"event_id": ev.event_id("compact", payload, payload.get("trigger"))}
         trigger = payload.get("trigger")

@@ -640,3 +640,45 @@ def test_a_command_names_the_project_files_it_reads_or_runs(tmp_path: Path) -> N
         str(tmp_path / "src"),
     )
     assert obs is not None and obs["files"] == ["src/calc.py"]
+
+
+def test_a_turns_closing_message_is_an_answer_titled_by_its_first_sentence() -> None:
+    message = (
+        "The dev server now proxies /api to http://localhost:8081. No path rewrite: the "
+        "backend's routes already start with /api.\n\nVITE_API_BASE still overrides it."
+    )
+    obs = events.answer(message, 4000)
+    assert obs is not None and obs["type"] == "answer"
+    assert obs["title"] == "The dev server now proxies /api to http://localhost:8081."
+    assert str(obs["body"]).startswith("No path rewrite") and "VITE_API_BASE" in str(obs["body"])
+
+
+def test_an_answer_without_an_early_sentence_end_keeps_all_of_it_in_the_body() -> None:
+    message = "Renamed " + ", ".join(f"field_{i}" for i in range(60)) + " everywhere"
+    obs = events.answer(message, 4000)
+    assert obs is not None and str(obs["title"]).endswith("…")
+    assert len(str(obs["title"])) <= events.TITLE_CHARS and obs["body"] == message
+
+
+def test_a_closing_message_that_says_too_little_is_no_answer() -> None:
+    assert events.answer("Done.", 4000) is None
+    assert events.answer("   ", 4000) is None
+    assert events.answer("<private>the client is acme corp, fixed</private> ok", 4000) is None
+
+
+def test_an_answer_keeps_no_secret_and_no_private_block() -> None:
+    message = (
+        "Deployed with the new key. <private>Customer: Initech.</private> The key is "
+        "ANTHROPIC_API_KEY=sk-ant-api03-abcDEF123456ghiJKL789mnoPQR_stuVWX-yz0123456789AA now."
+    )
+    obs = events.answer(message, 4000)
+    assert obs is not None
+    text = f"{obs['title']} {obs['body']}"
+    assert "Initech" not in text and "abcDEF123456" not in text
+
+
+def test_an_answer_is_named_by_its_prompt_like_the_prompt() -> None:
+    payload = {"session_id": "s1", "prompt_id": "p-42", "hook_event_name": "Stop"}
+    assert events.event_id("answer", payload, "title") == "cc:s1:answer:p-42"
+    without = {"session_id": "s1", "hook_event_name": "Stop"}
+    assert events.event_id("answer", without, "a") != events.event_id("answer", without, "b")

@@ -100,3 +100,23 @@ def test_a_memory_is_given_whole_where_an_observation_is_cut() -> None:
     }
     cut = prompt_item_text(observation, now)
     assert cut.endswith("…") and estimate_tokens(cut) <= PROMPT_ITEM_TOKENS
+
+
+def test_an_answer_reads_on_from_its_first_sentence_without_saying_it_twice() -> None:
+    now = 1_700_000_000_000
+    answer = {
+        "kind": "observation",
+        "id": 9,
+        "type": "answer",
+        "title": "Oversell fixed.",
+        "body": "StockLevel has a @Version column and reserve() retries up to 3 times.",
+        "created_at": now,
+    }
+    line = prompt_item_text(answer, now)
+    assert line.endswith(
+        "ANSWER Oversell fixed. StockLevel has a @Version column and reserve() retries up to 3 times."
+    )
+    long_sentence = "The dev server now proxies /api to the backend " + "and more " * 30
+    cut = {**answer, "title": long_sentence[:150] + "…", "body": long_sentence.strip()}
+    line = prompt_item_text(cut, now)
+    assert line.count("The dev server now proxies") == 1

@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 MemoryKind = Literal["lesson", "decision", "fact", "preference", "note"]
 ObservationType = Literal[
-    "file_write", "command", "research", "web", "delegation", "mcp", "note", "other"
+    "file_write", "command", "research", "web", "delegation", "mcp", "note", "answer", "other"
 ]
 SearchKind = Literal["observation", "memory", "prompt", "summary"]
 

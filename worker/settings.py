@@ -280,6 +280,9 @@ class ObservationHalfLives:
     delegation: float = setting("CAIRN_OBS_HALF_LIFE_DAYS_DELEGATION", 10.0)
     file_write: float = setting("CAIRN_OBS_HALF_LIFE_DAYS_FILE_WRITE", 21.0)
     note: float = setting("CAIRN_OBS_HALF_LIFE_DAYS_NOTE", 30.0)
+    # The agent's closing message of a turn (the Stop hook): what it concluded, as a
+    # delegation is what a subagent concluded.
+    answer: float = setting("CAIRN_OBS_HALF_LIFE_DAYS_ANSWER", 10.0)
 
     def by_type(self) -> dict[str, float]:
         return {f.name: float(getattr(self, f.name)) for f in fields(self)}

@@ -112,6 +112,14 @@ def test_hooked_session_summary_checkpoint_and_profile(
     assert not any("ruff" in item for item in summary["completed"])
     assert summary["learned"][0].startswith("The root cause of the odd totals")
     assert "add an --since flag to the export" in summary["next_steps"]
+    # The closing message is also the turn's answer, searchable as an observation; the Stop
+    # that fires again for the same turn adds no second one.
+    status, answers = worker.request("GET", f"/api/observations?session_id={SID}&type=answer")
+    assert status == 200, answers
+    (answer,) = answers["items"]
+    assert answer["title"] == "CSV export works."
+    assert answer["body"].startswith("The root cause of the odd totals")
+    assert not any("answer" in item or "CSV export works" in item for item in summary["completed"])
     status, facts = worker.request("GET", f"/api/memories?project={root}&kind=fact")
     assert status == 200
     assert [m["content"] for m in facts["items"]] == [summary["learned"][0]]

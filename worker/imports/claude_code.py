@@ -213,6 +213,9 @@ class TranscriptEvents:
         self.session_id = ""
         self.started = False
         self.stop: HookEvent | None = None
+        # The prompt of the turn under way: the assistant's lines carry no promptId, and the
+        # turn's answer is named by its prompt, as the live Stop hook names it.
+        self.prompt_id = ""
 
     def base(self, record: dict[str, Any]) -> dict[str, Any]:
         payload: dict[str, Any] = {"session_id": self.session_id, "cwd": self.cwd}
@@ -224,7 +227,7 @@ class TranscriptEvents:
                 payload["agent_type"] = self.agent_type
         prompt_id = record.get("promptId")
         if isinstance(prompt_id, str) and prompt_id:
-            payload["prompt_id"] = prompt_id
+            payload["prompt_id"] = self.prompt_id = prompt_id
         return payload
 
     def events(self, lines: Iterable[Line]) -> Iterator[HookEvent]:
@@ -295,6 +298,8 @@ class TranscriptEvents:
         if self.agent or message.get("stop_reason") != "end_turn":
             return
         payload = self.base(record)
+        if self.prompt_id:
+            payload.setdefault("prompt_id", self.prompt_id)
         if text:
             payload["last_assistant_message"] = "\n".join(text)
         uuid = record.get("uuid")

@@ -119,8 +119,9 @@ class HookBuilder:
                 if pending.path.endswith(ending):
                     body[name] = at
                     break
-            if event.name == "Stop":
-                # One summary per turn end: named by the transcript line that ended the turn.
+            if event.name == "Stop" and pending.path.endswith("/summarize"):
+                # One summary per turn end: named by the transcript line that ended the turn
+                # (its answer observation keeps the hook's id: its prompt's, as live).
                 body["event_id"] = f"cc:{payload['session_id'][:80]}:stop:{event.key[:80]}"
             out.append(Request(pending.method, pending.path, body))
         return out

@@ -41,6 +41,7 @@ OBSERVATION_TYPES = (
     "delegation",
     "mcp",
     "note",
+    "answer",
     "other",
 )
 
@@ -59,6 +60,7 @@ class DecayPolicy:
             "delegation": 10.0,
             "file_write": 21.0,
             "note": 30.0,
+            "answer": 10.0,
         }
     )
     observation_cap: int = 5000

@@ -153,6 +153,13 @@ def prompt_item_text(item: dict[str, Any], now: int) -> str:
         if item["type"] == "command" and "(exit " in str(item["title"]):
             # What failed, not the test runner's banner at the head of the output.
             body = failure_excerpt(str(item.get("body") or "")) or body
+        elif item["type"] == "answer" and body:
+            # The agent's own words read on: its first sentence (the title) then the rest; a
+            # title cut short is said whole by the body.
+            title = _one_line(item["title"])
+            text = body if title.endswith("…") else f"{title} {body}"
+            head = f"- #{item['id']} {when} ANSWER {text}"
+            body = ""
     elif kind == "memory":
         head = f"- [{item['type']}] {_one_line(item['body'])}"
         body = ""

@@ -28,7 +28,9 @@ from worker.store.rows import (
 from worker.store.sql_terms import batch_indexing
 from worker.terms import index_text, split_text
 
-TYPES = ("file_write", "command", "research", "web", "delegation", "mcp", "note", "other")
+TYPES = (
+    "file_write", "command", "research", "web", "delegation", "mcp", "note", "answer", "other"
+)  # fmt: skip
 
 COLUMNS = """o.id, o.session_id, o.project_id, p.key AS project, o.type, o.title, o.body, o.files,
     o.tool_name, o.content_hash, o.importance, o.created_at, o.retrieval_count, o.access_count,
