@@ -194,6 +194,10 @@ def event_id(kind: str, payload: dict[str, object], *parts: object) -> str:
     if kind in ("prompt", "answer") and isinstance(prompt_id, str) and prompt_id:
         # A turn's answer too: one per prompt, live or imported.
         return f"cc:{session}:{kind}:{prompt_id[:80]}"
+    if kind == "answer":
+        # Without a prompt id (Codex CLI, Gemini CLI): named by what it says, which the live hook
+        # and the import of the agent's session file read alike.
+        return f"cc:{session}:{kind}:{_digest(session, kind, *parts)}"
     return f"cc:{session}:{kind}:{_digest(session, kind, transcript_size(payload), *parts)}"
 
 

@@ -534,7 +534,8 @@ def plan_requests(
                     "project": project,
                     "session_id": sid,
                     "created_at": io.iso_now(),
-                    "event_id": ev.event_id("answer", payload, answer["title"]),
+                    "event_id": ev.event_id("answer", payload, answer["title"], answer["body"]),
+                    "meta": meta,
                 }
             )
             hook.pending.append(Request("POST", "/api/observations", answer))
