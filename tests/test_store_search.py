@@ -81,3 +81,30 @@ def test_later_file_writes_and_counted_retrievals_on_each_backend(
         [(1, 0, None), (2, 1, T0 + 9), (3, 0, None)],
         [(1, 1, T0 + 9)],
     ]
+
+
+def test_a_sessions_work_counts_its_tool_observations_not_its_answers(
+    backend_store: Store | PgStore,
+) -> None:
+    def write(c: Any) -> None:
+        for session, kinds in (("worked", ("command", "answer")), ("asked", ("answer",))):
+            for i, kind in enumerate(kinds):
+                observations.insert(
+                    c,
+                    {
+                        "project": "/repo",
+                        "session_id": session,
+                        "type": kind,
+                        "title": f"{kind} {i}",
+                        "body": "",
+                        "files": [],
+                        "created_at_ms": T0 + i,
+                    },
+                )
+
+    backend_store.write_sync(write)
+    counts = backend_store.read_sync(
+        lambda c: search.session_activity(c, ["worked", "asked", "none"])
+    )
+    # A question answered from general knowledge did no work: its prompt stays an idle one.
+    assert counts == {"worked": 1}

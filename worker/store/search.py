@@ -70,13 +70,15 @@ def later_file_writes(conn: AnyDb, project_id: int, files: list[str], since: int
 
 def session_activity(conn: AnyDb, session_ids: Iterable[str]) -> dict[str, int]:
     """Observations recorded in each of these sessions (the relevance model's evidence that an
-    earlier prompt led to work). Sessions with none are left out."""
+    earlier prompt led to work): tool work, not the agent's answer, which a question answered
+    from general knowledge has too. Sessions with none are left out."""
     wanted = sorted({s for s in session_ids if s})
     if not wanted:
         return {}
     db = as_db(conn)
     rows = db.execute(
-        f"""SELECT f.value, (SELECT COUNT(*) FROM observations o WHERE o.session_id = f.value)
+        f"""SELECT f.value, (SELECT COUNT(*) FROM observations o
+             WHERE o.session_id = f.value AND o.type <> 'answer')
            FROM {db.dialect.json_array_values("?", "f")}""",
         (json.dumps(wanted),),
     ).fetchall()
