@@ -55,6 +55,8 @@ SCAN_CHARS = 50_000
 # A line reporting a failure often ends on the next one ("This happened because ...",
 # "Caused by: ..."): each failure line brings the line after it when that one has words.
 FOLLOWING_LINES = 1
+# Past this many lines an edit is cut as it is, not diffed (a diff's cost grows with both sizes).
+DIFF_LINES = 1_000
 
 
 def head(text: str, limit: int) -> str:
@@ -237,7 +239,7 @@ def edit(old: str, new: str, limit: int) -> tuple[str, str]:
     if len(old) <= limit and len(new) <= limit:
         return head(old, limit), head(new, limit)
     old, new = strip_private(old), strip_private(new)
-    if old and new:
+    if old and new and max(old.count("\n"), new.count("\n")) < DIFF_LINES:
         old, new = _changed(old, new), _changed(new, old)
     old_room = min(len(old), limit)
     return head(old, old_room), head(new, 2 * limit - old_room)

@@ -157,3 +157,11 @@ def test_output_never_raises_and_stays_within_three_caps(lines: list[str], limit
 def test_edit_never_raises(old: str, new: str, limit: int) -> None:
     kept_old, kept_new = excerpt.edit(old, new, limit)
     assert len(kept_old) <= limit + 2 and len(kept_new) <= 2 * limit + 2
+
+
+def test_an_edit_too_long_to_diff_is_cut_as_it_is() -> None:
+    old = "\n".join(f"line {i} = value({i})" for i in range(excerpt.DIFF_LINES + 10))
+    new = old + "\nappended()"
+    kept_old, kept_new = excerpt.edit(old, new, 300)
+    assert kept_old.startswith("line 0 = value(0)") and kept_new.startswith("line 0 = value(0)")
+    assert len(kept_old) <= 302 and len(kept_new) <= 2 * 300 + 2
