@@ -7,6 +7,7 @@ the prompt-context builder (which never counts).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -101,6 +102,12 @@ class _KeywordPass:
     n_docs: int
     # Keyword-only mode: the query's frequencies within the searched scope (keyword_judgment).
     scope: keyword_judgment.ScopeFrequencies | None = None
+    # The session's own prompts (SearchRequest.exclude_session_prompts), as sets of indexed
+    # terms, and their refs: counted out of every frequency and list of hits.
+    asked: list[set[str]] = field(default_factory=list)
+    own: set[Ref] = field(default_factory=set)
+    # The prompt's own terms when it is judged for its context: counted in once.
+    itself: set[str] = field(default_factory=set)
 
 
 def _keyword_pass(
@@ -114,26 +121,51 @@ def _keyword_pass(
     groups = query_groups(req.query, s.search.max_query_terms)
     terms = query_terms(req.query, s.search.max_query_terms)
     wanted = sorted({t for g in groups for t in g} | set(terms))
-    df, index_rows = index.frequencies(conn, wanted)
-    # Which words are worth matching, counted without the session's own prompts (the one being
-    # answered among them, never a hit): a word must not look too common to match for being in
-    # the question itself (in a small project, the question's one memory and the question made
-    # each of its words "common"). The frequencies the judgment weighs (`df`, and the project's)
-    # still count them, as the relevance model and the keyword rules were fitted on.
-    rare, rows = dict(df), index_rows
+    df, rows = index.frequencies(conn, wanted)
+    # The prompt being answered is stored before its context is asked for (the hook posts both
+    # in one call), or not at all (the preview, a client that only asks). Either way the
+    # search weighs the same: the session's own prompts are counted out of every frequency and
+    # list of hits (never a hit, they took the first keyword and vector ranks from the items),
+    # and a prompt judged for its context counts in once, as a document of its project (a word
+    # that only the prompt holds is one the project never wrote: the prompt is about
+    # something else). What the preview shows is then what the hook is given.
+    asked: list[set[str]] = []
+    refs: set[Ref] = set()
     if req.exclude_session_prompts is not None:
-        asked = q.session_prompts(conn, req.exclude_session_prompts, project_id)
-        for text in q.indexed_terms(conn, asked).values():
-            for term in set(wanted) & set(text.split()):
-                rare[term] = max(0, rare.get(term, 0) - 1)
-            rows = max(0, rows - 1)
-    terms = one_stem_per_part(terms, groups, df)
-    n_docs = index_rows if terms else 0
-    chosen = selective_terms(terms, rare, rows if terms else 0, s.search.common_term_share)
+        own = q.session_prompts(conn, req.exclude_session_prompts, project_id)
+        refs = set(own)
+        asked = [set(text.split()) for text in q.indexed_terms(conn, own).values()]
+        df, rows = _count_out(df, rows, asked)
+    itself = set(wanted) if req.judge_items else set()
+    weighed, weighed_rows = _count_in(df, rows, itself)
+    terms = one_stem_per_part(terms, groups, weighed)
+    # Which words are worth matching: by the others' frequencies (the question's own words
+    # must not look too common to match for being in it).
+    chosen = selective_terms(terms, df, rows if terms else 0, s.search.common_term_share)
+    df, n_docs = weighed, weighed_rows if terms else 0
     hits: list[tuple[Ref, float]] = []
     if chosen and want_keyword:
-        hits = _memory_hits(conn, index, chosen, req, s, project_id)
-    return _KeywordPass(groups, hits, df, n_docs)
+        hits = _memory_hits(conn, index, chosen, req, s, project_id, len(refs))
+        hits = [(ref, score) for ref, score in hits if ref not in refs][: s.search.candidates]
+    return _KeywordPass(groups, hits, df, n_docs, asked=asked, own=refs, itself=itself)
+
+
+def _count_out(
+    df: Mapping[str, int], rows: int, asked: list[set[str]]
+) -> tuple[dict[str, int], int]:
+    """Frequencies without these rows (each given as its set of indexed terms)."""
+    out = dict(df)
+    for terms in asked:
+        for term in terms & out.keys():
+            out[term] = max(0, out[term] - 1)
+    return out, max(0, rows - len(asked))
+
+
+def _count_in(df: Mapping[str, int], rows: int, terms: set[str]) -> tuple[dict[str, int], int]:
+    """Frequencies with one more row holding `terms` (none: unchanged)."""
+    if not terms:
+        return dict(df), rows
+    return {**df, **{t: df.get(t, 0) + 1 for t in terms}}, rows + 1
 
 
 def _memory_hits(
@@ -143,7 +175,9 @@ def _memory_hits(
     req: SearchRequest,
     s: Settings,
     project_id: int | None,
+    spare: int = 0,
 ) -> list[tuple[Ref, float]]:
+    """The best keyword hits, `spare` more than the search's candidates (rows to be dropped)."""
     codes = None
     if req.kinds is not None:
         codes = [KIND_CODES[k] for k in req.kinds if k in KIND_CODES]
@@ -153,7 +187,7 @@ def _memory_hits(
         terms,
         project_id=project_id,
         kind_codes=codes,
-        limit=s.search.candidates,
+        limit=s.search.candidates + spare,
         title_weight=s.search.title_weight,
         body_weight=s.search.body_weight,
         conn=conn,
@@ -182,6 +216,9 @@ def one_stem_per_part(
 
 
 COMMON_FLOOR = 50
+# How many more vector hits a search with a session's own prompts to count out asks for: the
+# prompt being answered is its own closest vector once embedded, the session's others may follow.
+OWN_PROMPT_SPARE = 4
 
 
 def selective_terms(
@@ -458,13 +495,18 @@ async def search(
     # while the database runs the keyword pass in another: all three release the GIL, so on two
     # cores their times overlap instead of adding up.
     found: list[tuple[npt.NDArray[np.float32] | None, list[tuple[Ref, float]]]] = [(None, [])]
+    # Room for the session's own prompts among the closest vectors (counted out below).
+    spare = OWN_PROMPT_SPARE if req.exclude_session_prompts is not None else 0
 
     def vector_pass(model: EmbeddingService) -> None:
         model.follow()  # vectors other workers of a team database stored
         vector, index = model.embed_query(req.query), model.index
         if vector is not None and index is not None:
             hits = index.search(
-                vector, project_id=project_id, kinds=req.kinds, limit=settings.search.candidates
+                vector,
+                project_id=project_id,
+                kinds=req.kinds,
+                limit=settings.search.candidates + spare,
             )
             found[0] = (vector, hits)
 
@@ -480,6 +522,9 @@ async def search(
         # down) must reach the error handlers as itself, a 503, not as an unhandled group (500).
         raise group.exceptions[0] from None
     query_vector, vector_hits = found[0]
+    vector_hits = [(ref, cos) for ref, cos in vector_hits if ref not in kw.own][
+        : settings.search.candidates
+    ]
     best_cosine = vector_hits[0][1] if vector_hits else None
     weights = Weights.from_settings(settings)
     complete = len(kw.hits) < settings.search.candidates  # every keyword match is listed
@@ -502,9 +547,10 @@ async def search(
         }
         top_keyword = [ref for ref, _ in kw.hits if ref in items][:COVERAGE_DEPTH]
         if query_vector is None or req.judge_items:
-            kw.scope = keyword_judgment.scope_frequencies(
-                keywords, kw.groups, project_id, kw.df, conn
-            )
+            scope = keyword_judgment.scope_frequencies(keywords, kw.groups, project_id, kw.df, conn)
+            df, rows = _count_out(scope.df, scope.rows, kw.asked)
+            df, rows = _count_in(df, rows, kw.itself)
+            kw.scope = keyword_judgment.ScopeFrequencies(df, rows, scope.everywhere)
         return refs, items, q.indexed_terms(conn, top_keyword), stale_refs(conn, items)
 
     # The refusal rule's plain cosines of the closest vector hits are read while the candidates
