@@ -58,6 +58,7 @@ RELEVANT_WEIGHTS = (1.0, 3.0)
 SELECT_FOLDS = 6
 CUTS = tuple(round(c, 3) for c in np.arange(0.10, 0.86, 0.05))
 Array = npt.NDArray[np.float64]
+IDLE = FEATURES.index("idle_prompt")
 # How much more a candidate holding a relevant marker weighs than one holding an acceptable one.
 RELEVANT_WEIGHT = [1.0]
 
@@ -120,7 +121,9 @@ def fit(probes: list[Probe], columns: list[int], penalty: float) -> Fitted:
 def compose(probe: Probe, prob: Array, cut: float, limit: int, budget: int) -> dict[str, Any]:
     """The prompt's context as the worker composes it, scored as the benchmark scores it."""
     # As worker/retrieval/context_builder.Composer fills it: the header with the first line,
-    # then each line that still fits (a line too long is skipped, the next may fit).
+    # then each line that still fits (a line too long is skipped, the next may fit). What the
+    # worker never gives (relevance.only_the_question) is not given here either.
+    prob = np.where(probe.x[:, IDLE] > 0, 0.0, prob)
     order = [int(i) for i in np.argsort(-prob, kind="stable") if prob[i] >= cut][:limit]
     kept: list[int] = []
     used = 0

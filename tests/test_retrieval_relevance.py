@@ -197,3 +197,13 @@ def test_the_model_file_is_read_once(tmp_path: Path) -> None:
     first = relevance.load_model(path)
     path.write_text(json.dumps(_doc(bias=5.0)))
     assert relevance.load_model(path) is first
+
+
+def test_only_an_earlier_prompt_whose_session_did_nothing_holds_only_the_question() -> None:
+    item = _item("prompt", body="how do generics differ from interfaces here?")
+    cand = Candidate(("prompt", 3), plain_cosine=0.9, score=1.0)
+    assert relevance.only_the_question(relevance.features(cand, item, None, None, _view(), 0))
+    assert not relevance.only_the_question(relevance.features(cand, item, None, None, _view(), 2))
+    memory = Candidate(("memory", 3), plain_cosine=0.9, score=1.0)
+    features = relevance.features(memory, _item("memory", body="x"), None, None, _view(), 0)
+    assert not relevance.only_the_question(features)  # a memory has no session's work

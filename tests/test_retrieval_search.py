@@ -283,3 +283,44 @@ def test_a_prompt_gets_the_same_judgment_before_and_after_it_is_stored(
             assert after[1][ref] == pytest.approx(features, abs=1e-3), ref
     finally:
         anyio.run(found[1].stop)
+
+
+def test_an_earlier_question_whose_session_did_nothing_is_never_given(
+    store: Store, tmp_path: Path
+) -> None:
+    """Asked again (here in the same words, its closest possible match), an earlier question
+    answered without any work is no hit: its line would hold only the question. Once its session
+    has done something, the same prompt is judged by the model like any item."""
+    settings = load_settings(home=tmp_path, embed_enabled=True)
+    write_corpus(store)
+    question = "how does the redis cache eviction policy allkeys-lru pick keys?"
+
+    def ask(c: Any) -> int:
+        pid = projects.ensure(c, "/repo")
+        sessions.ensure(c, "earlier", pid)
+        return int(sessions.add_prompt(c, "earlier", pid, question, None)["id"])
+
+    prompt_id = store.write_sync(ask)
+    found = searcher(store, settings)
+    try:
+        hits, judged = _judged(store, settings, found, question)
+        assert ("prompt", prompt_id) in judged  # a candidate, close as can be
+        assert judged[("prompt", prompt_id)]["idle_prompt"] == 1.0
+        assert ("prompt", prompt_id) not in hits
+        store.write_sync(
+            lambda c: observations.insert(
+                c,
+                {
+                    "project": "/repo",
+                    "session_id": "earlier",
+                    "type": "command",
+                    "title": "Run: redis-cli config get maxmemory-policy",
+                    "body": "stdout: allkeys-lru",
+                },
+            )
+        )
+        hits, judged = _judged(store, settings, found, question)
+        assert judged[("prompt", prompt_id)]["idle_prompt"] == 0.0
+        assert ("prompt", prompt_id) in hits
+    finally:
+        anyio.run(found[1].stop)

@@ -144,6 +144,19 @@ def features(
     }
 
 
+def only_the_question(features: Mapping[str, float]) -> bool:
+    """An earlier prompt whose session did no work (no tool call: a question answered from
+    general knowledge, or from what the agent was handed) is never given. Its line holds the
+    question and nothing to act on; what was answered is the turn's `answer` observation, a
+    candidate of its own. In the coding-memory corpus (24 projects, as written and padded to
+    3,000 items) none of 1,139 such candidates held a probe's marker, yet a general question
+    asked again in other words meets its own earlier asking at a cosine of ~0.8, which the
+    model's finite weights let through (bench/learning.py: 75 of 106 unrelated paraphrases were
+    handed their first asking). The regression cannot say never (its penalty keeps every weight
+    finite), so this is decided before it."""
+    return features.get("idle_prompt", 0.0) > 0.0
+
+
 FEATURES: tuple[str, ...] = tuple(
     features(
         Candidate(("memory", 0)),

@@ -462,7 +462,11 @@ async def _judged(
         shift = proved.get(cand.ref, 0.0)
         if shift:
             cand.features["usefulness"] = round(shift, 4)
-        cand.relevance = sigmoid(model.logit(cand.features) + shift)
+        cand.relevance = (
+            0.0
+            if relevance.only_the_question(cand.features)
+            else sigmoid(model.logit(cand.features) + shift)
+        )
     cut = model.cut(settings.judgment.prompt_strictness)
     kept = [c for c in top if (c.relevance or 0.0) >= cut]
     kept.sort(key=lambda c: -(c.relevance or 0.0))
