@@ -13,7 +13,13 @@ import pytest
 
 from tests.search_corpus import searcher, write_corpus
 from worker.retrieval.db_vectors import DatabaseVectors
-from worker.retrieval.search import SearchRequest, one_stem_per_part, search, selective_terms
+from worker.retrieval.search import (
+    Mode,
+    SearchRequest,
+    one_stem_per_part,
+    search,
+    selective_terms,
+)
 from worker.settings import Settings, load_settings
 from worker.store import Store, observations, projects, sessions
 from worker.store.pg import PgStore
@@ -236,34 +242,38 @@ def test_the_vector_half_is_the_same_whether_the_worker_or_the_database_searches
         reference.close()
 
 
-def _judged(store: Any, settings: Settings, searcher: Any, query: str) -> Any:
+def _judged(
+    store: Any, settings: Settings, searcher: Any, query: str, mode: Mode = "hybrid"
+) -> Any:
     keywords, service = searcher
     request = SearchRequest(
         query=query,
         project="/repo",
+        mode=mode,
         limit=8,
         judge_items=True,
         exclude_session_prompts="asking",
     )
     out = anyio.run(partial(search, keywords=keywords), store, settings, service, request)
     return [c.ref for c in out.hits], {
-        c.ref: {k: round(v, 6) for k, v in (c.features or {}).items()} for c in out.judged
+        c.ref: {"coverage": c.coverage or 0.0, **(c.features or {})} for c in out.judged
     }
 
 
+@pytest.mark.parametrize("mode", ["hybrid", "keyword"])
 @pytest.mark.parametrize("query", ["why is the nginx certificate refresh failing", QUERIES[3]])
 def test_a_prompt_gets_the_same_judgment_before_and_after_it_is_stored(
-    store: Store, tmp_path: Path, query: str
+    store: Store, tmp_path: Path, query: str, mode: Mode
 ) -> None:
     """The hook stores the prompt, then asks for its context: the stored prompt (keyword-matched
-    and, once embedded, vector-matched with itself) takes no rank, and its words count in no
-    frequency, so every candidate's evidence is what it was before (what the preview shows and
-    the relevance model was fitted on)."""
+    and, once embedded, vector-matched with itself) takes no rank, and its words count once in
+    each frequency whether it is stored or not, so every candidate's evidence is what it was
+    before (what the preview shows and the relevance model was fitted on)."""
     settings = load_settings(home=tmp_path, embed_enabled=True)
     write_corpus(store)
     found = searcher(store, settings)
     try:
-        before = _judged(store, settings, found, query)
+        before = _judged(store, settings, found, query, mode)
 
         def ask(c: Any) -> int:
             pid = projects.ensure(c, "/repo")
@@ -274,7 +284,7 @@ def test_a_prompt_gets_the_same_judgment_before_and_after_it_is_stored(
         found[1].enqueue("prompt", [prompt_id])
         assert found[1].wait_idle(30)
         assert found[1].vector(("prompt", prompt_id)) is not None  # its own closest vector
-        after = _judged(store, settings, found, query)
+        after = _judged(store, settings, found, query, mode)
         assert before[0], "the query finds something"
         assert after[0] == before[0]
         # Equal but for the recency in the ranking score (two clock readings).
