@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 from bench import logistic_fit  # noqa: E402
 from bench.coding_memory import SHOWN, objective, summarise  # noqa: E402
 from bench.logistic_fit import Fitted  # noqa: E402
-from worker.retrieval.relevance import FEATURES, MODEL_FILE  # noqa: E402
+from worker.retrieval.relevance import FEATURES, MODEL_FILE, only_the_question  # noqa: E402
 from worker.retrieval.tokens import estimate_tokens  # noqa: E402
 
 HEADER = "## Cairn: relevant memory"
@@ -58,7 +58,6 @@ RELEVANT_WEIGHTS = (1.0, 3.0)
 SELECT_FOLDS = 6
 CUTS = tuple(round(c, 3) for c in np.arange(0.10, 0.86, 0.05))
 Array = npt.NDArray[np.float64]
-IDLE = FEATURES.index("idle_prompt")
 # How much more a candidate holding a relevant marker weighs than one holding an acceptable one.
 RELEVANT_WEIGHT = [1.0]
 
@@ -73,6 +72,8 @@ class Probe:
     found: list[set[str]]
     texts: list[str]
     costs: list[int]  # each line's tokens, as the worker's Composer counts them
+    # What the worker never gives, whatever the model says (relevance.only_the_question).
+    never: npt.NDArray[np.bool_]
 
 
 def load(paths: list[Path], max_items: int) -> list[Probe]:
@@ -99,6 +100,9 @@ def load(paths: list[Path], max_items: int) -> list[Probe]:
                         found=[set(c["found"]) for c in cands],
                         texts=[str(c["text"]) for c in cands],
                         costs=[estimate_tokens(str(c["text"])) for c in cands],
+                        never=np.array(
+                            [only_the_question(c["features"]) for c in cands], dtype=bool
+                        ),
                     )
                 )
     del max_items
@@ -123,7 +127,7 @@ def compose(probe: Probe, prob: Array, cut: float, limit: int, budget: int) -> d
     # As worker/retrieval/context_builder.Composer fills it: the header with the first line,
     # then each line that still fits (a line too long is skipped, the next may fit). What the
     # worker never gives (relevance.only_the_question) is not given here either.
-    prob = np.where(probe.x[:, IDLE] > 0, 0.0, prob)
+    prob = np.where(probe.never, 0.0, prob)
     order = [int(i) for i in np.argsort(-prob, kind="stable") if prob[i] >= cut][:limit]
     kept: list[int] = []
     used = 0

@@ -28,22 +28,12 @@ from worker.errors import ConfigError
 from worker.settings import Settings
 from worker.store import lifecycle
 from worker.store.db import AnyDb
+from worker.store.observations import TYPES as OBSERVATION_TYPES
 
 DAY_MS = 86_400_000
 LN2 = math.log(2.0)
 # Reinforcement stops compounding after this many uses (a 1.15**60 half-life is ~4,400x already).
 MAX_REINFORCEMENTS = 60
-OBSERVATION_TYPES = (
-    "file_write",
-    "command",
-    "research",
-    "web",
-    "delegation",
-    "mcp",
-    "note",
-    "answer",
-    "other",
-)
 
 
 @dataclass(frozen=True)

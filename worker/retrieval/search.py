@@ -109,6 +109,10 @@ class _KeywordPass:
     # The prompt's own terms when it is judged for its context: counted in once.
     itself: set[str] = field(default_factory=set)
 
+    def weighed(self, df: Mapping[str, int], rows: int) -> tuple[dict[str, int], int]:
+        """Frequencies as the judgment weighs them (see _keyword_pass)."""
+        return _count_in(*_count_out(df, rows, self.asked), self.itself)
+
 
 def _keyword_pass(
     conn: AnyDb,
@@ -129,25 +133,21 @@ def _keyword_pass(
     # and a prompt judged for its context counts in once, as a document of its project (a word
     # that only the prompt holds is one the project never wrote: the prompt is about
     # something else). What the preview shows is then what the hook is given.
-    asked: list[set[str]] = []
-    refs: set[Ref] = set()
+    kw = _KeywordPass(groups, [], {}, 0, itself=set(wanted) if req.judge_items else set())
     if req.exclude_session_prompts is not None:
         own = q.session_prompts(conn, req.exclude_session_prompts, project_id)
-        refs = set(own)
-        asked = [set(text.split()) for text in q.indexed_terms(conn, own).values()]
-        df, rows = _count_out(df, rows, asked)
-    itself = set(wanted) if req.judge_items else set()
-    weighed, weighed_rows = _count_in(df, rows, itself)
-    terms = one_stem_per_part(terms, groups, weighed)
+        kw.own = set(own)
+        kw.asked = [set(text.split()) for text in q.indexed_terms(conn, own).values()]
+    others, other_rows = _count_out(df, rows, kw.asked)
+    kw.df, weighed_rows = kw.weighed(df, rows)
+    terms = one_stem_per_part(terms, groups, kw.df)
+    kw.n_docs = weighed_rows if terms else 0
     # Which words are worth matching: by the others' frequencies (the question's own words
     # must not look too common to match for being in it).
-    chosen = selective_terms(terms, df, rows if terms else 0, s.search.common_term_share)
-    df, n_docs = weighed, weighed_rows if terms else 0
-    hits: list[tuple[Ref, float]] = []
+    chosen = selective_terms(terms, others, other_rows if terms else 0, s.search.common_term_share)
     if chosen and want_keyword:
-        hits = _memory_hits(conn, index, chosen, req, s, project_id, len(refs))
-        hits = [(ref, score) for ref, score in hits if ref not in refs][: s.search.candidates]
-    return _KeywordPass(groups, hits, df, n_docs, asked=asked, own=refs, itself=itself)
+        kw.hits = _memory_hits(conn, index, chosen, req, s, project_id, kw.own)
+    return kw
 
 
 def _count_out(
@@ -175,9 +175,9 @@ def _memory_hits(
     req: SearchRequest,
     s: Settings,
     project_id: int | None,
-    spare: int = 0,
+    drop: set[Ref],
 ) -> list[tuple[Ref, float]]:
-    """The best keyword hits, `spare` more than the search's candidates (rows to be dropped)."""
+    """The search's best keyword hits but the rows in `drop`."""
     codes = None
     if req.kinds is not None:
         codes = [KIND_CODES[k] for k in req.kinds if k in KIND_CODES]
@@ -187,12 +187,13 @@ def _memory_hits(
         terms,
         project_id=project_id,
         kind_codes=codes,
-        limit=s.search.candidates + spare,
+        limit=s.search.candidates + len(drop),
         title_weight=s.search.title_weight,
         body_weight=s.search.body_weight,
         conn=conn,
     )
-    return [((KIND_NAMES[rowid % 8], rowid // 8), score) for rowid, score in rows]
+    hits = [((KIND_NAMES[rowid % 8], rowid // 8), score) for rowid, score in rows]
+    return [(ref, score) for ref, score in hits if ref not in drop][: s.search.candidates]
 
 
 def one_stem_per_part(
@@ -552,8 +553,7 @@ async def search(
         top_keyword = [ref for ref, _ in kw.hits if ref in items][:COVERAGE_DEPTH]
         if query_vector is None or req.judge_items:
             scope = keyword_judgment.scope_frequencies(keywords, kw.groups, project_id, kw.df, conn)
-            df, rows = _count_out(scope.df, scope.rows, kw.asked)
-            df, rows = _count_in(df, rows, kw.itself)
+            df, rows = kw.weighed(scope.df, scope.rows)
             kw.scope = keyword_judgment.ScopeFrequencies(df, rows, scope.everywhere)
         return refs, items, q.indexed_terms(conn, top_keyword), stale_refs(conn, items)
 
