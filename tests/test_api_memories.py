@@ -305,3 +305,24 @@ def test_a_short_project_name_finds_the_one_project_so_named(client: TestClient)
     )
     # A name nobody has is a new project, as before.
     assert save(client, "A brand new one", project="scratchpad")["project"] == "scratchpad"
+
+
+def test_a_memory_saved_while_one_session_works_on_the_project_is_that_session_s(
+    client: TestClient,
+) -> None:
+    """An agent's MCP tool saves with no session: the session at work in the project is where the
+    memory came from (the prompt context reads its session's other items as its thread)."""
+    assert save(client, "Retries use exponential backoff capped at 30 s")["session_id"] is None
+    r = client.post("/api/sessions", json={"session_id": "s-work", "project": P})
+    assert r.status_code in (200, 201), r.text
+    assert save(client, "Jobs retry at most 5 times")["session_id"] == "s-work"
+    given = save(client, "The queue is Redis streams", session_id="s-other")
+    assert given["session_id"] == "s-other"  # a session named is kept
+    dated = save(client, "Workers run on Fly.io", created_at="2024-05-01T10:00:00Z")
+    assert dated["session_id"] is None  # imported history is not today's session's
+    assert save(client, "Deploys need a green main", project="/repo/else")["session_id"] is None
+    r = client.post("/api/sessions", json={"session_id": "s-two", "project": P})
+    assert r.status_code in (200, 201), r.text
+    assert save(client, "Logs are JSON lines")["session_id"] is None  # which of the two?
+    assert client.post("/api/sessions/s-work/end", json={"reason": "exit"}).status_code == 200
+    assert save(client, "Metrics go to Prometheus")["session_id"] == "s-two"

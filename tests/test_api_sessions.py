@@ -66,7 +66,11 @@ def test_detail_has_prompts_observations_summary(client: TestClient) -> None:
             "/api/observations",
             json={"project": "/repo", "session_id": "s4", "type": "command", "title": f"c{i}"},
         )
+    saved = client.post(
+        "/api/memories", json={"project": "/repo", "kind": "fact", "content": "c2 needs c1"}
+    ).json()
     detail = client.get("/api/sessions/s4").json()
+    assert [m["id"] for m in detail["memories"]] == [saved["id"]]  # saved while s4 worked
     assert [p["text"] for p in detail["prompts"]] == ["do it"]
     assert [o["title"] for o in detail["observations"]] == ["c0", "c1", "c2"]  # oldest first
     assert detail["prompt_count"] == 1 and detail["observation_count"] == 3

@@ -452,9 +452,14 @@ def test_session_page_shows_summary_checkpoint_and_one_timeline(
     assert done.status_code in (200, 201), done.text
     checkpoint = browser.post("/api/sessions/s-1/checkpoint", json={"trigger": "manual"}, headers=h)
     assert checkpoint.status_code in (200, 201), checkpoint.text
+    assert "No memory was saved" in browser.get("/sessions/s-1").text
+    body = {"project": "/p/app", "kind": "lesson", "content": f"Run the flaky test twice {XSS}"}
+    saved = browser.post("/api/memories", json=body, headers=h).json()  # while s-1 works
     page = browser.get("/sessions/s-1").text
     assert "No summary yet" not in page
     assert "No checkpoint" not in page
+    memories = page[page.index('<ul class="saved">') :]
+    assert f'href="/memories/{saved["id"]}"' in memories and XSS not in memories
     timeline = page[page.index('<ol class="timeline">') :]
     # The prompt came first, then the two observations, in time order.
     assert (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.store import Store, projects, sessions
+from worker.store import Store, observations, projects, sessions
 from worker.store.pg import PgStore
 
 AnyStore = Store | PgStore
@@ -152,3 +152,42 @@ def test_a_reader_sees_shared_prompts_and_their_own(backend_store: AnyStore) -> 
     assert visible("bob@example.com") == ["bob's question", "bob's shared note"]
     assert visible("eve@example.com") == ["bob's shared note"]
     assert len(visible(None)) == 4  # no filter
+
+
+def test_the_session_at_work_is_the_one_open_and_recently_active(backend_store: AnyStore) -> None:
+    now = 10_000_000_000
+    window = sessions.WORKING_WINDOW_MS
+
+    def working(at: int = now, author: str | None = None) -> str | None:
+        def read(conn: Any) -> str | None:
+            return sessions.working_session(conn, projects.ensure(conn, APP), at, author)
+
+        return backend_store.write_sync(read)
+
+    assert working() is None  # nothing at work yet
+    start(backend_store, "s-old", started_at=now - 3 * window, author="ann@example.com")
+    assert working() is None  # open, but quiet for longer than the window
+    prompt(backend_store, "s-old", "pick the retry policy", at=now - window // 2)
+    assert working() == "s-old"  # its prompt is recent
+    assert working(author="ann@example.com") == "s-old"
+    assert working(author="bob@example.com") is None  # another author's agent (team database)
+
+    def tool_call(conn: Any) -> None:
+        observations.insert(
+            conn,
+            {
+                "project": APP,
+                "session_id": "s-new",
+                "type": "command",
+                "title": "Run: pytest",
+                "body": "",
+                "created_at_ms": now - 360_000,
+            },
+        )
+
+    start(backend_store, "s-new", started_at=now - 2 * window)
+    backend_store.write_sync(tool_call)
+    assert working() is None  # two at work: a memory saved now could be either's
+    assert backend_store.write_sync(lambda c: sessions.end(c, "s-old", "exit", now - 60_000))
+    assert working() == "s-new"  # the other one ended
+    assert working(at=now + 2 * window) is None  # and went quiet since

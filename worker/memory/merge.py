@@ -17,7 +17,7 @@ from worker.memory.statement import features, search_terms
 from worker.memory.supersession import judge, may_update_by_meaning
 from worker.memory.tags import normalise_tags, pick_tags
 from worker.settings import Settings
-from worker.store import memories, received
+from worker.store import memories, received, sessions
 from worker.store import relations as relations_store
 from worker.store.db import AnyDb, Row
 from worker.store.memories import KIND_RANK
@@ -114,6 +114,7 @@ def save(
     item: Mapping[str, Any],
     settings: Settings,
     similar: Mapping[int, float] | None = None,
+    reader: str | None = None,
 ) -> Saved:
     """Store a memory item (validated fields; times as `*_ms`). Runs inside a write transaction.
 
@@ -121,7 +122,8 @@ def save(
     pinned, expires_at_ms, created_at_ms, meta, session_id, event_id, supersede (default: on,
     off for imports that carry created_at_ms). `similar` maps memory ids to their cosine with
     this text, when the caller could embed it: close ones are supersession candidates even when
-    they share few words.
+    they share few words. A memory saved now with no session is the session's at work in its
+    project, `reader`'s on a team database (None: any, as on one user's file).
     """
     seen = received.seen(conn, item.get("event_id"))
     if seen is not None:
@@ -132,6 +134,10 @@ def save(
     project_id = memories.resolve_scope(conn, full)
     same = memories.find_same(conn, project_id, normalised_hash(full["content"]))
     now = now_ms()
+    if project_id is not None and not full.get("session_id") and full.get("created_at_ms") is None:
+        # Saved while an agent works here (its MCP tool, the dashboard, a script): the work it
+        # came out of is that session's, which the prompt context reads as its thread.
+        full["session_id"] = sessions.working_session(conn, project_id, now, reader)
     if same is not None:
         changes = merge_fields(same, full, now=now, max_tags=settings.limits.max_tags)
         was_superseded = same["superseded_by"] is not None

@@ -226,7 +226,8 @@ async def create(cairn: Cairn, body: dict[str, Any]) -> dict[str, Any]:
     item["author"] = body.get("author") or cairn.author_for(project)
     settings = cairn.settings
     similar = await similar_memories(cairn, item)
-    saved = await cairn.store.write(lambda conn: save(conn, item, settings, similar))
+    reader = cairn.reader
+    saved = await cairn.store.write(lambda conn: save(conn, item, settings, similar, reader))
     superseded = await cairn.store.read(lambda c: q.get_many(c, saved.superseded))
     if saved.created:
         cairn.events.publish("memory.created", saved.row)

@@ -9,12 +9,13 @@ from worker.clock import to_iso
 from worker.container import Cairn
 from worker.errors import NotFound
 from worker.ops.use import shown_evidence
-from worker.store import checkpoints, observations, sessions, summaries, use
+from worker.store import checkpoints, memories, observations, sessions, summaries, use
 from worker.store.items import load_items
 
 
 async def session_detail(cairn: Cairn, sid: str) -> dict[str, Any]:
-    """A session with its prompts, observations (oldest first), summary and last checkpoint."""
+    """A session with its prompts, observations and the memories saved in it (oldest first),
+    summary, last checkpoint and what Cairn gave it."""
 
     def read(conn: sqlite3.Connection) -> dict[str, Any] | None:
         row = sessions.get(conn, sid, visible_to=cairn.reader)
@@ -31,6 +32,10 @@ async def session_detail(cairn: Cairn, sid: str) -> dict[str, Any]:
         row["summary"] = summaries.as_written(conn, sid)
         row["checkpoint"] = checkpoints.latest_as_written(conn, sid)
         row["given"] = given_items(conn, sid, cairn.reader)
+        saved, _ = memories.list_page(
+            conn, memories.MemoryQuery(session_id=sid, include_archived=True, limit=100)
+        )
+        row["memories"] = list(reversed(saved))
         return row
 
     row = await cairn.store.read(read)

@@ -180,6 +180,31 @@ def ensure(
     return False
 
 
+# How recent a session's last prompt or tool call must be for it to count as at work.
+WORKING_WINDOW_MS = 30 * 60_000
+
+
+def working_session(conn: AnyDb, project_id: int, at: int, author: str | None = None) -> str | None:
+    """The one session at work in the project at `at`: still open, and started, prompted or
+    calling a tool within WORKING_WINDOW_MS before it, and `author`'s when one is named (a team
+    database holds everyone's sessions). None when no session is, or when two are (a memory saved then could
+    be either's)."""
+    db = as_db(conn)
+    since = at - WORKING_WINDOW_MS
+    whose, args = ("", ()) if author is None else (" AND (author IS NULL OR author = ?)", (author,))
+    rows = db.execute(
+        "SELECT id FROM sessions WHERE project_id = ? AND status = 'active'"
+        + whose
+        + " AND id IN ("
+        "SELECT id FROM sessions WHERE project_id = ? AND started_at >= ? "
+        "UNION SELECT session_id FROM prompts WHERE project_id = ? AND created_at >= ? "
+        "UNION SELECT session_id FROM observations WHERE project_id = ? AND created_at >= ?"
+        ") LIMIT 2",
+        (project_id, *args, *(project_id, since) * 3),
+    ).fetchall()
+    return str(rows[0][0]) if len(rows) == 1 else None
+
+
 def end(conn: AnyDb, session_id: str, reason: str | None, at: int | None) -> bool:
     cur = as_db(conn).execute(
         "UPDATE sessions SET status = 'ended', ended_at = ?, end_reason = ? WHERE id = ?",
