@@ -191,6 +191,28 @@ def test_a_closer_item_is_never_less_likely(kind: str) -> None:
     assert probabilities == sorted(probabilities)
 
 
+def test_what_the_items_session_says_beyond_it_is_evidence_only_in_excess() -> None:
+    """A decision saved in other words than the prompt is likelier when its session's answer is
+    close to the prompt; a hit close on its own gains nothing from its session-mates, and one with
+    no session is judged as before."""
+    cand = Candidate(("memory", 7), plain_cosine=0.2, coverage=0.0, score=1.0)
+    item = _item("memory", body="charts/web-api leaves spec.replicas out so the HPA owns it.")
+    view = _view(best_cosine=0.45)
+
+    def values(mates: tuple[float, float], cosine: float = 0.2) -> dict[str, float]:
+        cand.plain_cosine = cosine
+        return relevance.features(cand, item, None, Evidence(0.0, 0.0), view, 6, mates)
+
+    alone, backed = values((0.0, 0.0)), values((0.45, 0.5))
+    assert (alone["thread_cosine"], alone["thread_coverage"]) == (0.0, 0.0)
+    assert backed["thread_cosine"] == pytest.approx(0.25) and backed["thread_coverage"] == 0.5
+    assert MODEL.probability(alone) < MODEL.cut(0.5) <= MODEL.probability(backed)
+    # Close on its own: mates no closer than it add nothing.
+    close = values((0.4, 0.0), cosine=0.45)
+    assert close["thread_cosine"] == 0.0
+    assert MODEL.probability(close) == MODEL.probability(values((0.0, 0.0), cosine=0.45))
+
+
 def test_the_model_file_is_read_once(tmp_path: Path) -> None:
     path = tmp_path / "model.json"
     path.write_text(json.dumps(_doc()))

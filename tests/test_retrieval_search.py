@@ -13,12 +13,14 @@ import pytest
 
 from tests.search_corpus import searcher, write_corpus
 from worker.retrieval.db_vectors import DatabaseVectors
+from worker.retrieval.ranking import Candidate
 from worker.retrieval.search import (
     Mode,
     SearchRequest,
     one_stem_per_part,
     search,
     selective_terms,
+    threads,
 )
 from worker.settings import Settings, load_settings
 from worker.store import Store, observations, projects, sessions
@@ -94,6 +96,35 @@ QUERIES = [
     "webhook backoff retries",
     "kubernetes helm chart",  # nothing about it: refused
 ]
+
+
+def test_each_candidate_is_credited_with_its_closest_session_mate() -> None:
+    """What a session worked on and what it concluded are separate items: each candidate's
+    thread evidence is the best other candidate of its session (cosine or clause, coverage)."""
+    cands = [
+        Candidate(("observation", 1), plain_cosine=0.2, coverage=0.1),
+        Candidate(("memory", 2), plain_cosine=0.5, coverage=0.6),
+        Candidate(("observation", 3), plain_cosine=0.9, coverage=0.9),
+        Candidate(("prompt", 4), plain_cosine=0.8, coverage=0.8),
+    ]
+    minute = 60_000
+    items: dict[Any, dict[str, Any]] = {
+        ("observation", 1): {"session_id": "s1", "created_at": 10 * minute},
+        ("memory", 2): {"session_id": "s1", "created_at": 12 * minute},
+        ("observation", 3): {"session_id": "s2", "created_at": 11 * minute},
+        ("prompt", 4): {"session_id": None, "created_at": 11 * minute},
+        ("observation", 5): {"session_id": "s1", "created_at": 80 * minute},
+    }
+    cands.append(Candidate(("observation", 5), plain_cosine=0.95, coverage=1.0))
+    clause = {("memory", 2): 0.7, ("observation", 1): 0.3}
+    found = threads(cands, items, clause, 30 * minute)
+    assert found[("observation", 1)] == (0.7, 0.6)  # the memory's best clause
+    assert found[("memory", 2)] == (0.3, 0.1)
+    assert found[("observation", 3)] == (0.0, 0.0)  # alone in its session
+    assert found[("prompt", 4)] == (0.0, 0.0)  # no session
+    # An hour later the session had moved on: not the same stretch of work.
+    assert found[("observation", 5)] == (0.0, 0.0)
+    assert threads(cands, items, clause, 90 * minute)[("memory", 2)] == (0.95, 1.0)
 
 
 @pytest.mark.postgres

@@ -344,6 +344,7 @@ async def build_context(
                     "kind": cand.ref[0],
                     "id": cand.ref[1],
                     "text": neutralise(prompt_item_text(outcome.items[cand.ref], now)),
+                    "session_id": outcome.items[cand.ref].get("session_id"),
                     "relevance": cand.relevance,
                     "features": cand.features,
                     "kept": cand in outcome.hits,

@@ -93,6 +93,7 @@ def features(
     scoped: Evidence | None,
     view: PromptView,
     session_observations: int = 0,
+    thread: tuple[float, float] = (0.0, 0.0),
 ) -> dict[str, float]:
     """The evidence that one item matters at this prompt, as numbers (see the module doc)."""
     kind = cand.ref[0]
@@ -141,6 +142,14 @@ def features(
         # form weighs differently with the evidence of the item itself.
         "generic_clause": view.generic * best_clause,
         "generic_coverage": view.generic * coverage,
+        # What the rest of the item's stretch of work says beyond the item itself: how much
+        # closer to the prompt its closest session-mate is, and how much more of the prompt's
+        # words its best-covering one holds (retrieval/search.threads). A session's question,
+        # the commands it ran, its answer and the memory saved in it are recorded apart, in
+        # other words: each is evidence for the others. Only the excess counts, so an item that
+        # is close on its own (or has no session) is judged on its own evidence.
+        "thread_cosine": max(0.0, thread[0] - best_clause),
+        "thread_coverage": max(0.0, thread[1] - coverage),
     }
 
 

@@ -378,6 +378,36 @@ def distinct_top(
     return out
 
 
+def threads(
+    top: list[Candidate],
+    items: dict[Ref, dict[str, Any]],
+    clause: Mapping[Ref, float],
+    window_ms: int,
+) -> dict[Ref, tuple[float, float]]:
+    """Each candidate's best other candidate of the same stretch of work (its session, within
+    `window_ms` of it: a long session moves on to other things): (cosine, coverage), zeros for
+    an item of no session or alone in it."""
+    sessions: dict[str, list[Candidate]] = {}
+    for cand in top:
+        sid = str(items[cand.ref].get("session_id") or "")
+        if sid:
+            sessions.setdefault(sid, []).append(cand)
+    out: dict[Ref, tuple[float, float]] = {}
+    for cand in top:
+        item = items[cand.ref]
+        at = int(item.get("created_at") or 0)
+        others = [
+            m
+            for m in sessions.get(str(item.get("session_id") or ""), [])
+            if m is not cand and abs(int(items[m.ref].get("created_at") or 0) - at) <= window_ms
+        ]
+        out[cand.ref] = (
+            max((max(m.plain_cosine or 0.0, clause.get(m.ref, 0.0)) for m in others), default=0.0),
+            max((m.coverage or 0.0 for m in others), default=0.0),
+        )
+    return out
+
+
 async def _judged(
     store: Backend,
     settings: Settings,
@@ -452,11 +482,12 @@ async def _judged(
     model = relevance.load_model()
     rows = kw.scope.rows if kw.scope is not None else 0
     view = relevance.prompt_view(top, clause, names, scoped, rows, req.query)
+    mates = threads(top, items, clause, int(settings.search.thread_window_minutes * 60_000))
     for cand in top:
         item = items[cand.ref]
         worked = activity.get(str(item.get("session_id") or ""), 0)
         cand.features = relevance.features(
-            cand, item, clause.get(cand.ref), scoped.get(cand.ref), view, worked
+            cand, item, clause.get(cand.ref), scoped.get(cand.ref), view, worked, mates[cand.ref]
         )
         # Usefulness enters as log-odds with a known weight (one): an item used more than most
         # clears the cut more easily, one given often and never used needs more evidence.
