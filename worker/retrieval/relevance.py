@@ -133,7 +133,7 @@ def features(
         # What the item's session went on to do: an earlier prompt whose session did nothing
         # (a question answered from general knowledge) holds only the question.
         "session_work": math.log1p(session_observations) / 5.0,
-        "idle_prompt": 1.0 if kind == "prompt" and session_observations == 0 else 0.0,
+        "idle_prompt": 1.0 if only_the_question_of(kind, session_observations) else 0.0,
         "team_cue": view.team,
         "past_cue": view.past,
         "generic_cue": view.generic,
@@ -151,6 +151,11 @@ def features(
         "thread_cosine": max(0.0, thread[0] - best_clause),
         "thread_coverage": max(0.0, thread[1] - coverage),
     }
+
+
+def only_the_question_of(kind: str, session_observations: int) -> bool:
+    """An earlier prompt whose session did no work (see `only_the_question`)."""
+    return kind == "prompt" and session_observations == 0
 
 
 def only_the_question(features: Mapping[str, float]) -> bool:

@@ -481,11 +481,17 @@ async def _judged(
         proved = usefulness.shifts(history, items, settings, now, likeness)
     model = relevance.load_model()
     rows = kw.scope.rows if kw.scope is not None else 0
-    view = relevance.prompt_view(top, clause, names, scoped, rows, req.query)
+    worked_in = {c.ref: activity.get(str(items[c.ref].get("session_id") or ""), 0) for c in top}
+    # What is never given (an earlier prompt whose session did no work) sets no bar for the rest:
+    # a question asked again would otherwise make its first asking the best hit, and every hit
+    # that answers it look far behind.
+    givable = [c for c in top if not relevance.only_the_question_of(c.ref[0], worked_in[c.ref])]
+    shown = {c.ref: scoped[c.ref] for c in givable if c.ref in scoped}
+    view = relevance.prompt_view(givable, clause, names, shown, rows, req.query)
     mates = threads(top, items, clause, int(settings.search.thread_window_minutes * 60_000))
     for cand in top:
         item = items[cand.ref]
-        worked = activity.get(str(item.get("session_id") or ""), 0)
+        worked = worked_in[cand.ref]
         cand.features = relevance.features(
             cand, item, clause.get(cand.ref), scoped.get(cand.ref), view, worked, mates[cand.ref]
         )
