@@ -291,6 +291,20 @@ def _judged(
     }
 
 
+def _stored_prompt(store: Any, searcher: Any, session: str, text: str) -> int:
+    """`text` stored as a prompt of `session` in /repo, and embedded; its id."""
+
+    def ask(c: Any) -> int:
+        pid = projects.ensure(c, "/repo")
+        sessions.ensure(c, session, pid)
+        return int(sessions.add_prompt(c, session, pid, text, None)["id"])
+
+    prompt_id: int = store.write_sync(ask)
+    searcher[1].enqueue("prompt", [prompt_id])
+    assert searcher[1].wait_idle(30)
+    return prompt_id
+
+
 @pytest.mark.parametrize("mode", ["hybrid", "keyword"])
 @pytest.mark.parametrize("query", ["why is the nginx certificate refresh failing", QUERIES[3]])
 def test_a_prompt_gets_the_same_judgment_before_and_after_it_is_stored(
@@ -306,14 +320,7 @@ def test_a_prompt_gets_the_same_judgment_before_and_after_it_is_stored(
     try:
         before = _judged(store, settings, found, query, mode)
 
-        def ask(c: Any) -> int:
-            pid = projects.ensure(c, "/repo")
-            sessions.ensure(c, "asking", pid)
-            return int(sessions.add_prompt(c, "asking", pid, query, None)["id"])
-
-        prompt_id = store.write_sync(ask)
-        found[1].enqueue("prompt", [prompt_id])
-        assert found[1].wait_idle(30)
+        prompt_id = _stored_prompt(store, found, "asking", query)
         assert found[1].vector(("prompt", prompt_id)) is not None  # its own closest vector
         after = _judged(store, settings, found, query, mode)
         assert before[0], "the query finds something"
@@ -381,14 +388,7 @@ def test_a_question_asked_again_is_judged_as_if_its_first_asking_were_not_there(
     try:
         before = _judged(store, settings, found, query)
 
-        def ask(c: Any) -> int:
-            pid = projects.ensure(c, "/repo")
-            sessions.ensure(c, "yesterday", pid)
-            return int(sessions.add_prompt(c, "yesterday", pid, query, None)["id"])
-
-        prompt_id = store.write_sync(ask)
-        found[1].enqueue("prompt", [prompt_id])
-        assert found[1].wait_idle(30)
+        prompt_id = _stored_prompt(store, found, "yesterday", query)
         hits, judged = _judged(store, settings, found, query)
         earlier = ("prompt", prompt_id)
         assert judged[earlier]["idle_prompt"] == 1.0 and earlier not in hits
