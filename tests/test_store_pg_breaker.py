@@ -128,7 +128,11 @@ def test_a_host_that_accepts_and_never_answers_opens_the_breaker_while_a_connect
                 pool.submit(contents, store).result(timeout=HANG_S)
             with pytest.raises(StoreUnavailable, match="connection timeout expired"):
                 first.result(timeout=HANG_S)
-    assert "it does not answer" in breaker(store)["reason"]
+    # Who opened it: the breaker's own check (it does not answer), or on a loaded machine the
+    # first connect's timeout when it came before the check did; either way the next request
+    # was refused at once above.
+    reason = breaker(store)["reason"]
+    assert "it does not answer" in reason or "connection timeout expired" in reason, reason
     own_server.start(own_server.port)
     wait_for(lambda: breaker(store)["state"] == "closed", timeout=HANG_S)
     assert contents(store) == []
