@@ -156,11 +156,11 @@ def test_a_reader_sees_shared_prompts_and_their_own(backend_store: AnyStore) -> 
 
 def test_the_session_at_work_is_the_one_open_and_recently_active(backend_store: AnyStore) -> None:
     now = 10_000_000_000
-    window = sessions.WORKING_WINDOW_MS
+    window = 30 * 60_000  # CAIRN_SESSION_IDLE_MINUTES' default
 
     def working(at: int = now, author: str | None = None) -> str | None:
         def read(conn: Any) -> str | None:
-            return sessions.working_session(conn, projects.ensure(conn, APP), at, author)
+            return sessions.working_session(conn, projects.ensure(conn, APP), at, window, author)
 
         return backend_store.write_sync(read)
 

@@ -137,7 +137,8 @@ def save(
     if project_id is not None and not full.get("session_id") and full.get("created_at_ms") is None:
         # Saved while an agent works here (its MCP tool, the dashboard, a script): the work it
         # came out of is that session's, which the prompt context reads as its thread.
-        full["session_id"] = sessions.working_session(conn, project_id, now, reader)
+        idle_ms = settings.dashboard.session_idle_minutes * 60_000
+        full["session_id"] = sessions.working_session(conn, project_id, now, idle_ms, reader)
     if same is not None:
         changes = merge_fields(same, full, now=now, max_tags=settings.limits.max_tags)
         was_superseded = same["superseded_by"] is not None

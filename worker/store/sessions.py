@@ -180,17 +180,15 @@ def ensure(
     return False
 
 
-# How recent a session's last prompt or tool call must be for it to count as at work.
-WORKING_WINDOW_MS = 30 * 60_000
-
-
-def working_session(conn: AnyDb, project_id: int, at: int, author: str | None = None) -> str | None:
-    """The one session at work in the project at `at`: still open, and started, prompted or
-    calling a tool within WORKING_WINDOW_MS before it, and `author`'s when one is named (a team
-    database holds everyone's sessions). None when no session is, or when two are (a memory saved then could
-    be either's)."""
+def working_session(
+    conn: AnyDb, project_id: int, at: int, idle_ms: int, author: str | None = None
+) -> str | None:
+    """The one session at work in the project at `at`: still open, and not idle (started,
+    prompted or calling a tool within `idle_ms` before it: the dashboard's idle rule), and
+    `author`'s when one is named (a team database holds everyone's sessions). None when no
+    session is, or when two are (a memory saved then could be either's)."""
     db = as_db(conn)
-    since = at - WORKING_WINDOW_MS
+    since = at - idle_ms
     whose, args = ("", ()) if author is None else (" AND (author IS NULL OR author = ?)", (author,))
     rows = db.execute(
         "SELECT id FROM sessions WHERE project_id = ? AND status = 'active'"
