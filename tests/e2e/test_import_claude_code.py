@@ -49,8 +49,11 @@ def plan_session(s: Setup) -> str:
                     },
                 )
             ],
+            # The agent's answer and the session's next turn, in the order their requests
+            # arrive (the agent runs alongside). The session's turn may end before the agent's
+            # notice starts another: then each turn's answer is stored, live and imported.
             [Text("calc.add is called from check_calc.py only.")],
-            [Text("Planned.")],
+            [Text("Planned: one task, and an agent finding the callers.")],
             [Text("The agent found one caller.")],
         ]
     )

@@ -183,9 +183,12 @@ class ClaudeCodeImport:
                 if event.payload.get("tool_name") in task_tools:
                     self.builder.build(event)  # the kept tasks, for later plans
                 continue
+            requests = self.builder.build(event)
             if event.name == "Stop" and event is not last_stop:
-                continue
-            out.extend(self.builder.build(event))
+                # Every turn's end still gives its answer observation, as the live Stop hook
+                # stores one per turn; only the summary is the last turn's alone.
+                requests = [r for r in requests if not r.path.endswith("/summarize")]
+            out.extend(requests)
         return out
 
     # ------------------------------------------------------------------ sending
