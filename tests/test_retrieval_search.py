@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tests.search_corpus import searcher, write_corpus
+from worker.retrieval import search as search_module
 from worker.retrieval.db_vectors import DatabaseVectors
 from worker.retrieval.ranking import Candidate
 from worker.retrieval.search import (
@@ -23,7 +24,7 @@ from worker.retrieval.search import (
     threads,
 )
 from worker.settings import Settings, load_settings
-from worker.store import Store, observations, projects, sessions
+from worker.store import Store, memories, observations, projects, sessions
 from worker.store.pg import PgStore
 from worker.terms import query_groups, query_terms
 
@@ -399,5 +400,51 @@ def test_a_question_asked_again_is_judged_as_if_its_first_asking_were_not_there(
             assert features["best_cosine"] == pytest.approx(max(f["clause"] for f in others))
             assert features["best_coverage"] == pytest.approx(max(f["coverage"] for f in others))
         assert before[0] and hits, "the question finds something either way"
+    finally:
+        anyio.run(found[1].stop)
+
+
+@pytest.mark.parametrize("reserve", [8, 0])
+def test_the_memories_closest_to_the_prompt_are_judged_wherever_they_rank(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reserve: int
+) -> None:
+    """Months of routine items on a topic outrank, in words and in vectors, the one memory kept
+    about it, asked for in other words; the memories closest to the prompt are judged all the
+    same (with no reserve, here none is: it is past every list's candidates)."""
+    monkeypatch.setattr(search_module, "MEMORY_RESERVE", reserve)
+    settings = load_settings(home=tmp_path, embed_enabled=True)
+
+    def write(c: Any) -> int:
+        pid = projects.ensure(c, "/repo")
+        sessions.ensure(c, "routine", pid)
+        for i in range(220):
+            observations.insert(
+                c,
+                {
+                    "project": "/repo",
+                    "session_id": "routine",
+                    "type": "command",
+                    "title": f"Run: redis cache eviction check {i}",
+                    "body": f"stdout: redis cache eviction keys policy report {i}",
+                    "created_at_ms": 1_700_000_000_000 + i * 60_000,
+                },
+            )
+        kept, _ = memories.insert(
+            c,
+            {
+                "kind": "decision",
+                "content": "Sessions live in redis with maxmemory 2gb and allkeys-lru",
+                "scope": "project",
+                "project": "/repo",
+            },
+        )
+        return int(kept["id"])
+
+    memory_id = store.write_sync(write)
+    found = searcher(store, settings)
+    try:
+        _, judged = _judged(store, settings, found, "which redis cache eviction keys policy?")
+        assert len(judged) >= 64
+        assert (("memory", memory_id) in judged) is (reserve > 0)
     finally:
         anyio.run(found[1].stop)

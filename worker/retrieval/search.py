@@ -55,6 +55,12 @@ DEDUPE_PAGE = 30
 # candidate; at 64, 20); words alone (keyword-only mode) at 32, as tuned.
 JUDGE_DEPTH = 8
 KEYWORD_JUDGE_DEPTH = 4
+# The memories closest to the prompt are judged wherever the ranking put them. A memory is what
+# someone chose to keep, few beside months of tool calls; asked for in other words than it was
+# written in, it shares no word with the prompt and sits at a modest cosine, below a hundred
+# routine items of the same topic. Padded to ~3,000 items a project, 32 of the coding-memory
+# corpus's missed markers never reached the judged window, 11 with this reserve.
+MEMORY_RESERVE = 8
 
 
 @dataclass
@@ -353,19 +359,27 @@ async def _clause_cosines(
 
 
 def distinct_top(
-    ranked: list[Candidate], items: dict[Ref, dict[str, Any]], depth: int
+    ranked: list[Candidate],
+    items: dict[Ref, dict[str, Any]],
+    depth: int,
+    reserved: set[Ref] | None = None,
 ) -> list[Candidate]:
     """The best `depth` ranked hits worth judging, each text once. Months of routine use repeat
     the same item (the same file read, the same green test run, the same session summary) dozens
     of times; judged one by one, the copies filled the window and pushed the one item that
     mattered out of it (padded to ~3,000 items a project, 45 of 164 answerable prompts had no
     relevant candidate). The best-ranked copy stands for the rest, as the final de-duplication
-    would keep it anyway."""
+    would keep it anyway. The `reserved` hits (the memories closest to the prompt) are taken
+    wherever they rank, past the `depth` best."""
     seen: set[str] = set()
     out: list[Candidate] = []
+    pending = set(reserved or ())
     for cand in ranked:
-        if len(out) >= depth:
+        if len(out) >= depth and not pending:
             break
+        if len(out) >= depth and cand.ref not in pending:
+            continue
+        pending.discard(cand.ref)
         item = items[cand.ref]
         if ranking.said_nothing(item):
             continue
@@ -417,6 +431,7 @@ async def _judged(
     ranked: list[Candidate],
     items: dict[Ref, dict[str, Any]],
     req: SearchRequest,
+    reserved: set[Ref] | None = None,
 ) -> tuple[list[Candidate], list[Candidate]]:
     """The ranked hits that matter at the prompt, most probable first, and every candidate
     judged. With a query vector the relevance model decides (retrieval/relevance.py); with
@@ -426,7 +441,7 @@ async def _judged(
     top = (
         [c for c in ranked[:depth] if not ranking.said_nothing(items[c.ref])]
         if query_vector is None
-        else distinct_top(ranked, items, depth)
+        else distinct_top(ranked, items, depth, reserved or set())
     )
     refs = [c.ref for c in top]
     # Only the relevance model reads what each item's session went on to do.
@@ -536,7 +551,10 @@ async def search(
     # product, ~15 ms at 100k, or on a team database with pgvector its HNSW index) in one thread
     # while the database runs the keyword pass in another: all three release the GIL, so on two
     # cores their times overlap instead of adding up.
-    found: list[tuple[npt.NDArray[np.float32] | None, list[tuple[Ref, float]]]] = [(None, [])]
+    found: list[
+        tuple[npt.NDArray[np.float32] | None, list[tuple[Ref, float]], list[tuple[Ref, float]]]
+    ] = [(None, [], [])]
+    reserve_memories = req.judge_items and (req.kinds is None or "memory" in req.kinds)
     # Room for the session's own prompts among the closest vectors (counted out below).
     spare = OWN_PROMPT_SPARE if req.exclude_session_prompts is not None else 0
 
@@ -550,7 +568,12 @@ async def search(
                 kinds=req.kinds,
                 limit=settings.search.candidates + spare,
             )
-            found[0] = (vector, hits)
+            memories = (
+                index.search(vector, project_id=project_id, kinds=["memory"], limit=MEMORY_RESERVE)
+                if reserve_memories
+                else []
+            )
+            found[0] = (vector, hits, memories)
 
     try:
         async with anyio.create_task_group() as tasks:
@@ -563,7 +586,7 @@ async def search(
         # The task group wraps what its body raised: the store's refusal (a team database
         # down) must reach the error handlers as itself, a 503, not as an unhandled group (500).
         raise group.exceptions[0] from None
-    query_vector, vector_hits = found[0]
+    query_vector, vector_hits, close_memories = found[0]
     vector_hits = [(ref, cos) for ref, cos in vector_hits if ref not in kw.own][
         : settings.search.candidates
     ]
@@ -571,6 +594,9 @@ async def search(
     weights = Weights.from_settings(settings)
     complete = len(kw.hits) < settings.search.candidates  # every keyword match is listed
     candidates = ranking.fuse(kw.hits, vector_hits, weights, complete)
+    for ref, cosine in close_memories:
+        if ref not in candidates:  # judged below, on its own evidence (no rank in either list)
+            candidates[ref] = Candidate(ref, cosine=cosine)
     window_ms = int(settings.search.thread_window_minutes * 60_000)
 
     def load(
@@ -654,8 +680,9 @@ async def search(
     )
     judged: list[Candidate] = []
     if req.judge_items:
+        reserved = {ref for ref, _ in close_memories}
         ranked, judged = await _judged(
-            store, settings, service, kw, query_vector, ranked, items, req
+            store, settings, service, kw, query_vector, ranked, items, req, reserved
         )
     dedupe_with = service if ready else None
     # In a thread: on a team database the hits' vectors are read from it.
