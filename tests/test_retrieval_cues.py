@@ -54,6 +54,9 @@ def test_not_past() -> None:
         "When should I use a dataclass instead of a dict?",
         "Explain Python's GIL",
         "tabs vs spaces in YAML",
+        # "differ" as an adjective: the same question
+        "how are class components different from function components in React?",
+        "Is a tuple really different than a list in Python?",
     ],
 )
 def test_generic(prompt: str) -> None:

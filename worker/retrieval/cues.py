@@ -26,7 +26,8 @@ _PAST = re.compile(
 # The forms of a question about a tool or language in general.
 _GENERIC = re.compile(
     r"(\bdifference between\b|\bdiffer from\b|\bcompared to\b|\bvs\.?\s|\bversus\b"
-    r"|\bhow (does|do|is|are|would|can)\b.*\b(work|works|differ|compare)\b"
+    r"|\bdifferent (from|than)\b"
+    r"|\bhow (does|do|is|are|would|can)\b.*\b(work|works|differ|different|compare)\b"
     r"|\bin general\b|\bgenerally\b|\bunder the hood\b|\bbest practices?\b"
     r"|\bwhen (should|would|do|to) (i|you|one)?\b|\bwhat (is|are) (a|an|the)\b|\bexplain\b)"
 )
