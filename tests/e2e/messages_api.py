@@ -51,10 +51,12 @@ class Recorded:
 
 
 def _asks_for_summary(body: dict[str, Any]) -> bool:
-    """A compaction request: the CLI asks for a <summary> of the conversation (tools offered)."""
+    """A compaction request: the CLI asks for a detailed <summary> of the conversation (tools
+    offered). Its words, not the tag alone: a background agent's <task-notification> holds a
+    <summary> of its own, and is a turn of the session like any prompt."""
     messages = body.get("messages") or []
     last = json.dumps(messages[-1]) if messages else ""
-    return "<summary>" in last and "summar" in last
+    return "<summary>" in last and "detailed summary of the conversation" in last
 
 
 def _event(name: str, data: dict[str, Any]) -> bytes:
