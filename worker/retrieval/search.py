@@ -375,10 +375,11 @@ def distinct_top(
     out: list[Candidate] = []
     pending = set(reserved or ())
     for cand in ranked:
-        if len(out) >= depth and not pending:
-            break
-        if len(out) >= depth and cand.ref not in pending:
-            continue
+        if len(out) >= depth:  # past the best: only what is reserved
+            if not pending:
+                break
+            if cand.ref not in pending:
+                continue
         pending.discard(cand.ref)
         item = items[cand.ref]
         if ranking.said_nothing(item):
@@ -441,7 +442,7 @@ async def _judged(
     top = (
         [c for c in ranked[:depth] if not ranking.said_nothing(items[c.ref])]
         if query_vector is None
-        else distinct_top(ranked, items, depth, reserved or set())
+        else distinct_top(ranked, items, depth, reserved)
     )
     refs = [c.ref for c in top]
     # Only the relevance model reads what each item's session went on to do.

@@ -168,18 +168,23 @@ class VectorIndex:
                 n = bucket.used
                 if n == 0:
                     continue
-                scores = bucket.matrix[:n] @ query
                 valid = bucket.kinds[:n] != 0
                 if codes is not None:
                     valid &= np.isin(bucket.kinds[:n], codes)
-                scores = np.where(valid, scores, -np.inf)
-                take = min(limit, n)
-                top = np.argpartition(-scores, take - 1)[:take]
-                for row in top:
-                    ref = bucket.ref(int(row))
-                    score = float(scores[int(row)])
-                    if ref is not None and score > -np.inf:
-                        found.append((ref, score))
+                rows = np.flatnonzero(valid)
+                if rows.size == 0:
+                    continue
+                if 2 * rows.size < n:
+                    # A kind of few rows (the memories among months of tool calls): the
+                    # product over those rows only, not over the whole bucket.
+                    scores = bucket.matrix[rows] @ query
+                else:
+                    scores = (bucket.matrix[:n] @ query)[rows]
+                take = min(limit, rows.size)
+                for at in np.argpartition(-scores, take - 1)[:take]:
+                    ref = bucket.ref(int(rows[at]))
+                    if ref is not None:
+                        found.append((ref, float(scores[at])))
         # Equal cosines (items of the same text) by ref: the database's index (db_vectors.py)
         # gives the same order, whatever order its graph yields them in.
         found.sort(key=lambda pair: (-pair[1], pair[0]))
