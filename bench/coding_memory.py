@@ -675,7 +675,7 @@ def eased(figure: str, op: str, target: float) -> tuple[str, float]:
     """An aim on the padded history: a share .05 easier, the token budget the same."""
     if figure == "tokens_per_prompt":
         return op, target
-    return op, target - PADDED_SLACK if op == ">=" else target + PADDED_SLACK
+    return op, round(target - PADDED_SLACK if op == ">=" else target + PADDED_SLACK, 3)
 
 
 def rows_for(result: dict[str, Any]) -> list[tuple[str, Any, str, bool | None]]:
