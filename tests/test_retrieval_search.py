@@ -21,6 +21,7 @@ from worker.retrieval.search import (
     one_stem_per_part,
     search,
     selective_terms,
+    session_mates,
     threads,
 )
 from worker.settings import Settings, load_settings
@@ -126,6 +127,45 @@ def test_each_candidate_is_credited_with_its_closest_session_mate() -> None:
     # An hour later the session had moved on: not the same stretch of work.
     assert found[("observation", 5)] == (0.0, 0.0)
     assert threads(cands, items, clause, 90 * minute)[("memory", 2)] == (0.95, 1.0)
+
+
+def test_the_rest_of_a_judged_items_session_counts_as_its_thread_evidence() -> None:
+    """Months of routine history push the rest of a session's work out of the judged window and
+    out of every candidate list: the items of a judged hit's session written near it are read
+    from the store (rows), count as evidence for it, and are not judged themselves."""
+    minute = 60_000
+    top = [
+        Candidate(("memory", 1), plain_cosine=0.3, coverage=0.0),
+        Candidate(("observation", 2), plain_cosine=0.2, coverage=0.1),  # no session
+    ]
+    items: dict[Any, dict[str, Any]] = {
+        ("memory", 1): {"session_id": "s1", "created_at": 10 * minute},
+        ("observation", 2): {"session_id": None, "created_at": 10 * minute},
+    }
+    rows = [
+        (("memory", 1), "s1", 10 * minute),  # judged already
+        (("observation", 3), "s2", 10 * minute),  # another session
+        (("observation", 4), "s1", 11 * minute),
+        (("prompt", 5), "s1", 9 * minute),
+        (("observation", 6), "s1", 80 * minute),  # the session had moved on
+    ]
+    mates = session_mates(top, items, rows, 30 * minute, 10)
+    assert list(mates) == [("observation", 4), ("prompt", 5)]
+    assert mates[("observation", 4)] == {"session_id": "s1", "created_at": 11 * minute}
+    assert list(session_mates(top, items, rows, 30 * minute, 1)) == [("observation", 4)]
+    assert threads(top, items, {}, 30 * minute)[("memory", 1)] == (0.0, 0.0)
+    found = threads(
+        top,
+        {**items, **mates},
+        {},
+        30 * minute,
+        [
+            Candidate(("observation", 4), plain_cosine=0.6, coverage=0.2),
+            Candidate(("prompt", 5), plain_cosine=0.1, coverage=0.5),
+        ],
+    )
+    assert found[("memory", 1)] == (0.6, 0.5)
+    assert set(found) == {("memory", 1), ("observation", 2)}  # mates get no figures
 
 
 @pytest.mark.postgres

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from worker.store import Store, memories, observations, search
+from worker.store import Store, memories, observations, projects, search, sessions
 from worker.store.pg import PgStore
 from worker.terms import index_text, new_terms
 
@@ -108,3 +108,69 @@ def test_a_sessions_work_counts_its_tool_observations_not_its_answers(
     )
     # A question answered from general knowledge did no work: its prompt stays an idle one.
     assert counts == {"worked": 1}
+
+
+def test_a_sessions_items_within_a_span_and_visible_to_the_reader(
+    backend_store: Store | PgStore,
+) -> None:
+    """The thread features' session-mates: the session's observations, prompts and memories of
+    the project written within the span; a reader sees only their own or shared prompts and
+    observations, as search does."""
+
+    def write(c: Any) -> dict[str, Any]:
+        pid = projects.ensure(c, "/repo")
+        other = projects.ensure(c, "/other")
+        ids: dict[str, Any] = {}
+        for name, session, at, author in (
+            ("mine", "s1", T0, "ana@example.com"),
+            ("theirs", "s1", T0 + 1000, "bo@example.com"),
+            ("late", "s1", T0 + 10_000, "ana@example.com"),
+            ("elsewhere", "s2", T0, "ana@example.com"),
+        ):
+            row, _ = observations.insert(
+                c,
+                {
+                    "project": "/repo",
+                    "session_id": session,
+                    "type": "command",
+                    "title": name,
+                    "body": "",
+                    "files": [],
+                    "created_at_ms": at,
+                    "author": author,
+                },
+            )
+            ids[name] = row["id"]
+        sessions.ensure(c, "s1", pid)
+        ids["prompt"] = sessions.add_prompt(c, "s1", pid, "fix it", T0 + 500, author="bo@example.com", shared=True)["id"]  # fmt: skip
+        ids["other_project"] = sessions.add_prompt(c, "s1", other, "elsewhere", T0 + 500)["id"]
+        kept, _ = memories.insert(
+            c,
+            {"kind": "fact", "content": "the relay is on GPIO 5", "project": "/repo",
+             "session_id": "s1", "created_at_ms": T0 + 2000},
+        )  # fmt: skip
+        ids["memory"] = kept["id"]
+        ids["pid"] = pid
+        return ids
+
+    ids = backend_store.write_sync(write)
+
+    def read(reader: str | None) -> list[Any]:
+        return backend_store.read_sync(
+            lambda c: search.session_items(c, ids["pid"], ["s1", ""], (T0, T0 + 5000), reader)
+        )
+
+    everyone = read(None)
+    assert sorted(ref for ref, _, _ in everyone) == sorted(
+        [
+            ("observation", ids["mine"]),
+            ("observation", ids["theirs"]),
+            ("prompt", ids["prompt"]),
+            ("memory", ids["memory"]),
+        ]
+    )
+    assert all(sid == "s1" and T0 <= at <= T0 + 5000 for _, sid, at in everyone)
+    # Bo's command is private to Bo; his prompt was shared; memories are not private.
+    assert ("observation", ids["theirs"]) not in [ref for ref, _, _ in read("ana@example.com")]
+    assert ("prompt", ids["prompt"]) in [ref for ref, _, _ in read("ana@example.com")]
+    assert backend_store.read_sync(lambda c: search.session_items(c, ids["pid"], [], (0, T0))) == []

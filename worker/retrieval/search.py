@@ -61,6 +61,11 @@ KEYWORD_JUDGE_DEPTH = 4
 # routine items of the same topic. Padded to ~3,000 items a project, 32 of the coding-memory
 # corpus's missed markers never reached the judged window, 11 with this reserve.
 MEMORY_RESERVE = 8
+# The most items of the judged hits' sessions read as their session-mates (the thread features'
+# evidence, never judged themselves). Months of routine history push the rest of a session's work
+# out of the judged window and out of every candidate list, while it still says what the session
+# was about.
+THREAD_MATES = 256
 
 
 @dataclass
@@ -393,17 +398,44 @@ def distinct_top(
     return out
 
 
+def session_mates(
+    top: list[Candidate],
+    items: Mapping[Ref, Mapping[str, Any]],
+    rows: list[tuple[Ref, str, int]],
+    window_ms: int,
+    limit: int,
+) -> dict[Ref, dict[str, Any]]:
+    """Of the session items read (store/search.session_items), those not judged that were written
+    within `window_ms` of a judged item of their session, as the `threads` items they are
+    (session and time), at most `limit`."""
+    judged = {c.ref for c in top}
+    times: dict[str, list[int]] = {}
+    for cand in top:
+        sid = str(items[cand.ref].get("session_id") or "")
+        if sid:
+            times.setdefault(sid, []).append(int(items[cand.ref].get("created_at") or 0))
+    out: dict[Ref, dict[str, Any]] = {}
+    for ref, sid, at in rows:
+        if len(out) >= limit:
+            break
+        if ref not in judged and any(abs(at - t) <= window_ms for t in times.get(sid, ())):
+            out[ref] = {"session_id": sid, "created_at": at}
+    return out
+
+
 def threads(
     top: list[Candidate],
-    items: dict[Ref, dict[str, Any]],
+    items: Mapping[Ref, Mapping[str, Any]],
     clause: Mapping[Ref, float],
     window_ms: int,
+    mates: list[Candidate] | None = None,
 ) -> dict[Ref, tuple[float, float]]:
     """Each candidate's best other candidate of the same stretch of work (its session, within
     `window_ms` of it: a long session moves on to other things): (cosine, coverage), zeros for
-    an item of no session or alone in it."""
+    an item of no session or alone in it. `mates` (items of those sessions that are not judged, in
+    `items` too) count as others of their session, and get no figures of their own."""
     sessions: dict[str, list[Candidate]] = {}
-    for cand in top:
+    for cand in [*top, *(mates or ())]:
         sid = str(items[cand.ref].get("session_id") or "")
         if sid:
             sessions.setdefault(sid, []).append(cand)
@@ -432,6 +464,7 @@ async def _judged(
     ranked: list[Candidate],
     items: dict[Ref, dict[str, Any]],
     req: SearchRequest,
+    project_id: int | None,
     reserved: set[Ref] | None = None,
 ) -> tuple[list[Candidate], list[Candidate]]:
     """The ranked hits that matter at the prompt, most probable first, and every candidate
@@ -447,18 +480,33 @@ async def _judged(
     refs = [c.ref for c in top]
     # Only the relevance model reads what each item's session went on to do.
     sessions = [] if query_vector is None else [str(items[r].get("session_id") or "") for r in refs]
+    window = int(settings.search.thread_window_minutes * 60_000)
+    at = [
+        int(items[r].get("created_at") or 0)
+        for r in refs
+        if sessions and items[r].get("session_id")
+    ]
+    span = (min(at, default=0) - window, max(at, default=0) + window)
+    judged_refs = set(refs)
 
     now = now_ms()
 
     learning = query_vector is not None and settings.learning.enabled
 
-    def evidence(conn: AnyDb) -> tuple[dict[Ref, str], dict[str, int], UseHistory]:
+    def evidence(
+        conn: AnyDb,
+    ) -> tuple[dict[Ref, str], dict[str, int], UseHistory, dict[Ref, dict[str, Any]]]:
         # What each item's earlier injections became (learning from use): the model's decision
         # only; keyword-only mode keeps its rules.
         history = use_store.history(conn, refs) if learning else {}
-        return q.indexed_terms(conn, refs), q.session_activity(conn, sessions), history
+        rows = q.session_items(conn, project_id, sessions, span, req.reader) if at else []
+        mates = session_mates(top, items, rows, window, THREAD_MATES)
+        indexed = q.indexed_terms(conn, refs + list(mates))
+        return indexed, q.session_activity(conn, sessions), history, mates
 
-    indexed, activity, history = await store.read(evidence)
+    indexed, activity, history, mate_items = await store.read(evidence)
+    mates = [Candidate(ref) for ref in mate_items]
+    mate_refs = list(mate_items)
     if query_vector is None and kw.scope is not None:  # judged on its words alone
         scope = kw.scope
         kept: list[Candidate] = []
@@ -479,13 +527,14 @@ async def _judged(
     cosines: dict[Ref, float] = {}
     if query_vector is not None and service is not None:
         vector = query_vector
-        cosines = await anyio.to_thread.run_sync(lambda: service.plain_cosines(vector, refs))
+        both = refs + mate_refs
+        cosines = await anyio.to_thread.run_sync(lambda: service.plain_cosines(vector, both))
     scoped: dict[Ref, keyword_judgment.Evidence] = {}
-    for cand in top:
+    for cand in top + mates:
         terms = set(indexed.get(cand.ref, "").split())
         cand.plain_cosine = cosines.get(cand.ref)
         cand.coverage = ranking.coverage(kw.groups, terms, kw.df, kw.n_docs)
-        if kw.scope is not None:
+        if kw.scope is not None and cand.ref in judged_refs:
             scoped[cand.ref] = keyword_judgment.evidence(kw.groups, terms, kw.scope)
     clause = await _clause_cosines(service, query_vector, top, items)
     proved: dict[Ref, float] = {}
@@ -504,12 +553,12 @@ async def _judged(
     givable = [c for c in top if not relevance.only_the_question_of(c.ref[0], worked_in[c.ref])]
     shown = {c.ref: scoped[c.ref] for c in givable if c.ref in scoped}
     view = relevance.prompt_view(givable, clause, names, shown, rows, req.query)
-    mates = threads(top, items, clause, int(settings.search.thread_window_minutes * 60_000))
+    thread = threads(top, {**items, **mate_items}, clause, window, mates)
     for cand in top:
         item = items[cand.ref]
         worked = worked_in[cand.ref]
         cand.features = relevance.features(
-            cand, item, clause.get(cand.ref), scoped.get(cand.ref), view, worked, mates[cand.ref]
+            cand, item, clause.get(cand.ref), scoped.get(cand.ref), view, worked, thread[cand.ref]
         )
         # Usefulness enters as log-odds with a known weight (one): an item used more than most
         # clears the cut more easily, one given often and never used needs more evidence.
@@ -683,7 +732,7 @@ async def search(
     if req.judge_items:
         reserved = {ref for ref, _ in close_memories}
         ranked, judged = await _judged(
-            store, settings, service, kw, query_vector, ranked, items, req, reserved
+            store, settings, service, kw, query_vector, ranked, items, req, project_id, reserved
         )
     dedupe_with = service if ready else None
     # In a thread: on a team database the hits' vectors are read from it.

@@ -19,6 +19,7 @@ from worker.store import (
     m014_author,
     m015_shared,
     m016_use,
+    m017_session_items,
 )
 
 # (version, name, statements). Append only; never edit a released step.
@@ -36,6 +37,7 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (14, "author", m014_author.STATEMENTS),
     (15, "shared", m015_shared.STATEMENTS),
     (16, "use", m016_use.STATEMENTS),
+    (17, "session_items", m017_session_items.STATEMENTS),
 ]
 
 

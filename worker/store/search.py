@@ -83,3 +83,47 @@ def session_activity(conn: AnyDb, session_ids: Iterable[str]) -> dict[str, int]:
         (json.dumps(wanted),),
     ).fetchall()
     return {str(r[0]): int(r[1]) for r in rows if r[1]}
+
+
+# The tables whose items belong to a session, and the most rows one read takes from each.
+_SESSION_TABLES = (("observation", "observations"), ("prompt", "prompts"), ("memory", "memories"))
+SESSION_ROWS = 1000
+
+
+def session_items(
+    conn: AnyDb,
+    project_id: int | None,
+    session_ids: Iterable[str],
+    span: tuple[int, int],
+    reader: str | None = None,
+) -> list[tuple[Ref, str, int]]:
+    """The observations, prompts and memories of these sessions in the project written within
+    `span` (epoch ms, both ends included), as (ref, session id, created_at): the stretches of
+    work the relevance model's thread features read. A `reader` sees only the prompts and
+    observations that are theirs or shared, as search does."""
+    wanted = sorted({s for s in session_ids if s})
+    if not wanted:
+        return []
+    db = as_db(conn)
+    out: list[tuple[Ref, str, int]] = []
+    for kind, table in _SESSION_TABLES:
+        private = (
+            " AND (t.shared = 1 OR t.author = ?)" if reader is not None and kind != "memory" else ""
+        )
+        # The forms of store/items.neighbours: an index on (session_id, created_at) on SQLite
+        # (m017), the thread index on PostgreSQL (pg/m004_search.py).
+        sql = f"""SELECT t.id, t.session_id, t.created_at
+            FROM {db.dialect.json_array_values("?", "f")}, {table} t
+            WHERE {db.dialect.same_as("t.session_id", "f.value", "''")}
+              AND {db.dialect.same_as("t.project_id", "?", "-1")}
+              AND t.created_at BETWEEN ? AND ?{private}
+            ORDER BY t.created_at, t.id LIMIT {SESSION_ROWS}"""
+        args: tuple[object, ...] = (
+            json.dumps(wanted),
+            project_id,
+            span[0],
+            span[1],
+            *((reader,) if private else ()),
+        )
+        out += [((kind, int(r[0])), str(r[1]), int(r[2])) for r in db.execute(sql, args)]
+    return out
