@@ -168,6 +168,27 @@ def test_the_rest_of_a_judged_items_session_counts_as_its_thread_evidence() -> N
     assert set(found) == {("memory", 1), ("observation", 2)}  # mates get no figures
 
 
+def test_one_long_session_does_not_crowd_out_the_others_mates() -> None:
+    """The mates are taken from each session in turn, the closest in time to one of its judged
+    items first: a session of hundreds of routine items leaves room for the few items of the
+    session that saved the judged memory."""
+    minute = 60_000
+    top = [Candidate(("observation", 1)), Candidate(("memory", 2))]
+    items: dict[Any, dict[str, Any]] = {
+        ("observation", 1): {"session_id": "routine", "created_at": 0},
+        ("memory", 2): {"session_id": "work", "created_at": 500 * minute},
+    }
+    rows = [(("observation", 10 + i), "routine", i * 1000) for i in range(300)]
+    rows += [(("observation", 400), "work", 490 * minute), (("prompt", 7), "work", 499 * minute)]
+    mates = session_mates(top, items, rows, 30 * minute, 4)
+    assert list(mates) == [
+        ("observation", 10),  # the routine session's closest
+        ("prompt", 7),  # the work session's closest
+        ("observation", 11),
+        ("observation", 400),
+    ]
+
+
 @pytest.mark.postgres
 def test_the_same_corpus_gives_the_same_hits_on_sqlite_and_postgresql(
     store: Store, pg_url: str, tmp_path: Path

@@ -407,19 +407,26 @@ def session_mates(
 ) -> dict[Ref, dict[str, Any]]:
     """Of the session items read (store/search.session_items), those not judged that were written
     within `window_ms` of a judged item of their session, as the `threads` items they are
-    (session and time), at most `limit`."""
+    (session and time), at most `limit`: each session in turn gives its next closest in time to
+    one of its judged items, so one long session does not crowd out the others."""
     judged = {c.ref for c in top}
     times: dict[str, list[int]] = {}
     for cand in top:
         sid = str(items[cand.ref].get("session_id") or "")
         if sid:
             times.setdefault(sid, []).append(int(items[cand.ref].get("created_at") or 0))
-    out: dict[Ref, dict[str, Any]] = {}
+    near: dict[str, list[tuple[int, Ref, int]]] = {}
     for ref, sid, at in rows:
-        if len(out) >= limit:
-            break
-        if ref not in judged and any(abs(at - t) <= window_ms for t in times.get(sid, ())):
-            out[ref] = {"session_id": sid, "created_at": at}
+        gap = min((abs(at - t) for t in times.get(sid, ())), default=window_ms + 1)
+        if ref not in judged and gap <= window_ms:
+            near.setdefault(sid, []).append((gap, ref, at))
+    queues = [sorted(found, key=lambda row: row[0]) for found in near.values()]
+    out: dict[Ref, dict[str, Any]] = {}
+    for turn in range(max(map(len, queues), default=0)):
+        for queue, sid in zip(queues, near, strict=True):
+            if turn < len(queue) and len(out) < limit:
+                _, ref, at = queue[turn]
+                out[ref] = {"session_id": sid, "created_at": at}
     return out
 
 
