@@ -136,6 +136,12 @@ class Dialect:
         COALESCE(column, null) (pg/m004_search.py's thread indexes)."""
         return f"{left} IS {right}"
 
+    def unindexed(self, column: str) -> str:
+        """`column` in a form the planner does not look up by index: SQLite's unary plus, for a
+        condition whose index would be the wrong one (without ANALYZE statistics SQLite scans a
+        project's rows by (project_id, created_at) rather than probe (session_id, created_at))."""
+        return f"+{column}"
+
     def epoch_seconds_now(self) -> str:
         """The database's clock: whole seconds since 1970 (UTC)."""
         return "CAST(strftime('%s', 'now') AS INTEGER)"
@@ -210,6 +216,9 @@ class PostgresDialect(Dialect):
         # `IS NOT DISTINCT FROM` is no index condition: this form is, with an index on the
         # COALESCE expressions.
         return f"COALESCE({left}, {null}) = COALESCE({right}, {null})"
+
+    def unindexed(self, column: str) -> str:
+        return column  # the planner weighs its indexes by statistics it always has
 
     def epoch_seconds_now(self) -> str:
         return "CAST(floor(extract(epoch FROM now())) AS BIGINT)"

@@ -115,7 +115,7 @@ def session_items(
         sql = f"""SELECT t.id, t.session_id, t.created_at
             FROM {db.dialect.json_array_values("?", "f")}, {table} t
             WHERE {db.dialect.same_as("t.session_id", "f.value", "''")}
-              AND {db.dialect.same_as("t.project_id", "?", "-1")}
+              AND {db.dialect.same_as(db.dialect.unindexed("t.project_id"), "?", "-1")}
               AND t.created_at BETWEEN ? AND ?{private}
             ORDER BY t.created_at, t.id LIMIT {SESSION_ROWS}"""
         args: tuple[object, ...] = (
