@@ -371,7 +371,9 @@ def context_of(stdout: str) -> str:
 
 
 # --------------------------------------------------------------------------- waiting
-def wait_settled(worker: WorkerProcess, embed: bool, timeout: float) -> dict[str, Any]:
+def wait_settled(
+    worker: WorkerProcess, embed: bool, timeout: float, poll: float = 0.2
+) -> dict[str, Any]:
     """Until the spool is empty and (with the model) every item is embedded."""
     deadline = time.monotonic() + timeout
     stats: dict[str, Any] = {}
@@ -392,7 +394,7 @@ def wait_settled(worker: WorkerProcess, embed: bool, timeout: float) -> dict[str
             and not stats.get("queue_depth")
         ):
             return stats
-        time.sleep(0.2)
+        time.sleep(poll)
     raise SystemExit(f"spool/embeddings did not settle in {timeout}s: {stats}")
 
 
@@ -593,6 +595,10 @@ def run_mode(
             repo = repos[project["id"]]
             probes = substitute(project["probes"], project["root"], str(repo))
             for probe in probes:
+                # Each probe's own prompt (and session) is stored: embedded before the next
+                # probe, or the next one's candidates depend on how fast the embedder ran (a
+                # different probe or three from one run to the next on a busy machine).
+                wait_settled(worker, embed, 300, poll=0.02)
                 live = Session(hooks, repo, base / "transcripts", f"probe:{probe['id']}")
                 start_context = context_of(live.fire({"hook_event_name": "SessionStart"}))
                 preview: Any = None
