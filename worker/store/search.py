@@ -9,6 +9,7 @@ from worker.store import index_rows
 from worker.store.db import AnyDb, as_db
 from worker.store.items import Ref
 from worker.store.m002_retrieval import KIND_CODES, KIND_NAMES
+from worker.store.privacy import shared_or_by
 from worker.store.rows import placeholders
 
 
@@ -107,9 +108,12 @@ def session_items(
     db = as_db(conn)
     out: list[tuple[Ref, str, int]] = []
     for kind, table in _SESSION_TABLES:
-        private = (
-            " AND (t.shared = 1 OR t.author = ?)" if reader is not None and kind != "memory" else ""
-        )
+        # Memories are never private; a teammate's prompts and observations may be.
+        private = ""
+        private_args: tuple[object, ...] = ()
+        if reader is not None and kind != "memory":
+            term, private_args = shared_or_by("t", reader)
+            private = f" AND {term}"
         # The forms of store/items.neighbours: an index on (session_id, created_at) on SQLite
         # (m017), the thread index on PostgreSQL (pg/m004_search.py).
         sql = f"""SELECT t.id, t.session_id, t.created_at
@@ -123,7 +127,7 @@ def session_items(
             project_id,
             span[0],
             span[1],
-            *((reader,) if private else ()),
+            *private_args,
         )
         out += [((kind, int(r[0])), str(r[1]), int(r[2])) for r in db.execute(sql, args)]
     return out
